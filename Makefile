@@ -1,0 +1,92 @@
+# cairn — build, test, sanitize, fuzz, bench, install.
+# Targets: all (build/cairn), test, asan, fuzz, bench, install, clean.
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BUILD   ?= build
+CC      ?= cc
+PKGS    := ncursesw sqlite3 libzstd libcjson libuv libcurl
+VERSION := 0.1.0
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+           -Wwrite-strings -Wformat=2 -Wvla -Wno-unused-parameter
+CFLAGS  ?= -O2 -g
+CPPFLAGS_ALL := -std=c11 -D_GNU_SOURCE -DCAIRN_VERSION='"$(VERSION)"' -I. \
+           $(shell pkg-config --cflags $(PKGS))
+LIBS    := $(shell pkg-config --libs $(PKGS)) -lpthread
+TESTLIBS := $(shell pkg-config --libs cmocka)
+SAN     ?=
+ifneq ($(SAN),)
+  CFLAGS += -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+  LDSAN  := -fsanitize=$(SAN)
+endif
+
+LIB_SRC := $(wildcard base/*.c persist/*.c sink/*.c engine/*.c tui/*.c)
+APP_SRC := $(filter-out app/main.c,$(wildcard app/*.c))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(APP_SRC:%.c=$(BUILD)/obj/%.o)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+TESTSUPPORT := $(wildcard tests/unit/support_*.c)
+TESTSUPPORT_OBJ := $(TESTSUPPORT:%.c=$(BUILD)/obj/%.o)
+HELPER_SRC := $(wildcard tests/crash/*.c)
+HELPER_BIN := $(HELPER_SRC:tests/crash/%.c=$(BUILD)/tests/%)
+BENCH_SRC := $(wildcard bench/*.c)
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+
+.PHONY: all test asan fuzz bench install clean check
+all: $(BUILD)/cairn
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC  $<"
+	@$(CC) $(CPPFLAGS_ALL) $(CFLAGS) $(WARN) -MMD -MP -c $< -o $@
+
+$(BUILD)/libcairn.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/cairn: $(BUILD)/obj/app/main.o $(BUILD)/libcairn.a
+	$(CC) $(LDSAN) -o $@ $^ $(LIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TESTSUPPORT_OBJ) $(BUILD)/libcairn.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDSAN) -o $@ $^ $(LIBS) $(TESTLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/crash/%.o $(BUILD)/libcairn.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDSAN) -o $@ $^ $(LIBS)
+
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BUILD)/libcairn.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDSAN) -o $@ $^ $(LIBS)
+
+build-tests: $(BUILD)/cairn $(UNIT_BIN) $(HELPER_BIN)
+
+# The whole suite; ends with "N passed, N failed".
+test: build-tests
+	BUILD=$(BUILD) tests/run.sh
+
+asan:
+	$(MAKE) BUILD=build-asan SAN=address,undefined CFLAGS='-O1 -g' test
+
+FUZZ_SECONDS ?= 20
+FUZZ_CC ?= clang
+fuzz:
+	$(MAKE) BUILD=build-fuzz CC=$(FUZZ_CC) CFLAGS='-O1 -g -fsanitize=fuzzer-no-link,address,undefined' build-fuzz/libcairn.a
+	@mkdir -p build-fuzz/fuzz
+	$(FUZZ_CC) $(CPPFLAGS_ALL) -O1 -g -fsanitize=fuzzer,address,undefined $(WARN) \
+	  fuzz/fuzz_log.c build-fuzz/libcairn.a $(LIBS) -o build-fuzz/fuzz/fuzz_log
+	fuzz/run.sh build-fuzz/fuzz/fuzz_log $(FUZZ_SECONDS)
+
+bench: $(BENCH_BIN)
+	bench/run.sh $(BUILD)
+
+install: $(BUILD)/cairn
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0755 $(BUILD)/cairn $(DESTDIR)$(PREFIX)/bin/cairn
+	install -m 0644 docs/cairn.1 $(DESTDIR)$(PREFIX)/share/man/man1/cairn.1
+
+clean:
+	rm -rf build build-asan build-fuzz
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

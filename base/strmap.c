@@ -1,0 +1,72 @@
+/* strmap.c — linear-probing string map (FNV-1a hashes). */
+#include "base/strmap.h"
+#include "base/xalloc.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+void strmap_init(struct strmap *m)
+{
+	m->keys = NULL;
+	m->vals = NULL;
+	m->cap = m->count = 0;
+}
+
+void strmap_release(struct strmap *m)
+{
+	free(m->keys);
+	free(m->vals);
+	strmap_init(m);
+}
+
+static void insert(struct strmap *m, const char *key, size_t val)
+{
+	size_t i = (size_t)hash(key) & (m->cap - 1);
+	while (m->keys[i] && strcmp(m->keys[i], key) != 0)
+		i = (i + 1) & (m->cap - 1);
+	if (!m->keys[i])
+		m->count++;
+	m->keys[i] = key;
+	m->vals[i] = val;
+}
+
+void strmap_put(struct strmap *m, const char *key, size_t val)
+{
+	if ((m->count + 1) * 2 > m->cap) {
+		struct strmap old = *m;
+		m->cap = old.cap ? old.cap * 2 : 16;
+		m->keys = xcalloc(m->cap, sizeof *m->keys);
+		m->vals = xcalloc(m->cap, sizeof *m->vals);
+		m->count = 0;
+		for (size_t i = 0; i < old.cap; i++)
+			if (old.keys[i])
+				insert(m, old.keys[i], old.vals[i]);
+		free(old.keys);
+		free(old.vals);
+	}
+	insert(m, key, val);
+}
+
+bool strmap_get(const struct strmap *m, const char *key, size_t *val)
+{
+	if (!m->cap)
+		return false;
+	size_t i = (size_t)hash(key) & (m->cap - 1);
+	while (m->keys[i]) {
+		if (strcmp(m->keys[i], key) == 0) {
+			*val = m->vals[i];
+			return true;
+		}
+		i = (i + 1) & (m->cap - 1);
+	}
+	return false;
+}

@@ -1,0 +1,26 @@
+/* utf8.c — UTF-8 validation on top of utf8proc_iterate. */
+#include "base/utf8.h"
+
+#include <utf8proc.h>
+
+bool utf8_valid(const char *s, size_t n, size_t *bad_at)
+{
+	const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)s;
+	size_t i = 0;
+	while (i < n) {
+		/* ASCII fast path: most of a log is ASCII JSON. */
+		if (p[i] < 0x80) {
+			i++;
+			continue;
+		}
+		utf8proc_int32_t cp;
+		utf8proc_ssize_t r = utf8proc_iterate(p + i, (utf8proc_ssize_t)(n - i), &cp);
+		if (r <= 0 || cp < 0) {
+			if (bad_at)
+				*bad_at = i;
+			return false;
+		}
+		i += (size_t)r;
+	}
+	return true;
+}

@@ -1,0 +1,54 @@
+/* lock.c — non-blocking flock with identity re-checks. */
+#include "persist/lock.h"
+#include "persist/fsops.h"
+#include "persist/safefs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+static int same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+int lock_take(int parentfd, const char *name, int dirfd, struct cerr *err)
+{
+	int fd = safefs_openfile(dirfd, LOCK_FILE, O_RDWR | O_CREAT, err);
+	if (fd < 0)
+		return -1;
+	if (fsops->flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		fs_close_quiet(fd);
+		if (e == EWOULDBLOCK)
+			return cerr_set(err, CERR_LOCKED, 0,
+					"session '%s' is open for writing in another process",
+					name ? name : "");
+		return cerr_set(err, CERR_IO, e, "cannot lock '%s'", LOCK_FILE);
+	}
+	struct stat held, at_path, dir, dir_at_path;
+	if (fsops->fstat(fd, &held) < 0 ||
+	    fsops->fstatat(dirfd, LOCK_FILE, &at_path, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !same_file(&held, &at_path))
+		goto moved;
+	if (parentfd >= 0) {
+		if (fsops->fstat(dirfd, &dir) < 0 ||
+		    fsops->fstatat(parentfd, name, &dir_at_path, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !same_file(&dir, &dir_at_path))
+			goto moved;
+	}
+	return fd;
+moved:
+	lock_release(fd);
+	return cerr_set(err, CERR_MISSING, 0, "session '%s' was moved or deleted while opening",
+			name ? name : "");
+}
+
+void lock_release(int lockfd)
+{
+	if (lockfd < 0)
+		return;
+	fsops->flock(lockfd, LOCK_UN);
+	fs_close_quiet(lockfd);
+}

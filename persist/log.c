@@ -1,0 +1,476 @@
+/* log.c — the session log writer: atomic first publication, CAS appends
+ * through an append cursor, failure cleanup and torn-tail cutting. */
+#include "persist/log.h"
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/json.h"
+#include "base/ulid.h"
+#include "base/xalloc.h"
+#include "persist/event.h"
+#include "persist/frame.h"
+#include "persist/fsops.h"
+#include "persist/lock.h"
+#include "persist/safefs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+struct cursor {
+	bool valid;
+	dev_t dev;
+	ino_t ino;
+	uint64_t len;
+	uint64_t next_seq;
+};
+
+struct log {
+	struct store *st;       /* borrowed; NULL for a log opened by path */
+	struct session_ref ref;
+	char *path;             /* for messages */
+	char *fname;            /* file name inside dirfd */
+	int keyfd, dirfd, lockfd, fd;
+	char id[SESSION_ID_MAX + 1];
+	char *cwd;
+	int64_t created_at;
+	cJSON *extra;           /* header extras until publication */
+	bool published;
+	bool poisoned;          /* an fsync or cleanup failed: re-read before use */
+	struct cursor cur;
+	struct scan *scan;
+	uint64_t cut_bytes;
+	struct frame_codec *fc;
+};
+
+static struct log *log_alloc(void)
+{
+	struct log *lg = xcalloc(1, sizeof *lg);
+	lg->keyfd = lg->dirfd = lg->lockfd = lg->fd = -1;
+	lg->fc = frame_codec_new();
+	return lg;
+}
+
+void log_close(struct log *lg)
+{
+	if (!lg)
+		return;
+	fs_close_quiet(lg->fd);
+	lock_release(lg->lockfd);
+	fs_close_quiet(lg->dirfd);
+	fs_close_quiet(lg->keyfd);
+	scan_free(lg->scan);
+	cJSON_Delete(lg->extra);
+	frame_codec_free(lg->fc);
+	free(lg->path);
+	free(lg->fname);
+	free(lg->cwd);
+	free(lg);
+}
+
+uint64_t log_next_seq(const struct log *lg)
+{
+	return lg->published ? lg->cur.next_seq : 1;
+}
+
+const char *log_id(const struct log *lg)
+{
+	return lg->id;
+}
+
+const char *log_path(const struct log *lg)
+{
+	return lg->path;
+}
+
+const struct scan *log_scan(const struct log *lg)
+{
+	return lg->scan;
+}
+
+uint64_t log_cut_bytes(const struct log *lg)
+{
+	return lg->cut_bytes;
+}
+
+struct log_revision log_revision_of(const struct log *lg)
+{
+	struct log_revision r = {0};
+	if (lg->scan) {
+		r.dev = lg->scan->dev;
+		r.ino = lg->scan->ino;
+		r.len = lg->scan->file_len;
+		r.next_seq = lg->scan->next_seq;
+	}
+	return r;
+}
+
+/* (Re)open the file and read it in full; set the cursor from the read.
+ * Fails closed on corrupt and unsupported logs and on a foreign header. */
+static int reread(struct log *lg, struct cerr *err)
+{
+	fs_close_quiet(lg->fd);
+	lg->fd = -1;
+	lg->cur.valid = false;
+	lg->fd = safefs_openfile(lg->dirfd, lg->fname, O_RDWR, err);
+	if (lg->fd < 0) {
+		if (err->cls == CERR_MISSING)
+			cerr_set(err, CERR_MISSING, 0, "no log '%s'", lg->path);
+		return -1;
+	}
+	struct scan *s;
+	if (scan_fd(lg->fd, &s, err) < 0)
+		return -1;
+	scan_free(lg->scan);
+	lg->scan = s;
+	if (s->status == SCAN_CORRUPT || s->status == SCAN_UNSUPPORTED) {
+		*err = s->err;
+		cerr_prefix(err, "'%s'", lg->path);
+		return -1;
+	}
+	if (lg->st && strcmp(s->id, lg->ref.id) != 0)
+		return cerr_set(err, CERR_CORRUPT, 0, "'%s' holds session '%s', not '%s'", lg->path,
+				s->id, lg->ref.id);
+	if (lg->published && strcmp(s->id, lg->id) != 0)
+		return cerr_set(err, CERR_CONFLICT, 0, "'%s' was replaced by session '%s'", lg->path,
+				s->id);
+	snprintf(lg->id, sizeof lg->id, "%s", s->id);
+	lg->published = true;
+	lg->poisoned = false;
+	lg->cur = (struct cursor){true, s->dev, s->ino, s->file_len, s->next_seq};
+	if (s->status == SCAN_TORN)
+		lg->cur.len = s->good_len; /* appends go after the cut */
+	return 0;
+}
+
+int log_open(struct store *st, const char *id, struct log **out, struct cerr *err)
+{
+	struct log *lg = log_alloc();
+	lg->st = st;
+	if (!pathkey_valid_id(id)) {
+		log_close(lg);
+		return cerr_set(err, CERR_USAGE, 0, "'%s' is not a session id", id);
+	}
+	if (store_resolve(st, id, &lg->ref, err) < 0)
+		goto fail;
+	if (strcmp(lg->ref.id, id) != 0) {
+		cerr_set(err, CERR_MISSING, 0, "no session '%s'", id);
+		goto fail;
+	}
+	lg->fname = xstrdup(LOG_FILE);
+	lg->path = xasprintf("%s/%s/%s/%s/%s", store_root(st), STORE_SESSIONS, lg->ref.key,
+			     lg->ref.id, LOG_FILE);
+	if (store_open_session_dir(st, &lg->ref, false, &lg->keyfd, &lg->dirfd, err) < 0)
+		goto fail;
+	lg->lockfd = lock_take(lg->keyfd, lg->ref.id, lg->dirfd, err);
+	if (lg->lockfd < 0 || reread(lg, err) < 0)
+		goto fail;
+	*out = lg;
+	return 0;
+fail:
+	log_close(lg);
+	return -1;
+}
+
+int log_open_path(const char *path, struct log **out, struct cerr *err)
+{
+	struct log *lg = log_alloc();
+	char *d = xstrdup(path), *b = xstrdup(path);
+	lg->path = xstrdup(path);
+	lg->fname = xstrdup(basename(b));
+	lg->dirfd = open(dirname(d), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(d);
+	free(b);
+	if (lg->dirfd < 0) {
+		cerr_set(err, errno == ENOENT ? CERR_MISSING : CERR_IO, errno == ENOENT ? 0 : errno,
+			 "cannot open the directory of '%s'", path);
+		goto fail;
+	}
+	struct stat st;
+	if (fsops->fstatat(lg->dirfd, lg->fname, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		cerr_set(err, errno == ENOENT ? CERR_MISSING : CERR_IO, errno == ENOENT ? 0 : errno,
+			 "cannot open '%s'", path);
+		goto fail;
+	}
+	lg->lockfd = lock_take(-1, lg->fname, lg->dirfd, err);
+	if (lg->lockfd < 0 || reread(lg, err) < 0)
+		goto fail;
+	*out = lg;
+	return 0;
+fail:
+	log_close(lg);
+	return -1;
+}
+
+int log_create(struct store *st, const char *id, const char *cwd, const cJSON *extra,
+	       struct log **out, struct cerr *err)
+{
+	char fresh[ULID_LEN + 1];
+	if (!id) {
+		ulid_new(fresh);
+		id = fresh;
+	}
+	if (!pathkey_valid_id(id))
+		return cerr_set(err, CERR_USAGE, 0, "'%s' is not a valid session id", id);
+	struct session_ref existing;
+	struct cerr e;
+	if (store_resolve(st, id, &existing, &e) == 0 && strcmp(existing.id, id) == 0)
+		return cerr_set(err, CERR_CONFLICT, 0, "session '%s' already exists", id);
+	struct log *lg = log_alloc();
+	lg->st = st;
+	snprintf(lg->id, sizeof lg->id, "%s", id);
+	snprintf(lg->ref.id, sizeof lg->ref.id, "%s", id);
+	char *key = pathkey_project(cwd);
+	snprintf(lg->ref.key, sizeof lg->ref.key, "%s", key);
+	free(key);
+	lg->cwd = cwd ? xstrdup(cwd) : NULL;
+	lg->created_at = clock_unix_ms();
+	lg->extra = extra ? cJSON_Duplicate(extra, 1) : NULL;
+	lg->fname = xstrdup(LOG_FILE);
+	lg->path = xasprintf("%s/%s/%s/%s/%s", store_root(st), STORE_SESSIONS, lg->ref.key,
+			     lg->ref.id, LOG_FILE);
+	*out = lg;
+	return 0;
+}
+
+/* Serialize and validate a batch starting at seq; each line is checked by
+ * the same parser readers use, so the store never writes what it would
+ * reject. */
+static int build_batch(struct buf *content, uint64_t seq, const struct log_event *evs, size_t n,
+		       struct cerr *err)
+{
+	int64_t now = clock_unix_ms();
+	for (size_t i = 0; i < n; i++) {
+		const struct log_event *e = &evs[i];
+		if (!e->type || !vocab_valid_type_name(e->type))
+			return cerr_set(err, CERR_USAGE, 0, "event %zu: invalid type", i + 1);
+		if (strcmp(e->type, "session/header") == 0)
+			return cerr_set(err, CERR_USAGE, 0, "event %zu: the header is written by the store",
+					i + 1);
+		if (!vocab_find(e->type) && !e->ignorable)
+			return cerr_set(err, CERR_USAGE, 0,
+					"event %zu: unknown type '%s' (mark it \"ignorable\":true)",
+					i + 1, e->type);
+		if (e->data && !cJSON_IsObject(e->data))
+			return cerr_set(err, CERR_USAGE, 0, "event %zu: data is not an object", i + 1);
+		if (e->t < 0 || e->t > JSON_MAX_SAFE_INT)
+			return cerr_set(err, CERR_USAGE, 0, "event %zu: time out of range", i + 1);
+		size_t start = content->len;
+		event_format(content, seq + i, e->t ? e->t : now, e->type, e->turn, e->ignorable,
+			     e->data);
+		size_t len = content->len - start - 1;
+		if (len > EVENT_MAX_LINE)
+			return cerr_set(err, CERR_USAGE, 0, "event %zu is larger than %u bytes", i + 1,
+					EVENT_MAX_LINE);
+		struct event ev;
+		if (event_parse(content->p + start, len, seq + i, &ev, err) < 0) {
+			err->cls = CERR_USAGE;
+			return -1;
+		}
+		event_release(&ev);
+	}
+	if (content->len > FRAME_MAX_CONTENT)
+		return cerr_set(err, CERR_USAGE, 0, "batch is larger than %u bytes", FRAME_MAX_CONTENT);
+	return 0;
+}
+
+static void header_line(struct log *lg, struct buf *out)
+{
+	cJSON *data = cJSON_CreateObject();
+	cJSON_AddNumberToObject(data, "format", VOCAB_FORMAT);
+	cJSON_AddStringToObject(data, "id", lg->id);
+	cJSON_AddNumberToObject(data, "created_at", (double)lg->created_at);
+	if (lg->cwd)
+		cJSON_AddStringToObject(data, "cwd", lg->cwd);
+	else
+		cJSON_AddNullToObject(data, "cwd");
+	for (const cJSON *c = lg->extra ? lg->extra->child : NULL; c; c = c->next)
+		if (!cJSON_GetObjectItemCaseSensitive(data, c->string))
+			cJSON_AddItemToObject(data, c->string, cJSON_Duplicate(c, 1));
+	event_format(out, 0, lg->created_at, "session/header", NULL, false, data);
+	cJSON_Delete(data);
+}
+
+/* First publication: header frame + batch frame written to a staging file,
+ * synced, renamed into place without overwriting, directory synced. */
+static int publish(struct log *lg, const struct buf *frames, uint64_t next_seq, struct cerr *err)
+{
+	char staging[64];
+	unsigned char rnd[6];
+	int fd = -1;
+	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+		memset(rnd, 0, sizeof rnd);
+	snprintf(staging, sizeof staging, ".%s.%02x%02x%02x%02x%02x%02x.tmp", LOG_FILE, rnd[0], rnd[1],
+		 rnd[2], rnd[3], rnd[4], rnd[5]);
+	if (lg->dirfd < 0 &&
+	    store_open_session_dir(lg->st, &lg->ref, true, &lg->keyfd, &lg->dirfd, err) < 0)
+		return -1;
+	if (lg->lockfd < 0) {
+		lg->lockfd = lock_take(lg->keyfd, lg->ref.id, lg->dirfd, err);
+		if (lg->lockfd < 0)
+			return -1;
+	}
+	struct stat st;
+	if (fsops->fstatat(lg->dirfd, lg->fname, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return cerr_set(err, CERR_CONFLICT, 0, "session '%s' already exists", lg->id);
+	fd = safefs_openfile(lg->dirfd, staging, O_RDWR | O_CREAT | O_EXCL, err);
+	if (fd < 0)
+		return -1;
+	if (fs_pwrite_all(fd, frames->p, frames->len, 0) < 0) {
+		cerr_set(err, CERR_IO, errno, "cannot write '%s'", lg->path);
+		goto unstage;
+	}
+	if (fsops->fsync(fd) < 0) {
+		cerr_set(err, CERR_IO, errno, "cannot sync '%s'", lg->path);
+		goto unstage;
+	}
+	if (fsops->rename_noreplace(lg->dirfd, staging, lg->dirfd, lg->fname) < 0) {
+		if (errno == EEXIST)
+			cerr_set(err, CERR_CONFLICT, 0, "session '%s' already exists", lg->id);
+		else
+			cerr_set(err, CERR_IO, errno, "cannot publish '%s'", lg->path);
+		goto unstage;
+	}
+	if (fsops->fstat(fd, &st) < 0)
+		memset(&st, 0, sizeof st);
+	lg->fd = fd;
+	lg->published = true;
+	lg->cur = (struct cursor){true, st.st_dev, st.st_ino, frames->len, next_seq};
+	if (safefs_fsync_dir(lg->dirfd, lg->path, err) < 0) {
+		/* The rename happened but may not survive a power loss. */
+		lg->poisoned = true;
+		err->outcome_unknown = true;
+		return -1;
+	}
+	cJSON_Delete(lg->extra);
+	lg->extra = NULL;
+	return 0;
+unstage:
+	fsops->unlinkat(lg->dirfd, staging, 0);
+	fs_close_quiet(fd);
+	return -1;
+}
+
+static bool cursor_matches(struct log *lg)
+{
+	struct stat a, b;
+	if (!lg->cur.valid || lg->poisoned || lg->fd < 0)
+		return false;
+	if (fsops->fstat(lg->fd, &a) < 0 ||
+	    fsops->fstatat(lg->dirfd, lg->fname, &b, AT_SYMLINK_NOFOLLOW) < 0)
+		return false;
+	return a.st_dev == lg->cur.dev && a.st_ino == lg->cur.ino && b.st_dev == a.st_dev &&
+	       b.st_ino == a.st_ino && (uint64_t)a.st_size == lg->cur.len;
+}
+
+/* Truncate to len and make it durable; the handle is poisoned if not. */
+static void roll_back(struct log *lg, uint64_t len)
+{
+	if (fsops->ftruncate(lg->fd, (off_t)len) < 0 || fsops->fsync(lg->fd) < 0)
+		lg->poisoned = true;
+}
+
+int log_cut_torn_tail(struct log *lg, const struct log_revision *rev, uint64_t *cut,
+		      struct cerr *err)
+{
+	*cut = 0;
+	if (!lg->scan || lg->scan->status != SCAN_TORN)
+		return 0;
+	struct stat a, b;
+	if (fsops->fstat(lg->fd, &a) < 0 ||
+	    fsops->fstatat(lg->dirfd, lg->fname, &b, AT_SYMLINK_NOFOLLOW) < 0)
+		return cerr_set(err, CERR_IO, errno, "cannot stat '%s'", lg->path);
+	if (a.st_dev != rev->dev || a.st_ino != rev->ino || b.st_dev != a.st_dev ||
+	    b.st_ino != a.st_ino || (uint64_t)a.st_size != rev->len ||
+	    lg->scan->next_seq != rev->next_seq || lg->scan->dev != rev->dev ||
+	    lg->scan->ino != rev->ino || lg->scan->file_len != rev->len)
+		return cerr_set(err, CERR_CONFLICT, 0, "'%s' changed since it was read", lg->path);
+	uint64_t good = lg->scan->good_len;
+	if (fsops->ftruncate(lg->fd, (off_t)good) < 0) {
+		lg->poisoned = true;
+		return cerr_set(err, CERR_IO, errno, "cannot truncate '%s'", lg->path);
+	}
+	if (fsops->fsync(lg->fd) < 0) {
+		lg->poisoned = true;
+		cerr_set(err, CERR_IO, errno, "cannot sync '%s'", lg->path);
+		err->outcome_unknown = true;
+		return -1;
+	}
+	*cut = rev->len - good;
+	lg->cut_bytes += *cut;
+	lg->scan->status = SCAN_OK;
+	lg->scan->file_len = good;
+	lg->cur = (struct cursor){true, a.st_dev, a.st_ino, good, lg->scan->next_seq};
+	return 0;
+}
+
+int log_append(struct log *lg, uint64_t expected, const struct log_event *evs, size_t n,
+	       uint64_t *next_seq, struct cerr *err)
+{
+	if (n == 0) {
+		if (next_seq)
+			*next_seq = log_next_seq(lg);
+		return 0;
+	}
+	if (lg->published && !cursor_matches(lg)) {
+		if (reread(lg, err) < 0)
+			return -1;
+		if (lg->scan->status == SCAN_TORN) {
+			struct log_revision rev = log_revision_of(lg);
+			uint64_t cut;
+			if (log_cut_torn_tail(lg, &rev, &cut, err) < 0)
+				return -1;
+		}
+	}
+	uint64_t seq = log_next_seq(lg);
+	if (expected != seq)
+		return cerr_set(err, CERR_CONFLICT, 0, "'%s' is at seq %llu, not %llu", lg->path,
+				(unsigned long long)seq, (unsigned long long)expected);
+	struct buf content = BUF_INIT, frames = BUF_INIT;
+	int ret = -1;
+	if (!lg->published) {
+		header_line(lg, &content);
+		if (frame_encode(lg->fc, content.p, content.len, &frames) < 0)
+			goto encode_failed;
+		buf_reset(&content);
+	}
+	if (build_batch(&content, seq, evs, n, err) < 0)
+		goto out;
+	if (frame_encode(lg->fc, content.p, content.len, &frames) < 0)
+		goto encode_failed;
+	if (!lg->published) {
+		ret = publish(lg, &frames, seq + n, err);
+		goto out;
+	}
+	if (fs_pwrite_all(lg->fd, frames.p, frames.len, (off_t)lg->cur.len) < 0) {
+		cerr_set(err, CERR_IO, errno, "cannot append to '%s'", lg->path);
+		roll_back(lg, lg->cur.len);
+		goto out;
+	}
+	if (fsops->fdatasync(lg->fd) < 0) {
+		/* Never retry a failed sync: its pages may already be marked
+		 * clean. Remove the frame if we can; either way the outcome is
+		 * unknown and the next append re-reads from disk. */
+		cerr_set(err, CERR_IO, errno, "cannot sync '%s'", lg->path);
+		err->outcome_unknown = true;
+		roll_back(lg, lg->cur.len);
+		lg->poisoned = true;
+		goto out;
+	}
+	lg->cur.len += frames.len;
+	lg->cur.next_seq = seq + n;
+	ret = 0;
+	goto out;
+encode_failed:
+	cerr_set(err, CERR_IO, 0, "cannot compress batch for '%s'", lg->path);
+out:
+	if (ret == 0 && next_seq)
+		*next_seq = lg->cur.next_seq;
+	buf_release(&content);
+	buf_release(&frames);
+	return ret;
+}

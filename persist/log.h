@@ -1,0 +1,85 @@
+/* log.h — a session log open for writing (DESIGN §4.3).
+ *
+ * Calling sequence:
+ *   log_create (new session; nothing on disk until the first append) or
+ *   log_open / log_open_path (existing log; takes the writer lock, reads it),
+ *   log_append ... (each call one durable batch = one zstd frame),
+ *   log_close.
+ * While a struct log is open its process holds session.lock. Appends are
+ * all-or-nothing and compare-and-swap on the expected next seq; they cost
+ * O(batch) through an append cursor and re-read the file in full when it no
+ * longer matches the cursor. Errors follow base/err.h. */
+#ifndef CAIRN_LOG_H
+#define CAIRN_LOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/err.h"
+#include "persist/scan.h"
+#include "persist/store.h"
+
+struct log;
+
+/* One event to append; the store assigns seq. */
+struct log_event {
+	const char *type;   /* vocabulary name, or any name with ignorable */
+	const char *turn;   /* envelope turn id, or NULL */
+	bool ignorable;
+	const cJSON *data;  /* borrowed; NULL means {} */
+	int64_t t;          /* unix ms; 0 means now */
+};
+
+/* The revision a read saw: file identity, length and next seq. */
+struct log_revision {
+	dev_t dev;
+	ino_t ino;
+	uint64_t len;
+	uint64_t next_seq;
+};
+
+/* Start a new session under st (id NULL: a new ULID). extra (borrowed, may
+ * be NULL) adds header fields. Nothing is written until the first append,
+ * which publishes header + batch atomically. Caller closes *out. */
+int log_create(struct store *st, const char *id, const char *cwd, const cJSON *extra,
+	       struct log **out, struct cerr *err);
+/* Open session `id` (exact id) under st for writing: lock, then read. A
+ * corrupt or unsupported log fails with that class; a torn one opens (see
+ * log_scan). Caller closes *out. */
+int log_open(struct store *st, const char *id, struct log **out, struct cerr *err);
+/* Same for a log file anywhere; locks session.lock in its directory. */
+int log_open_path(const char *path, struct log **out, struct cerr *err);
+
+/* Append evs[0..n) as one frame if the log's next seq is expected_next_seq
+ * (else CERR_CONFLICT). A torn tail left by a crashed writer is cut first.
+ * On success *next_seq (may be NULL) is the new next seq. On CERR_IO with
+ * err->outcome_unknown the batch may or may not be durable: re-read. An
+ * invalid event is CERR_USAGE and nothing is written. n == 0: no-op. */
+int log_append(struct log *lg, uint64_t expected_next_seq, const struct log_event *evs, size_t n,
+	       uint64_t *next_seq, struct cerr *err);
+/* Cut the torn tail seen at open, fenced by rev (anything changed:
+ * CERR_CONFLICT). *cut gets the bytes removed (0 when there was none). */
+int log_cut_torn_tail(struct log *lg, const struct log_revision *rev, uint64_t *cut,
+		      struct cerr *err);
+
+/* The next seq the log expects (1 for a log not yet published). */
+uint64_t log_next_seq(const struct log *lg);
+/* The session id; owned by lg. */
+const char *log_id(const struct log *lg);
+/* The log file path for messages; owned by lg. */
+const char *log_path(const struct log *lg);
+/* The result of the last full read (NULL before the first publication);
+ * owned by lg and replaced by a later re-read. */
+const struct scan *log_scan(const struct log *lg);
+/* The revision of the last full read. */
+struct log_revision log_revision_of(const struct log *lg);
+/* Bytes of torn tail this handle has cut so far. */
+uint64_t log_cut_bytes(const struct log *lg);
+/* Release the lock and free; NULL-safe. */
+void log_close(struct log *lg);
+
+#endif

@@ -1,0 +1,82 @@
+/* repair.c — torn-tail cut and interrupted-turn closers. */
+#include "persist/repair.h"
+#include "base/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static cJSON *closer(const char *type, const char *turn, cJSON *data)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "type", type);
+	cJSON_AddStringToObject(o, "turn", turn);
+	cJSON_AddItemToObject(o, "data", data);
+	return o;
+}
+
+cJSON *repair_closers(const struct scan *s)
+{
+	cJSON *out = cJSON_CreateArray();
+	for (size_t t = 0; t < s->n_open_turns; t++) {
+		const char *turn = s->open_turns[t];
+		for (size_t i = 0; i < s->n_calls; i++) {
+			const struct scan_call *c = &s->calls[i];
+			if (c->resulted || !c->turn || strcmp(c->turn, turn) != 0)
+				continue;
+			cJSON *d = cJSON_CreateObject();
+			cJSON_AddStringToObject(d, "call_id", c->call_id);
+			cJSON_AddStringToObject(d, "status", c->started ? "outcome_unknown" : "not_executed");
+			cJSON_AddStringToObject(
+				d, "output",
+				c->started ? "the session stopped while this tool was running; it may or "
+					     "may not have taken effect: retry only read-only or idempotent "
+					     "operations, otherwise verify the external state or ask the user"
+					   : "the session stopped before this tool ran; it did not execute "
+					     "and is safe to call again");
+			cJSON_AddBoolToObject(d, "synthetic", 1);
+			cJSON *seqs = cJSON_AddArrayToObject(d, "source_seqs");
+			cJSON_AddItemToArray(seqs, cJSON_CreateNumber((double)c->seq));
+			cJSON_AddItemToArray(out, closer("tool/result", turn, d));
+		}
+		cJSON *d = cJSON_CreateObject();
+		cJSON_AddStringToObject(d, "outcome", "interrupted");
+		cJSON_AddBoolToObject(d, "synthetic", 1);
+		cJSON_AddStringToObject(d, "error", "the session stopped before this turn ended");
+		cJSON_AddItemToArray(out, closer("turn/end", turn, d));
+	}
+	return out;
+}
+
+int repair_log(struct log *lg, struct repair_report *rep, struct cerr *err)
+{
+	memset(rep, 0, sizeof *rep);
+	const struct scan *s = log_scan(lg);
+	if (!s)
+		return cerr_set(err, CERR_MISSING, 0, "'%s' has no log yet", log_path(lg));
+	struct log_revision rev = log_revision_of(lg);
+	if (log_cut_torn_tail(lg, &rev, &rep->cut_bytes, err) < 0)
+		return -1;
+	cJSON *closers = repair_closers(s);
+	size_t n = (size_t)cJSON_GetArraySize(closers);
+	struct log_event *evs = xcalloc(n ? n : 1, sizeof *evs);
+	size_t i = 0;
+	for (cJSON *c = closers->child; c; c = c->next, i++) {
+		evs[i].type = cJSON_GetObjectItemCaseSensitive(c, "type")->valuestring;
+		evs[i].turn = cJSON_GetObjectItemCaseSensitive(c, "turn")->valuestring;
+		evs[i].data = cJSON_GetObjectItemCaseSensitive(c, "data");
+	}
+	rep->first_seq = log_next_seq(lg);
+	int ret = log_append(lg, rep->first_seq, evs, n, &rep->next_seq, err);
+	free(evs);
+	if (ret < 0) {
+		cJSON_Delete(closers);
+		return -1;
+	}
+	rep->appended = n;
+	/* Report the closers with the seqs they got. */
+	uint64_t seq = rep->first_seq;
+	for (cJSON *c = closers->child; c; c = c->next)
+		cJSON_AddNumberToObject(c, "seq", (double)seq++);
+	rep->closers = closers;
+	return 0;
+}

@@ -1,0 +1,375 @@
+/* scan.c — whole-log reader: frame integrity first, then lines, then the
+ * turn summary (open turns, unmatched tool calls). */
+#include "persist/scan.h"
+#include "base/json.h"
+#include "base/strmap.h"
+#include "base/utf8.h"
+#include "base/xalloc.h"
+#include "persist/frame.h"
+#include "persist/fsops.h"
+#include "persist/pathkey.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const uint8_t zstd_magic[4] = {0x28, 0xB5, 0x2F, 0xFD};
+
+const char *scan_status_name(enum scan_status st)
+{
+	switch (st) {
+	case SCAN_OK: return "ok";
+	case SCAN_TORN: return "torn";
+	case SCAN_CORRUPT: return "corrupt";
+	case SCAN_UNSUPPORTED: return "unsupported";
+	}
+	return "corrupt";
+}
+
+enum cerr_class scan_class(const struct scan *s)
+{
+	switch (s->status) {
+	case SCAN_OK:
+	case SCAN_TORN: return CERR_OK;
+	case SCAN_CORRUPT: return CERR_CORRUPT;
+	case SCAN_UNSUPPORTED: return CERR_UNSUPPORTED;
+	}
+	return CERR_CORRUPT;
+}
+
+static void corrupt(struct scan *s, uint64_t at, const char *why)
+{
+	s->status = SCAN_CORRUPT;
+	s->damage_at = at;
+	cerr_set(&s->err, CERR_CORRUPT, 0, "frame at offset %llu: %s", (unsigned long long)at, why);
+}
+
+/* Is there a complete frame that decodes and passes its checksum anywhere
+ * in p[from..n)? A crash leaves only a prefix of the last write, so such a
+ * frame means the region is not a torn tail. */
+static bool complete_frame_inside(const uint8_t *p, size_t from, size_t n, struct frame_codec *fc,
+				  size_t *where)
+{
+	size_t q = from;
+	while (q + 4 <= n) {
+		const uint8_t *m = memmem(p + q, n - q, zstd_magic, 4);
+		if (!m)
+			break;
+		q = (size_t)(m - p);
+		struct frame_info fi;
+		if (frame_walk(p + q, n - q, &fi) == FRAME_COMPLETE) {
+			const char *why;
+			char *c = frame_decode(fc, p + q, &fi, &why);
+			if (c) {
+				free(c);
+				*where = q;
+				return true;
+			}
+		}
+		q++;
+	}
+	return false;
+}
+
+static void push_event(struct scan *s, size_t *cap, const struct event *ev)
+{
+	if (s->n_events == *cap) {
+		*cap = *cap ? *cap * 2 : 64;
+		s->events = xreallocarray(s->events, *cap, sizeof *s->events);
+	}
+	s->events[s->n_events++] = *ev;
+}
+
+static void drop_events_from(struct scan *s, size_t from)
+{
+	while (s->n_events > from)
+		event_release(&s->events[--s->n_events]);
+}
+
+/* The header line: format first (so another version is "unsupported", not
+ * a shape error), then the usual validation, then the id. */
+static int check_header(struct scan *s, const char *line, size_t len, struct event *ev)
+{
+	const char *why;
+	cJSON *pre = json_parse_strict(line, len, &why);
+	if (pre) {
+		const cJSON *data = cJSON_GetObjectItemCaseSensitive(pre, "data");
+		const cJSON *type = cJSON_GetObjectItemCaseSensitive(pre, "type");
+		int64_t fmt;
+		bool is_header = cJSON_IsString(type) && strcmp(type->valuestring, "session/header") == 0;
+		if (is_header &&
+		    json_get_int(cJSON_GetObjectItemCaseSensitive(data, "format"), INT64_MIN + 1,
+				 INT64_MAX, &fmt) &&
+		    fmt != VOCAB_FORMAT) {
+			cJSON_Delete(pre);
+			s->status = SCAN_UNSUPPORTED;
+			s->format = fmt;
+			cerr_set(&s->err, CERR_UNSUPPORTED, 0, "log format %lld is not supported (this cairn reads format %d)",
+				 (long long)fmt, VOCAB_FORMAT);
+			return -1;
+		}
+		cJSON_Delete(pre);
+		if (!is_header) {
+			corrupt(s, 0, "first event is not a session/header");
+			return -1;
+		}
+	}
+	struct cerr e;
+	if (event_parse(line, len, 0, ev, &e) < 0) {
+		s->status = e.cls == CERR_UNSUPPORTED ? SCAN_UNSUPPORTED : SCAN_CORRUPT;
+		s->err = e;
+		cerr_prefix(&s->err, "header");
+		return -1;
+	}
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(ev->data, "id");
+	if (!pathkey_valid_id(id->valuestring)) {
+		event_release(ev);
+		corrupt(s, 0, "header has an invalid session id");
+		return -1;
+	}
+	const cJSON *cwd = cJSON_GetObjectItemCaseSensitive(ev->data, "cwd");
+	int64_t created = 0;
+	json_get_int(cJSON_GetObjectItemCaseSensitive(ev->data, "created_at"), -JSON_MAX_SAFE_INT,
+		     JSON_MAX_SAFE_INT, &created);
+	s->id = xstrdup(id->valuestring);
+	s->cwd = cJSON_IsString(cwd) ? xstrdup(cwd->valuestring) : NULL;
+	s->created_at = created;
+	s->format = VOCAB_FORMAT;
+	return 0;
+}
+
+/* Interpret one decoded frame. Returns 0, or -1 having set s->status. */
+static int interpret(struct scan *s, size_t *ev_cap, char *content, size_t size, uint64_t offset,
+		     struct scan_frame *fr)
+{
+	size_t bad;
+	if (!utf8_valid(content, size, &bad)) {
+		corrupt(s, offset, "invalid UTF-8");
+		return -1;
+	}
+	if (size == 0 || content[size - 1] != '\n') {
+		corrupt(s, offset, "content does not end with a newline");
+		return -1;
+	}
+	size_t first = s->n_events;
+	fr->first_event = first;
+	fr->first_seq = s->next_seq;
+	uint64_t seq = s->next_seq;
+	const char *p = content, *end = content + size;
+	size_t lines = 0;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t len = (size_t)(nl - p);
+		lines++;
+		if (len == 0) {
+			corrupt(s, offset, "empty line");
+			goto fail;
+		}
+		struct event ev;
+		if (offset == 0) {
+			if (check_header(s, p, len, &ev) < 0)
+				goto fail;
+		} else {
+			struct cerr e;
+			if (event_parse(p, len, seq, &ev, &e) < 0) {
+				s->status = e.cls == CERR_UNSUPPORTED ? SCAN_UNSUPPORTED : SCAN_CORRUPT;
+				s->damage_at = offset;
+				s->err = e;
+				cerr_prefix(&s->err, "frame at offset %llu", (unsigned long long)offset);
+				goto fail;
+			}
+			if (ev.kind && strcmp(ev.type, "session/header") == 0) {
+				event_release(&ev);
+				corrupt(s, offset, "session/header after frame 0");
+				goto fail;
+			}
+		}
+		seq++;
+		push_event(s, ev_cap, &ev); /* unknown ignorable ones too (kind NULL) */
+		p = nl + 1;
+	}
+	if (offset == 0 && lines != 1) {
+		corrupt(s, 0, "header frame holds more than one line");
+		goto fail;
+	}
+	fr->n_events = s->n_events - first;
+	fr->end_seq = seq;
+	s->next_seq = seq;
+	return 0;
+fail:
+	drop_events_from(s, first);
+	return -1;
+}
+
+static void remove_open(struct scan *s, const char *turn)
+{
+	for (size_t i = s->n_open_turns; i-- > 0;) {
+		if (strcmp(s->open_turns[i], turn) == 0) {
+			memmove(&s->open_turns[i], &s->open_turns[i + 1],
+				(s->n_open_turns - i - 1) * sizeof *s->open_turns);
+			s->n_open_turns--;
+			return;
+		}
+	}
+}
+
+static void summarize(struct scan *s)
+{
+	struct strmap calls;
+	strmap_init(&calls);
+	size_t call_cap = 0, open_cap = 0;
+	for (size_t i = 0; i < s->n_events; i++) {
+		const struct event *ev = &s->events[i];
+		const char *type = ev->type;
+		if (!ev->kind) {
+			s->n_skipped++;
+			continue; /* unknown ignorable event: skipped by readers */
+		}
+		if (strncmp(type, "turn/", 5) == 0) {
+			if (strcmp(type + 5, "start") == 0) {
+				s->turns++;
+				remove_open(s, ev->turn); /* a restarted id counts once */
+				if (s->n_open_turns == open_cap) {
+					open_cap = open_cap ? open_cap * 2 : 4;
+					s->open_turns = xreallocarray(s->open_turns, open_cap,
+								      sizeof *s->open_turns);
+				}
+				s->open_turns[s->n_open_turns++] = ev->turn;
+			} else if (strcmp(type + 5, "end") == 0) {
+				remove_open(s, ev->turn);
+			}
+		} else if (strncmp(type, "tool/", 5) == 0) {
+			const char *id = cJSON_GetObjectItemCaseSensitive(ev->data, "call_id")->valuestring;
+			size_t k;
+			if (strcmp(type + 5, "call") == 0) {
+				if (s->n_calls == call_cap) {
+					call_cap = call_cap ? call_cap * 2 : 8;
+					s->calls = xreallocarray(s->calls, call_cap, sizeof *s->calls);
+				}
+				s->calls[s->n_calls] = (struct scan_call){id, ev->turn, ev->seq, false, false};
+				strmap_put(&calls, id, s->n_calls++);
+			} else if (strcmp(type + 5, "started") == 0) {
+				if (strmap_get(&calls, id, &k))
+					s->calls[k].started = true;
+			} else if (strcmp(type + 5, "result") == 0) {
+				if (strmap_get(&calls, id, &k))
+					s->calls[k].resulted = true;
+			}
+		}
+	}
+	strmap_release(&calls);
+}
+
+struct scan *scan_buffer(const uint8_t *p, size_t n)
+{
+	struct scan *s = xcalloc(1, sizeof *s);
+	struct frame_codec *fc = frame_codec_new();
+	size_t ev_cap = 0, fr_cap = 0, ct_cap = 0;
+	bool interpreting = true;
+	s->file_len = n;
+	s->status = SCAN_OK;
+	size_t pos = 0;
+	while (pos < n) {
+		struct frame_info fi;
+		enum frame_walk w = frame_walk(p + pos, n - pos, &fi);
+		if (w == FRAME_INVALID) {
+			corrupt(s, pos, fi.why);
+			break;
+		}
+		if (w == FRAME_INCOMPLETE) {
+			size_t where;
+			if (pos == 0) {
+				corrupt(s, 0, "incomplete header frame");
+			} else if (complete_frame_inside(p, pos + 1, n, fc, &where)) {
+				char why[96];
+				snprintf(why, sizeof why, "complete frame at offset %zu inside the torn tail",
+					 where);
+				corrupt(s, pos, why);
+			} else if (s->status == SCAN_OK) {
+				s->status = SCAN_TORN;
+			}
+			break;
+		}
+		const char *why;
+		char *content = frame_decode(fc, p + pos, &fi, &why);
+		if (!content) {
+			corrupt(s, pos, why);
+			break;
+		}
+		if (!interpreting) {
+			free(content); /* integrity only, after "unsupported" */
+			pos += fi.frame_len;
+			continue;
+		}
+		if (s->n_contents == ct_cap) {
+			ct_cap = ct_cap ? ct_cap * 2 : 16;
+			s->contents = xreallocarray(s->contents, ct_cap, sizeof *s->contents);
+		}
+		s->contents[s->n_contents++] = content;
+		struct scan_frame fr = {.offset = pos, .len = fi.frame_len};
+		if (interpret(s, &ev_cap, content, (size_t)fi.content_size, pos, &fr) < 0) {
+			if (s->status == SCAN_CORRUPT)
+				break;
+			interpreting = false; /* unsupported: keep checking integrity */
+			pos += fi.frame_len;
+			continue;
+		}
+		if (s->n_frames == fr_cap) {
+			fr_cap = fr_cap ? fr_cap * 2 : 16;
+			s->frames = xreallocarray(s->frames, fr_cap, sizeof *s->frames);
+		}
+		s->frames[s->n_frames++] = fr;
+		s->good_len = pos + fi.frame_len;
+		pos += fi.frame_len;
+	}
+	if (n == 0)
+		corrupt(s, 0, "empty file");
+	frame_codec_free(fc);
+	summarize(s);
+	return s;
+}
+
+int scan_fd(int fd, struct scan **out, struct cerr *err)
+{
+	struct stat st;
+	if (fsops->fstat(fd, &st) < 0)
+		return cerr_set(err, CERR_IO, errno, "cannot stat log");
+	size_t n = (size_t)st.st_size;
+	uint8_t *p = xmalloc(n ? n : 1);
+	ssize_t got = fs_pread_all(fd, p, n, 0);
+	if (got < 0) {
+		free(p);
+		return cerr_set(err, CERR_IO, errno, "cannot read log");
+	}
+	/* A file that shrank while we read is scanned as what we got. */
+	struct scan *s = scan_buffer(p, (size_t)got);
+	free(p);
+	s->dev = st.st_dev;
+	s->ino = st.st_ino;
+	*out = s;
+	return 0;
+}
+
+const char *scan_open_turn(const struct scan *s)
+{
+	return s->n_open_turns ? s->open_turns[s->n_open_turns - 1] : NULL;
+}
+
+void scan_free(struct scan *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n_events; i++)
+		event_release(&s->events[i]);
+	free(s->events);
+	free(s->frames);
+	for (size_t i = 0; i < s->n_contents; i++)
+		free(s->contents[i]);
+	free(s->contents);
+	free(s->open_turns);
+	free(s->calls);
+	free(s->id);
+	free(s->cwd);
+	free(s);
+}

@@ -1,0 +1,88 @@
+/* scan.h — read a whole session log and classify it (DESIGN §4.4).
+ *
+ * A scan checks every frame's integrity before it interprets its lines:
+ * - ok: every byte belongs to a complete, valid frame;
+ * - torn: the only problem is an incomplete final frame (a crash left a
+ *   prefix of the last write); the events before it are valid;
+ * - corrupt: a complete frame fails its checksum, decompression, UTF-8,
+ *   JSON, shape or seq continuity, frame 0 is incomplete, or the
+ *   supposedly torn region holds a complete valid frame;
+ * - unsupported: header format other than 1 or an unknown required type.
+ * The scan result is read-only for callers and freed with scan_free. */
+#ifndef CAIRN_SCAN_H
+#define CAIRN_SCAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/err.h"
+#include "persist/event.h"
+
+enum scan_status { SCAN_OK, SCAN_TORN, SCAN_CORRUPT, SCAN_UNSUPPORTED };
+
+struct scan_frame {
+	uint64_t offset, len;  /* bytes in the file */
+	size_t first_event;    /* index into events[] */
+	size_t n_events;       /* events of this frame kept in events[] */
+	uint64_t first_seq, end_seq; /* seq range [first, end) incl. ignorable */
+};
+
+struct scan_call {
+	const char *call_id;   /* borrowed from the event */
+	const char *turn;      /* borrowed; NULL when the event has none */
+	uint64_t seq;          /* seq of the tool/call */
+	bool started, resulted;
+};
+
+struct scan {
+	enum scan_status status;
+	struct cerr err;        /* why, for corrupt and unsupported */
+	uint64_t file_len;
+	uint64_t good_len;      /* end of the last complete valid frame */
+	uint64_t damage_at;     /* offset of the first damage (corrupt) */
+	uint64_t next_seq;      /* seq after the last valid event */
+	dev_t dev;              /* identity of the file read (0 for buffers) */
+	ino_t ino;
+
+	struct scan_frame *frames; /* the valid prefix, in order */
+	size_t n_frames;
+	struct event *events;   /* valid events, header first; unknown ignorable
+				 * ones are kept with kind NULL for copying, and
+				 * readers skip them */
+	size_t n_events;
+	size_t n_skipped;       /* how many of events[] are unknown ignorable */
+
+	/* From the header (frame 0), when it was valid. */
+	char *id;
+	char *cwd;              /* NULL for a null cwd */
+	int64_t created_at;
+	int64_t format;
+
+	/* Turn summary over the valid events. */
+	size_t turns;           /* count of turn/start */
+	const char **open_turns; /* turns started and not ended, oldest first */
+	size_t n_open_turns;
+	struct scan_call *calls; /* every tool/call, in log order */
+	size_t n_calls;
+
+	char **contents;        /* private: decoded frame contents */
+	size_t n_contents;
+};
+
+/* Scan the file open at fd. Returns 0 with *out set for every log, however
+ * damaged (see status); -1 with CERR_IO only when the file cannot be read.
+ * The caller frees *out with scan_free. */
+int scan_fd(int fd, struct scan **out, struct cerr *err);
+/* Scan bytes in memory (fuzzing, tests). Never fails; free with scan_free. */
+struct scan *scan_buffer(const uint8_t *p, size_t n);
+void scan_free(struct scan *s);
+/* The most recently started turn that is still open, or NULL. */
+const char *scan_open_turn(const struct scan *s);
+/* The class of a status: CERR_OK for ok and torn. */
+enum cerr_class scan_class(const struct scan *s);
+/* Lowercase status name: "ok", "torn", "corrupt", "unsupported". */
+const char *scan_status_name(enum scan_status st);
+
+#endif

@@ -1,0 +1,240 @@
+/* store.c — data root, session discovery and deletion to trash. */
+#include "persist/store.h"
+#include "base/buf.h"
+#include "base/xalloc.h"
+#include "persist/fsops.h"
+#include "persist/lock.h"
+#include "persist/safefs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct store {
+	char *root;
+	int rootfd;
+};
+
+char *store_default_root(void)
+{
+	const char *v = getenv("CAIRN_HOME");
+	if (v && *v)
+		return xstrdup(v);
+	v = getenv("XDG_DATA_HOME");
+	if (v && *v)
+		return xasprintf("%s/cairn", v);
+	v = getenv("HOME");
+	if (v && *v)
+		return xasprintf("%s/.local/share/cairn", v);
+	return NULL;
+}
+
+int store_open(const char *root, bool create, struct store **out, struct cerr *err)
+{
+	int fd = safefs_open_root(root, create, err);
+	if (fd < 0)
+		return -1;
+	struct store *st = xcalloc(1, sizeof *st);
+	st->root = xstrdup(root);
+	st->rootfd = fd;
+	*out = st;
+	return 0;
+}
+
+void store_close(struct store *st)
+{
+	if (!st)
+		return;
+	fs_close_quiet(st->rootfd);
+	free(st->root);
+	free(st);
+}
+
+const char *store_root(const struct store *st)
+{
+	return st->root;
+}
+
+int store_root_fd(const struct store *st)
+{
+	return st->rootfd;
+}
+
+static bool has_log(int keyfd, const char *id)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s", id, LOG_FILE);
+	struct stat st;
+	return fsops->fstatat(keyfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* Call fn for each <key>/<id> directory in area that holds a log file. */
+static int each_session(struct store *st, const char *area,
+			int (*fn)(void *ctx, const char *key, const char *id), void *ctx,
+			struct cerr *err)
+{
+	int areafd = safefs_opendir(st->rootfd, area, false, NULL, err);
+	if (areafd < 0)
+		return err->cls == CERR_MISSING ? (cerr_clear(err), 0) : -1;
+	DIR *d = fdopendir(areafd);
+	if (!d) {
+		fs_close_quiet(areafd);
+		return cerr_set(err, CERR_IO, errno, "cannot list '%s'", area);
+	}
+	int ret = 0;
+	struct dirent *de;
+	while (ret == 0 && (de = readdir(d))) {
+		if (de->d_name[0] == '.' || !pathkey_valid_key(de->d_name))
+			continue;
+		int keyfd = fsops->openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+		if (keyfd < 0)
+			continue; /* not a directory (or vanished): not a project */
+		DIR *kd = fdopendir(keyfd);
+		if (!kd) {
+			fs_close_quiet(keyfd);
+			continue;
+		}
+		struct dirent *se;
+		while (ret == 0 && (se = readdir(kd))) {
+			if (!pathkey_valid_id(se->d_name) || !has_log(dirfd(kd), se->d_name))
+				continue;
+			ret = fn(ctx, de->d_name, se->d_name);
+		}
+		closedir(kd);
+	}
+	closedir(d);
+	return ret;
+}
+
+struct list_ctx {
+	struct session_ref *refs;
+	size_t n, cap;
+	const char *prefix; /* resolve: filter */
+	bool exact_seen;
+};
+
+static int collect(void *vctx, const char *key, const char *id)
+{
+	struct list_ctx *c = vctx;
+	if (c->prefix && strncmp(id, c->prefix, strlen(c->prefix)) != 0)
+		return 0;
+	if (c->n == c->cap) {
+		c->cap = c->cap ? c->cap * 2 : 64;
+		c->refs = xreallocarray(c->refs, c->cap, sizeof *c->refs);
+	}
+	struct session_ref *r = &c->refs[c->n++];
+	snprintf(r->id, sizeof r->id, "%s", id);
+	snprintf(r->key, sizeof r->key, "%s", key);
+	return 0;
+}
+
+int store_list(struct store *st, const char *area, struct session_ref **refs, size_t *n,
+	       struct cerr *err)
+{
+	struct list_ctx c = {0};
+	if (each_session(st, area, collect, &c, err) < 0) {
+		free(c.refs);
+		return -1;
+	}
+	*refs = c.refs;
+	*n = c.n;
+	return 0;
+}
+
+int store_resolve(struct store *st, const char *q, struct session_ref *ref, struct cerr *err)
+{
+	if (!*q || strlen(q) > SESSION_ID_MAX || !pathkey_valid_id(q))
+		return cerr_set(err, CERR_USAGE, 0, "'%s' is not a session id", q);
+	struct list_ctx c = {.prefix = q};
+	if (each_session(st, STORE_SESSIONS, collect, &c, err) < 0) {
+		free(c.refs);
+		return -1;
+	}
+	size_t exact = 0, exact_at = 0;
+	for (size_t i = 0; i < c.n; i++)
+		if (strcmp(c.refs[i].id, q) == 0)
+			exact++, exact_at = i;
+	int ret = 0;
+	if (exact == 1) {
+		*ref = c.refs[exact_at];
+	} else if (c.n == 1) {
+		*ref = c.refs[0];
+	} else if (c.n == 0) {
+		ret = cerr_set(err, CERR_MISSING, 0, "no session '%s'", q);
+	} else {
+		struct buf b = BUF_INIT;
+		for (size_t i = 0; i < c.n && i < 10; i++)
+			buf_printf(&b, "%s%s", i ? ", " : "", c.refs[i].id);
+		if (c.n > 10)
+			buf_printf(&b, ", ... (%zu in all)", c.n);
+		ret = cerr_set(err, CERR_USAGE, 0, "'%s' is ambiguous: %s", q, b.p);
+		buf_release(&b);
+	}
+	free(c.refs);
+	return ret;
+}
+
+int store_open_session_dir(struct store *st, const struct session_ref *ref, bool create,
+			   int *keyfd, int *dirfd, struct cerr *err)
+{
+	*keyfd = *dirfd = -1;
+	if (!pathkey_valid_id(ref->id) || !pathkey_valid_key(ref->key))
+		return cerr_set(err, CERR_USAGE, 0, "invalid session location '%s/%s'", ref->key,
+				ref->id);
+	int areafd = safefs_opendir(st->rootfd, STORE_SESSIONS, create, NULL, err);
+	if (areafd < 0)
+		return err->cls == CERR_MISSING ? cerr_set(err, CERR_MISSING, 0, "no session '%s'", ref->id) : -1;
+	*keyfd = safefs_opendir(areafd, ref->key, create, NULL, err);
+	fs_close_quiet(areafd);
+	if (*keyfd < 0)
+		goto missing;
+	*dirfd = safefs_opendir(*keyfd, ref->id, create, NULL, err);
+	if (*dirfd < 0) {
+		fs_close_quiet(*keyfd);
+		*keyfd = -1;
+		goto missing;
+	}
+	return 0;
+missing:
+	if (err->cls == CERR_MISSING)
+		cerr_set(err, CERR_MISSING, 0, "no session '%s'", ref->id);
+	return -1;
+}
+
+int store_trash(struct store *st, const struct session_ref *ref, struct cerr *err)
+{
+	int keyfd = -1, dirfd = -1, lockfd = -1, trashfd = -1, tkeyfd = -1, ret = -1;
+	if (store_open_session_dir(st, ref, false, &keyfd, &dirfd, err) < 0)
+		return -1;
+	lockfd = lock_take(keyfd, ref->id, dirfd, err);
+	if (lockfd < 0)
+		goto out;
+	trashfd = safefs_opendir(st->rootfd, STORE_TRASH, true, NULL, err);
+	if (trashfd < 0)
+		goto out;
+	tkeyfd = safefs_opendir(trashfd, ref->key, true, NULL, err);
+	if (tkeyfd < 0)
+		goto out;
+	if (fsops->rename_noreplace(keyfd, ref->id, tkeyfd, ref->id) < 0) {
+		if (errno == EEXIST)
+			cerr_set(err, CERR_CONFLICT, 0, "session '%s' is already in the trash", ref->id);
+		else
+			cerr_set(err, CERR_IO, errno, "cannot move session '%s' to the trash", ref->id);
+		goto out;
+	}
+	if (safefs_fsync_dir(tkeyfd, "trash", err) < 0 || safefs_fsync_dir(keyfd, ref->key, err) < 0)
+		goto out;
+	ret = 0;
+out:
+	lock_release(lockfd);
+	fs_close_quiet(tkeyfd);
+	fs_close_quiet(trashfd);
+	fs_close_quiet(dirfd);
+	fs_close_quiet(keyfd);
+	return ret;
+}

@@ -1,0 +1,58 @@
+/* store.h — the data root and where sessions live in it.
+ *
+ *   <root>/sessions/<project-key>/<id>/session.jsonl.zst
+ *   <root>/sessions/<project-key>/<id>/session.lock
+ *   <root>/trash/<project-key>/<id>/...        deleted, restorable
+ *
+ * Sessions are found by id at sessions/<any key>/<id>/; the key is opaque
+ * and never recomputed for an existing session. A directory without a log
+ * file is not a session. */
+#ifndef CAIRN_STORE_H
+#define CAIRN_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/err.h"
+#include "persist/pathkey.h"
+
+#define LOG_FILE "session.jsonl.zst"
+#define STORE_SESSIONS "sessions"
+#define STORE_TRASH "trash"
+
+struct store;
+
+struct session_ref {
+	char id[SESSION_ID_MAX + 1];
+	char key[PATHKEY_MAX + 1];
+};
+
+/* The default root: $CAIRN_HOME, else $XDG_DATA_HOME/cairn, else
+ * ~/.local/share/cairn. Caller frees; NULL when no HOME is known. */
+char *store_default_root(void);
+/* Open the root (creating it 0700 with create). Caller frees with
+ * store_close. */
+int store_open(const char *root, bool create, struct store **out, struct cerr *err);
+void store_close(struct store *st);
+/* The root path as given; owned by st. */
+const char *store_root(const struct store *st);
+/* The root directory fd; owned by st. */
+int store_root_fd(const struct store *st);
+
+/* Resolve an id or a unique id prefix to a session (exact id wins).
+ * No match: CERR_MISSING. Several: CERR_USAGE listing the candidates. */
+int store_resolve(struct store *st, const char *id_or_prefix, struct session_ref *ref,
+		  struct cerr *err);
+/* Every session with a log file in area STORE_SESSIONS or STORE_TRASH.
+ * *refs is a new array the caller frees (may be NULL when *n is 0). */
+int store_list(struct store *st, const char *area, struct session_ref **refs, size_t *n,
+	       struct cerr *err);
+/* Open sessions/<key>/ and sessions/<key>/<id>/ (creating both 0700 with
+ * create). The caller closes *keyfd and *dirfd. */
+int store_open_session_dir(struct store *st, const struct session_ref *ref, bool create,
+			   int *keyfd, int *dirfd, struct cerr *err);
+/* Move a whole session directory to trash/<key>/<id> under its writer lock,
+ * syncing both parent directories. A lock held elsewhere: CERR_LOCKED. */
+int store_trash(struct store *st, const struct session_ref *ref, struct cerr *err);
+
+#endif

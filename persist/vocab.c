@@ -1,0 +1,164 @@
+/* vocab.c — the event vocabulary of log format 1. */
+#include "persist/vocab.h"
+#include "base/json.h"
+
+#include <string.h>
+
+static const char *const tool_status[] = {
+	"ok", "error", "denied", "not_executed", "outcome_unknown", "canceled", NULL};
+static const char *const turn_outcome[] = {
+	"completed", "canceled", "failed", "interrupted", NULL};
+
+#define END {NULL, VK_ANY, false, NULL}
+
+static const struct vocab_field f_header[] = {
+	{"format", VK_INT, true, NULL},
+	{"id", VK_STR, true, NULL},
+	{"created_at", VK_INT, true, NULL},
+	{"cwd", VK_STR_OR_NULL, true, NULL},
+	{"provider", VK_STR_OR_NULL, false, NULL},
+	{"model", VK_STR_OR_NULL, false, NULL},
+	{"forked_from", VK_OBJ, false, NULL},
+	{"salvaged_from", VK_OBJ, false, NULL},
+	END};
+static const struct vocab_field f_meta[] = {
+	{"title", VK_STR_OR_NULL, false, NULL},
+	{"pinned", VK_BOOL, false, NULL},
+	END};
+static const struct vocab_field f_settings[] = {
+	{"provider", VK_STR_OR_NULL, false, NULL},
+	{"model", VK_STR_OR_NULL, false, NULL},
+	{"approval", VK_STR_OR_NULL, false, NULL},
+	END};
+static const struct vocab_field f_turn_start[] = {
+	{"parent_turn", VK_STR_OR_NULL, false, NULL},
+	{"client_submit_id", VK_STR, false, NULL},
+	END};
+static const struct vocab_field f_text[] = {
+	{"text", VK_STR, true, NULL},
+	END};
+static const struct vocab_field f_none[] = {END};
+static const struct vocab_field f_tool_call[] = {
+	{"call_id", VK_STR, true, NULL},
+	{"name", VK_STR, true, NULL},
+	{"args", VK_ANY, true, NULL},
+	END};
+static const struct vocab_field f_call_id[] = {
+	{"call_id", VK_STR, true, NULL},
+	END};
+static const struct vocab_field f_tool_result[] = {
+	{"call_id", VK_STR, true, NULL},
+	{"status", VK_ENUM, true, tool_status},
+	{"output", VK_ANY, false, NULL},
+	{"source_seqs", VK_SEQ_ARR, false, NULL},
+	{"synthetic", VK_BOOL, false, NULL},
+	{"exit_code", VK_INT, false, NULL},
+	{"truncated", VK_BOOL, false, NULL},
+	END};
+static const struct vocab_field f_turn_end[] = {
+	{"outcome", VK_ENUM, true, turn_outcome},
+	{"error", VK_ANY, false, NULL},
+	{"usage", VK_OBJ, false, NULL},
+	END};
+static const struct vocab_field f_rewind[] = {
+	{"to_turn", VK_STR_OR_NULL, false, NULL},
+	END};
+static const struct vocab_field f_queued[] = {
+	{"input_id", VK_STR, false, NULL},
+	{"text", VK_STR, false, NULL},
+	END};
+static const struct vocab_field f_dequeued[] = {
+	{"input_id", VK_STR, false, NULL},
+	END};
+
+static const struct vocab_entry table[] = {
+	{"session/header", false, f_header},
+	{"session/meta", false, f_meta},
+	{"session/settings", false, f_settings},
+	{"turn/start", true, f_turn_start},
+	{"user/message", false, f_text},
+	{"request/prepared", true, f_none},
+	{"assistant/text", false, f_text},
+	{"assistant/reasoning", false, f_text},
+	{"tool/call", true, f_tool_call},
+	{"interaction/request", true, f_none},
+	{"interaction/answer", true, f_none},
+	{"tool/started", true, f_call_id},
+	{"tool/result", true, f_tool_result},
+	{"step/end", true, f_none},
+	{"turn/end", true, f_turn_end},
+	{"branch/rewind", false, f_rewind},
+	{"input/queued", false, f_queued},
+	{"input/dequeued", false, f_dequeued},
+};
+
+const struct vocab_entry *vocab_find(const char *type)
+{
+	for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+		if (strcmp(table[i].type, type) == 0)
+			return &table[i];
+	return NULL;
+}
+
+bool vocab_valid_type_name(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > 64)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+		      c == '/' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+static bool kind_ok(const struct vocab_field *f, const cJSON *v)
+{
+	int64_t i;
+	switch (f->kind) {
+	case VK_STR: return cJSON_IsString(v);
+	case VK_STR_OR_NULL: return cJSON_IsString(v) || cJSON_IsNull(v);
+	case VK_INT: return json_get_int(v, -JSON_MAX_SAFE_INT, JSON_MAX_SAFE_INT, &i);
+	case VK_BOOL: return cJSON_IsBool(v);
+	case VK_OBJ: return cJSON_IsObject(v);
+	case VK_ARR: return cJSON_IsArray(v);
+	case VK_ANY: return true;
+	case VK_ENUM: return cJSON_IsString(v);
+	case VK_SEQ_ARR:
+		if (!cJSON_IsArray(v))
+			return false;
+		for (const cJSON *c = v->child; c; c = c->next)
+			if (!json_get_int(c, 0, JSON_MAX_SAFE_INT, &i))
+				return false;
+		return true;
+	}
+	return false;
+}
+
+int vocab_check(const struct vocab_entry *ve, const cJSON *data, struct cerr *err)
+{
+	for (const struct vocab_field *f = ve->fields; f->name; f++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(data, f->name);
+		if (!v) {
+			if (f->required)
+				return cerr_set(err, CERR_CORRUPT, 0, "'%s' lacks required field '%s'",
+						ve->type, f->name);
+			continue;
+		}
+		if (!kind_ok(f, v))
+			return cerr_set(err, CERR_CORRUPT, 0, "'%s' field '%s' has the wrong type",
+					ve->type, f->name);
+		if (f->kind == VK_ENUM) {
+			bool known = false;
+			for (const char *const *s = f->values; *s && !known; s++)
+				known = strcmp(*s, v->valuestring) == 0;
+			if (!known)
+				return cerr_set(err, CERR_UNSUPPORTED, 0,
+						"'%s' field '%s' has unknown value '%s'", ve->type,
+						f->name, v->valuestring);
+		}
+	}
+	return 0;
+}
