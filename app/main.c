@@ -1,1 +1,122 @@
-int main(void){return 0;}
+/* main.c — cairn's entry point: global options, then a subcommand from the
+ * table below. */
+#include "app/cli.h"
+#include "app/cmds.h"
+#include "base/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int cmd_help(struct cli *c, int argc, char **argv);
+static int cmd_version(struct cli *c, int argc, char **argv);
+
+const struct command cli_commands[] = {
+	{"log", cmd_log, "log append (--new [--cwd DIR|--no-cwd] | ID|PATH --expect-seq N) [--json] < batch.jsonl\n"
+			 "       cairn log cat ID|PATH",
+	 "append a batch of events from stdin; print a log's events"},
+	{"inspect", cmd_inspect, "inspect [--json] ID|PATH", "diagnose a log without changing it"},
+	{"repair", cmd_repair, "repair [--json] [--salvage] ID|PATH",
+	 "cut a torn tail and close an interrupted turn; --salvage copies a corrupt log's valid prefix"},
+	{"help", cmd_help, "help [COMMAND]", "show help"},
+	{"version", cmd_version, "version", "show the version"},
+	{NULL, NULL, NULL, NULL},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: cairn [--data-dir DIR] COMMAND [ARGS]\n\n"
+		   "cairn keeps every chat session as a durable, append-only event log.\n\n"
+		   "commands:\n");
+	for (const struct command *c = cli_commands; c->name; c++)
+		fprintf(f, "  %-9s %s\n", c->name, c->summary);
+	fprintf(f, "\noptions:\n"
+		   "  --data-dir DIR  data root (default $CAIRN_HOME, $XDG_DATA_HOME/cairn,\n"
+		   "                  ~/.local/share/cairn)\n"
+		   "  --help          this help\n"
+		   "  --version       the version\n\n"
+		   "exit codes: 0 ok, 1 io, 2 usage, 3 missing, 4 corrupt, 5 unsupported,\n"
+		   "            6 conflict, 7 locked\n"
+		   "See cairn(1) and docs/format.md.\n");
+}
+
+static int cmd_help(struct cli *c, int argc, char **argv)
+{
+	if (argc > 1) {
+		const struct command *cmd = cli_find(argv[1]);
+		if (!cmd)
+			return cli_usage(NULL, "unknown command '%s'", argv[1]);
+		printf("usage: cairn %s\n%s\n", cmd->usage, cmd->summary);
+		return 0;
+	}
+	usage(stdout);
+	return 0;
+}
+
+static int cmd_version(struct cli *c, int argc, char **argv)
+{
+	printf("cairn %s\n", CAIRN_VERSION);
+	return 0;
+}
+
+/* No command: say where the sessions are and what can be done with them. */
+static int overview(struct cli *c)
+{
+	char *root = c->data_dir ? xstrdup(c->data_dir) : store_default_root();
+	printf("cairn %s — durable sessions for language-model chat\n", CAIRN_VERSION);
+	printf("data root: %s\n", root ? root : "(none: set HOME or CAIRN_HOME)");
+	struct store *st;
+	struct cerr err;
+	if (root && store_open(root, false, &st, &err) == 0) {
+		struct session_ref *refs;
+		size_t n;
+		if (store_list(st, STORE_SESSIONS, &refs, &n, &err) == 0) {
+			printf("sessions: %zu\n", n);
+			free(refs);
+		}
+		store_close(st);
+	} else {
+		printf("sessions: 0\n");
+	}
+	free(root);
+	printf("\n");
+	usage(stdout);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli c = {0};
+	int i = 1;
+	for (; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--data-dir") == 0) {
+			if (i + 1 >= argc)
+				return cli_usage(NULL, "--data-dir needs a directory");
+			c.data_dir = argv[++i];
+		} else if (strncmp(a, "--data-dir=", 11) == 0) {
+			c.data_dir = a + 11;
+		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			usage(stdout);
+			return 0;
+		} else if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+			return cmd_version(&c, 0, NULL);
+		} else if (a[0] == '-') {
+			return cli_usage(NULL, "unknown option '%s' (see 'cairn --help')", a);
+		} else {
+			break;
+		}
+	}
+	if (c.data_dir && !*c.data_dir)
+		return cli_usage(NULL, "--data-dir needs a directory");
+	if (i == argc)
+		return overview(&c);
+	const struct command *cmd = cli_find(argv[i]);
+	if (!cmd)
+		return cli_usage(NULL, "unknown command '%s' (see 'cairn --help')", argv[i]);
+	for (int k = i + 1; k < argc; k++)
+		if (strcmp(argv[k], "--help") == 0) {
+			printf("usage: cairn %s\n%s\n", cmd->usage, cmd->summary);
+			return 0;
+		}
+	return cmd->run(&c, argc - i, argv + i);
+}

@@ -1,0 +1,127 @@
+/* cli.c — shared subcommand plumbing. */
+#include "app/cli.h"
+#include "base/json.h"
+#include "base/xalloc.h"
+#include "persist/fsops.h"
+#include "persist/safefs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int cli_fail(const struct cerr *err)
+{
+	fprintf(stderr, "cairn: %s%s\n", err->msg,
+		err->outcome_unknown ? " (the outcome is unknown: re-read before retrying)" : "");
+	return cerr_exit_code(err->cls == CERR_OK ? CERR_IO : err->cls);
+}
+
+int cli_usage(const struct command *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("cairn: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	if (cmd)
+		fprintf(stderr, "usage: cairn %s\n", cmd->usage);
+	return cerr_exit_code(CERR_USAGE);
+}
+
+const struct command *cli_find(const char *name)
+{
+	for (const struct command *c = cli_commands; c->name; c++)
+		if (strcmp(c->name, name) == 0)
+			return c;
+	return NULL;
+}
+
+int cli_open_store(struct cli *c, bool create, struct store **st, struct cerr *err)
+{
+	char *root = c->data_dir ? xstrdup(c->data_dir) : store_default_root();
+	if (!root)
+		return cerr_set(err, CERR_USAGE, 0,
+				"no data directory: set HOME, CAIRN_HOME or --data-dir");
+	int r = store_open(root, create, st, err);
+	free(root);
+	return r;
+}
+
+bool cli_is_path(const char *arg)
+{
+	return strchr(arg, '/') != NULL;
+}
+
+int cli_read_log(struct cli *c, const char *arg, struct scan **out, char **path_out,
+		 struct cerr *err)
+{
+	int fd = -1;
+	char *path = NULL;
+	if (cli_is_path(arg)) {
+		path = xstrdup(arg);
+		fd = open(arg, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0) {
+			int e = errno;
+			if (e == ENOENT)
+				cerr_set(err, CERR_MISSING, 0, "no file '%s'", arg);
+			else if (e == ELOOP)
+				cerr_set(err, CERR_IO, 0, "'%s' is a symlink", arg);
+			else
+				cerr_set(err, CERR_IO, e, "cannot open '%s'", arg);
+			goto fail;
+		}
+		struct stat st;
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			cerr_set(err, CERR_IO, 0, "'%s' is not a regular file", arg);
+			goto fail;
+		}
+	} else {
+		struct store *st = NULL;
+		struct session_ref ref;
+		int keyfd = -1, dirfd = -1;
+		if (cli_open_store(c, false, &st, err) < 0) {
+			if (err->cls == CERR_MISSING)
+				cerr_set(err, CERR_MISSING, 0, "no session '%s'", arg);
+			goto fail;
+		}
+		if (store_resolve(st, arg, &ref, err) < 0 ||
+		    store_open_session_dir(st, &ref, false, &keyfd, &dirfd, err) < 0) {
+			store_close(st);
+			goto fail;
+		}
+		path = xasprintf("%s/%s/%s/%s/%s", store_root(st), STORE_SESSIONS, ref.key, ref.id,
+				 LOG_FILE);
+		fd = safefs_openfile(dirfd, LOG_FILE, O_RDONLY, err);
+		fs_close_quiet(dirfd);
+		fs_close_quiet(keyfd);
+		store_close(st);
+		if (fd < 0)
+			goto fail;
+	}
+	if (scan_fd(fd, out, err) < 0)
+		goto fail;
+	close(fd);
+	if (path_out)
+		*path_out = path;
+	else
+		free(path);
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	return -1;
+}
+
+void cli_print_json(cJSON *v)
+{
+	char *s = json_print(v);
+	puts(s);
+	free(s);
+	cJSON_Delete(v);
+}

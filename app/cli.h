@@ -1,0 +1,47 @@
+/* cli.h — what every subcommand shares: the global options, the store, how
+ * an ID|PATH argument is resolved, and how errors are printed. */
+#ifndef CAIRN_CLI_H
+#define CAIRN_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/err.h"
+#include "persist/scan.h"
+#include "persist/store.h"
+
+struct cli {
+	const char *data_dir; /* --data-dir, or NULL for the default root */
+};
+
+struct command {
+	const char *name;
+	int (*run)(struct cli *c, int argc, char **argv); /* argv[0] is the name */
+	const char *usage;
+	const char *summary;
+};
+
+/* The subcommand table (app/main.c); terminated by a NULL name. */
+extern const struct command cli_commands[];
+
+/* Print "cairn: <message>" to stderr and return the class's exit code. */
+int cli_fail(const struct cerr *err);
+/* Print a usage error for cmd and return 2. */
+int cli_usage(const struct command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The command entry named name, or NULL. */
+const struct command *cli_find(const char *name);
+/* Open the data root (create: make it). Caller closes *st. */
+int cli_open_store(struct cli *c, bool create, struct store **st, struct cerr *err);
+/* True when arg names a file (it contains '/'), false for an id. */
+bool cli_is_path(const char *arg);
+/* Read a log for a read-only command, by ID (under the root) or PATH (as it
+ * is; symlinks and non-regular files refused). Caller frees *out with
+ * scan_free; *path_out (may be NULL) gets a malloc'd display path. */
+int cli_read_log(struct cli *c, const char *arg, struct scan **out, char **path_out,
+		 struct cerr *err);
+/* Print a cJSON value on one line to stdout and free it. */
+void cli_print_json(cJSON *v);
+
+#endif

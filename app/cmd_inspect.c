@@ -1,0 +1,118 @@
+/* cmd_inspect.c — `cairn inspect [--json] ID|PATH`: read-only diagnosis. */
+#include "app/cli.h"
+#include "app/cmds.h"
+#include "base/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Status names for classes that stop before a scan exists. */
+static const char *class_status(enum cerr_class cls)
+{
+	return cls == CERR_MISSING ? "missing" : cls == CERR_USAGE ? "usage" : "io";
+}
+
+cJSON *inspect_json(const struct scan *s, const char *path)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "status", scan_status_name(s->status));
+	if (path)
+		cJSON_AddStringToObject(o, "path", path);
+	if (s->id)
+		cJSON_AddStringToObject(o, "id", s->id);
+	else
+		cJSON_AddNullToObject(o, "id");
+	cJSON_AddNumberToObject(o, "events", (double)(s->n_events - s->n_skipped));
+	cJSON_AddNumberToObject(o, "next_seq", (double)s->next_seq);
+	cJSON_AddNumberToObject(o, "turns", (double)s->turns);
+	const char *open = scan_open_turn(s);
+	if (open)
+		cJSON_AddStringToObject(o, "open_turn", open);
+	else
+		cJSON_AddNullToObject(o, "open_turn");
+	cJSON_AddNumberToObject(o, "torn_bytes",
+				(double)(s->status == SCAN_TORN ? s->file_len - s->good_len : 0));
+	cJSON_AddNumberToObject(o, "file_bytes", (double)s->file_len);
+	cJSON *calls = cJSON_AddArrayToObject(o, "unmatched_tool_calls");
+	for (size_t i = 0; i < s->n_calls; i++)
+		if (!s->calls[i].resulted)
+			cJSON_AddItemToArray(calls, cJSON_CreateString(s->calls[i].call_id));
+	if (s->status == SCAN_CORRUPT || s->status == SCAN_UNSUPPORTED) {
+		cJSON *e = cJSON_AddObjectToObject(o, "error");
+		cJSON_AddStringToObject(e, "class", cerr_class_name(s->err.cls));
+		cJSON_AddStringToObject(e, "message", s->err.msg);
+	}
+	return o;
+}
+
+int cmd_inspect(struct cli *c, int argc, char **argv)
+{
+	const struct command *me = cli_find("inspect");
+	bool json = false;
+	const char *arg = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			json = true;
+		else if (argv[i][0] == '-' && argv[i][1])
+			return cli_usage(me, "unknown option '%s'", argv[i]);
+		else if (arg)
+			return cli_usage(me, "one ID or PATH only");
+		else
+			arg = argv[i];
+	}
+	if (!arg)
+		return cli_usage(me, "missing ID or PATH");
+	struct scan *s;
+	char *path = NULL;
+	struct cerr err;
+	if (cli_read_log(c, arg, &s, &path, &err) < 0) {
+		if (json) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "status", class_status(err.cls));
+			cJSON_AddNullToObject(o, "id");
+			cJSON_AddNumberToObject(o, "events", 0);
+			cJSON_AddNumberToObject(o, "next_seq", 0);
+			cJSON_AddNumberToObject(o, "turns", 0);
+			cJSON_AddNullToObject(o, "open_turn");
+			cJSON_AddNumberToObject(o, "torn_bytes", 0);
+			cJSON_AddArrayToObject(o, "unmatched_tool_calls");
+			cJSON *e = cJSON_AddObjectToObject(o, "error");
+			cJSON_AddStringToObject(e, "class", cerr_class_name(err.cls));
+			cJSON_AddStringToObject(e, "message", err.msg);
+			cli_print_json(o);
+			return cerr_exit_code(err.cls);
+		}
+		return cli_fail(&err);
+	}
+	int code = cerr_exit_code(scan_class(s));
+	if (json) {
+		cli_print_json(inspect_json(s, path));
+	} else {
+		printf("path: %s\n", path);
+		printf("id: %s\n", s->id ? s->id : "-");
+		printf("status: %s\n", scan_status_name(s->status));
+		if (s->status == SCAN_CORRUPT || s->status == SCAN_UNSUPPORTED)
+			printf("error: %s: %s\n", cerr_class_name(s->err.cls), s->err.msg);
+		printf("events: %zu\n", s->n_events - s->n_skipped);
+		if (s->n_skipped)
+			printf("skipped: %zu ignorable events of unknown types\n", s->n_skipped);
+		printf("next_seq: %llu\n", (unsigned long long)s->next_seq);
+		printf("turns: %zu\n", s->turns);
+		printf("open_turn: %s\n", scan_open_turn(s) ? scan_open_turn(s) : "-");
+		printf("bytes: %llu\n", (unsigned long long)s->file_len);
+		if (s->status == SCAN_TORN)
+			printf("torn_bytes: %llu (run 'cairn repair' to cut them)\n",
+			       (unsigned long long)(s->file_len - s->good_len));
+		printf("unmatched_tool_calls:");
+		for (size_t i = 0; i < s->n_calls; i++)
+			if (!s->calls[i].resulted)
+				printf(" %s", s->calls[i].call_id);
+		printf("\n");
+		if (s->status == SCAN_CORRUPT)
+			printf("hint: 'cairn repair --salvage %s' copies the valid prefix into a new session\n",
+			       arg);
+	}
+	scan_free(s);
+	free(path);
+	return code;
+}

@@ -1,0 +1,252 @@
+/* cmd_log.c — `cairn log append` and `cairn log cat`: the log store from
+ * the outside. append reads one batch of JSON lines from stdin and writes
+ * it as one frame; cat prints the validated events. */
+#include "app/cli.h"
+#include "app/cmds.h"
+#include "base/buf.h"
+#include "base/json.h"
+#include "base/utf8.h"
+#include "base/xalloc.h"
+#include "persist/frame.h"
+#include "persist/log.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define STDIN_MAX ((size_t)FRAME_MAX_CONTENT * 2)
+
+static int read_stdin(struct buf *b, struct cerr *err)
+{
+	char chunk[65536];
+	for (;;) {
+		ssize_t r = read(0, chunk, sizeof chunk);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return cerr_set(err, CERR_IO, errno, "cannot read standard input");
+		}
+		if (r == 0)
+			return 0;
+		if (b->len + (size_t)r > STDIN_MAX)
+			return cerr_set(err, CERR_USAGE, 0, "batch on standard input is too large");
+		buf_add(b, chunk, (size_t)r);
+	}
+}
+
+/* Parse stdin lines {"type","turn"?,"ignorable"?,"data"?} into events that
+ * borrow from *roots (one parsed object per event; caller frees). */
+static int parse_batch(const struct buf *in, cJSON **roots, struct log_event **evs, size_t *n,
+		       struct cerr *err)
+{
+	*roots = cJSON_CreateArray();
+	*evs = NULL;
+	*n = 0;
+	size_t cap = 0, lineno = 0, bad;
+	if (!utf8_valid(in->p, in->len, &bad))
+		return cerr_set(err, CERR_USAGE, 0, "input is not UTF-8 (byte %zu)", bad);
+	const char *p = in->p, *end = in->p + in->len;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		lineno++;
+		const char *q = p;
+		while (q < le && (*q == ' ' || *q == '\t' || *q == '\r'))
+			q++;
+		if (q == le) {
+			p = nl ? nl + 1 : end;
+			continue;
+		}
+		const char *why;
+		cJSON *o = json_parse_strict(p, (size_t)(le - p), &why);
+		if (!o)
+			return cerr_set(err, CERR_USAGE, 0, "line %zu: %s", lineno, why);
+		cJSON_AddItemToArray(*roots, o);
+		if (!cJSON_IsObject(o))
+			return cerr_set(err, CERR_USAGE, 0, "line %zu: not a JSON object", lineno);
+		struct log_event ev = {0};
+		for (cJSON *f = o->child; f; f = f->next) {
+			if (strcmp(f->string, "type") == 0 && cJSON_IsString(f))
+				ev.type = f->valuestring;
+			else if (strcmp(f->string, "turn") == 0 && (cJSON_IsString(f) || cJSON_IsNull(f)))
+				ev.turn = cJSON_IsString(f) ? f->valuestring : NULL;
+			else if (strcmp(f->string, "ignorable") == 0 && cJSON_IsBool(f))
+				ev.ignorable = cJSON_IsTrue(f);
+			else if (strcmp(f->string, "data") == 0 && cJSON_IsObject(f))
+				ev.data = f;
+			else if (strcmp(f->string, "seq") == 0 || strcmp(f->string, "t") == 0)
+				return cerr_set(err, CERR_USAGE, 0,
+						"line %zu: \"%s\" is assigned by the store", lineno,
+						f->string);
+			else
+				return cerr_set(err, CERR_USAGE, 0, "line %zu: unexpected or invalid \"%s\"",
+						lineno, f->string);
+		}
+		if (!ev.type)
+			return cerr_set(err, CERR_USAGE, 0, "line %zu: missing \"type\"", lineno);
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			*evs = xreallocarray(*evs, cap, sizeof **evs);
+		}
+		(*evs)[(*n)++] = ev;
+		p = nl ? nl + 1 : end;
+	}
+	return 0;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (!*s || *end || errno || s[0] == '-')
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static char *absolute_dir(const char *dir)
+{
+	if (dir[0] == '/')
+		return xstrdup(dir);
+	char cwd[PATH_MAX];
+	if (!getcwd(cwd, sizeof cwd))
+		return xstrdup(dir);
+	return xasprintf("%s/%s", cwd, dir);
+}
+
+static int log_append_cmd(struct cli *c, int argc, char **argv)
+{
+	const struct command *me = cli_find("log");
+	bool json = false, is_new = false, no_cwd = false, have_expect = false;
+	const char *target = NULL, *cwd_arg = NULL;
+	uint64_t expect = 0;
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			json = true;
+		else if (strcmp(argv[i], "--new") == 0)
+			is_new = true;
+		else if (strcmp(argv[i], "--no-cwd") == 0)
+			no_cwd = true;
+		else if (strcmp(argv[i], "--cwd") == 0 && i + 1 < argc)
+			cwd_arg = argv[++i];
+		else if (strcmp(argv[i], "--expect-seq") == 0 && i + 1 < argc) {
+			if (parse_u64(argv[++i], &expect) < 0)
+				return cli_usage(me, "--expect-seq needs a non-negative integer");
+			have_expect = true;
+		} else if (argv[i][0] == '-' && argv[i][1])
+			return cli_usage(me, "unknown or incomplete option '%s'", argv[i]);
+		else if (target)
+			return cli_usage(me, "one ID or PATH only");
+		else
+			target = argv[i];
+	}
+	if (is_new == (target != NULL))
+		return cli_usage(me, "give either --new or an ID|PATH");
+	if (!is_new && !have_expect)
+		return cli_usage(me, "appending to an existing session needs --expect-seq N");
+	if (!is_new && (cwd_arg || no_cwd))
+		return cli_usage(me, "--cwd and --no-cwd go with --new");
+	struct cerr err;
+	struct buf in = BUF_INIT;
+	cJSON *roots = NULL;
+	struct log_event *evs = NULL;
+	size_t n = 0;
+	struct store *st = NULL;
+	struct log *lg = NULL;
+	char *cwd = NULL;
+	int code = 0;
+	if (read_stdin(&in, &err) < 0 || parse_batch(&in, &roots, &evs, &n, &err) < 0)
+		goto fail;
+	if (is_new) {
+		if (!no_cwd) {
+			char here[PATH_MAX];
+			cwd = cwd_arg ? absolute_dir(cwd_arg) : getcwd(here, sizeof here) ? xstrdup(here) : NULL;
+		}
+		if (cli_open_store(c, true, &st, &err) < 0 ||
+		    log_create(st, NULL, cwd, NULL, &lg, &err) < 0)
+			goto fail;
+		expect = log_next_seq(lg);
+	} else if (cli_is_path(target)) {
+		if (log_open_path(target, &lg, &err) < 0)
+			goto fail;
+	} else {
+		struct session_ref ref;
+		if (cli_open_store(c, false, &st, &err) < 0) {
+			if (err.cls == CERR_MISSING)
+				cerr_set(&err, CERR_MISSING, 0, "no session '%s'", target);
+			goto fail;
+		}
+		if (store_resolve(st, target, &ref, &err) < 0 || log_open(st, ref.id, &lg, &err) < 0)
+			goto fail;
+	}
+	uint64_t next;
+	if (log_append(lg, expect, evs, n, &next, &err) < 0)
+		goto fail;
+	if (log_cut_bytes(lg))
+		fprintf(stderr, "cairn: cut a torn tail of %llu bytes before appending\n",
+			(unsigned long long)log_cut_bytes(lg));
+	if (n == 0 && is_new)
+		fprintf(stderr, "cairn: empty batch: nothing was written\n");
+	if (json) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "id", log_id(lg));
+		cJSON_AddNumberToObject(o, "next_seq", (double)(n == 0 && is_new ? 0 : next));
+		cli_print_json(o);
+	} else {
+		printf("%s %llu\n", log_id(lg), (unsigned long long)(n == 0 && is_new ? 0 : next));
+	}
+	goto out;
+fail:
+	code = cli_fail(&err);
+out:
+	log_close(lg);
+	store_close(st);
+	cJSON_Delete(roots);
+	free(evs);
+	free(cwd);
+	buf_release(&in);
+	return code;
+}
+
+static int log_cat_cmd(struct cli *c, int argc, char **argv)
+{
+	const struct command *me = cli_find("log");
+	if (argc != 3 || argv[2][0] == '-')
+		return cli_usage(me, "log cat takes one ID or PATH");
+	struct scan *s;
+	struct cerr err;
+	if (cli_read_log(c, argv[2], &s, NULL, &err) < 0)
+		return cli_fail(&err);
+	if (s->status == SCAN_CORRUPT || s->status == SCAN_UNSUPPORTED) {
+		int code = cli_fail(&s->err);
+		scan_free(s);
+		return code;
+	}
+	for (size_t i = 0; i < s->n_events; i++) {
+		const struct event *ev = &s->events[i];
+		if (!ev->kind)
+			continue;
+		fwrite(ev->line, 1, ev->line_len, stdout);
+		fputc('\n', stdout);
+	}
+	if (s->status == SCAN_TORN)
+		fprintf(stderr, "cairn: note: %llu bytes of torn tail were ignored\n",
+			(unsigned long long)(s->file_len - s->good_len));
+	scan_free(s);
+	return fflush(stdout) == 0 ? 0 : cerr_exit_code(CERR_IO);
+}
+
+int cmd_log(struct cli *c, int argc, char **argv)
+{
+	const struct command *me = cli_find("log");
+	if (argc < 2)
+		return cli_usage(me, "missing 'append' or 'cat'");
+	if (strcmp(argv[1], "append") == 0)
+		return log_append_cmd(c, argc, argv);
+	if (strcmp(argv[1], "cat") == 0)
+		return log_cat_cmd(c, argc, argv);
+	return cli_usage(me, "unknown log command '%s'", argv[1]);
+}

@@ -1,0 +1,194 @@
+/* cmd_repair.c — `cairn repair [--json] [--salvage] ID|PATH`.
+ * repair: cut a torn tail and close interrupted turns (appends only).
+ * --salvage: copy the longest valid prefix of a corrupt log into a new
+ * session, leaving the original untouched. */
+#include "app/cli.h"
+#include "app/cmds.h"
+#include "base/xalloc.h"
+#include "persist/log.h"
+#include "persist/repair.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int open_for_write(struct cli *c, const char *arg, struct store **st, struct log **lg,
+			  struct cerr *err)
+{
+	if (cli_is_path(arg))
+		return log_open_path(arg, lg, err);
+	struct session_ref ref;
+	if (cli_open_store(c, false, st, err) < 0) {
+		if (err->cls == CERR_MISSING)
+			cerr_set(err, CERR_MISSING, 0, "no session '%s'", arg);
+		return -1;
+	}
+	if (store_resolve(*st, arg, &ref, err) < 0)
+		return -1;
+	return log_open(*st, ref.id, lg, err);
+}
+
+static void print_report(const struct repair_report *r, const char *id, const char *path,
+			 bool json)
+{
+	if (json) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "id", id);
+		cJSON_AddStringToObject(o, "path", path);
+		cJSON_AddStringToObject(o, "status",
+					r->cut_bytes || r->appended ? "repaired" : "unchanged");
+		cJSON_AddNumberToObject(o, "cut_bytes", (double)r->cut_bytes);
+		cJSON_AddItemToObject(o, "appended", cJSON_Duplicate(r->closers, 1));
+		cJSON_AddNumberToObject(o, "next_seq", (double)r->next_seq);
+		cli_print_json(o);
+		return;
+	}
+	if (!r->cut_bytes && !r->appended) {
+		printf("%s: nothing to repair (next seq %llu)\n", path, (unsigned long long)r->next_seq);
+		return;
+	}
+	printf("%s:\n", path);
+	if (r->cut_bytes)
+		printf("  cut %llu bytes of torn tail\n", (unsigned long long)r->cut_bytes);
+	for (const cJSON *e = r->closers ? r->closers->child : NULL; e; e = e->next) {
+		const cJSON *d = cJSON_GetObjectItemCaseSensitive(e, "data");
+		const char *type = cJSON_GetObjectItemCaseSensitive(e, "type")->valuestring;
+		const char *turn = cJSON_GetObjectItemCaseSensitive(e, "turn")->valuestring;
+		long long seq = (long long)cJSON_GetObjectItemCaseSensitive(e, "seq")->valuedouble;
+		if (strcmp(type, "tool/result") == 0)
+			printf("  appended seq %lld: tool/result %s %s (turn %s)\n", seq,
+			       cJSON_GetObjectItemCaseSensitive(d, "call_id")->valuestring,
+			       cJSON_GetObjectItemCaseSensitive(d, "status")->valuestring, turn);
+		else
+			printf("  appended seq %lld: %s interrupted (turn %s)\n", seq, type, turn);
+	}
+	printf("  next seq %llu\n", (unsigned long long)r->next_seq);
+}
+
+static int salvage(struct cli *c, const char *arg, bool json)
+{
+	struct scan *s = NULL;
+	char *path = NULL;
+	struct store *st = NULL;
+	struct log *lg = NULL;
+	struct log_event *evs = NULL;
+	cJSON *extra = NULL;
+	struct cerr err;
+	int code = 0;
+	if (cli_read_log(c, arg, &s, &path, &err) < 0)
+		goto fail;
+	if (s->status == SCAN_UNSUPPORTED) {
+		err = s->err;
+		goto fail;
+	}
+	if (s->status != SCAN_CORRUPT) {
+		cerr_set(&err, CERR_USAGE, 0, "'%s' is not corrupt: use 'cairn repair' without --salvage",
+			 path);
+		goto fail;
+	}
+	if (s->n_frames == 0) {
+		cerr_set(&err, CERR_CORRUPT, 0, "'%s' has no valid header: nothing to salvage (%s)", path,
+			 s->err.msg);
+		goto fail;
+	}
+	extra = cJSON_CreateObject();
+	const cJSON *hdr = s->events[0].data;
+	for (const cJSON *f = hdr->child; f; f = f->next)
+		if (strcmp(f->string, "format") && strcmp(f->string, "id") &&
+		    strcmp(f->string, "created_at") && strcmp(f->string, "cwd") &&
+		    strcmp(f->string, "salvaged_from"))
+			cJSON_AddItemToObject(extra, f->string, cJSON_Duplicate(f, 1));
+	cJSON *from = cJSON_AddObjectToObject(extra, "salvaged_from");
+	cJSON_AddStringToObject(from, "id", s->id);
+	cJSON_AddNumberToObject(from, "next_seq", (double)s->next_seq);
+	cJSON_AddNumberToObject(from, "damage_at", (double)s->damage_at);
+	if (cli_open_store(c, true, &st, &err) < 0 || log_create(st, NULL, s->cwd, extra, &lg, &err) < 0)
+		goto fail;
+	evs = xcalloc(s->n_events ? s->n_events : 1, sizeof *evs);
+	uint64_t next = log_next_seq(lg);
+	for (size_t f = 1; f < s->n_frames; f++) {
+		const struct scan_frame *fr = &s->frames[f];
+		for (size_t i = 0; i < fr->n_events; i++) {
+			const struct event *ev = &s->events[fr->first_event + i];
+			evs[i] = (struct log_event){ev->type, ev->turn, ev->ignorable, ev->data, ev->t};
+		}
+		if (log_append(lg, next, evs, fr->n_events, &next, &err) < 0)
+			goto fail;
+	}
+	char id[SESSION_ID_MAX + 1];
+	snprintf(id, sizeof id, "%s", log_id(lg));
+	log_close(lg);
+	lg = NULL;
+	/* Close what the prefix left open, as any repair would. */
+	struct repair_report rep = {0};
+	if (s->n_frames > 1 &&
+	    (log_open(st, id, &lg, &err) < 0 || repair_log(lg, &rep, &err) < 0))
+		goto fail;
+	if (json) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "id", id);
+		cJSON_AddStringToObject(o, "source", path);
+		cJSON_AddNumberToObject(o, "events", (double)(s->n_events - s->n_skipped));
+		cJSON_AddNumberToObject(o, "damage_at", (double)s->damage_at);
+		cJSON_AddNumberToObject(o, "closers", (double)rep.appended);
+		cli_print_json(o);
+	} else {
+		printf("%s\n", id);
+		fprintf(stderr,
+			"cairn: salvaged %zu events (seq 0..%llu) from '%s' into new session %s; "
+			"the original is unchanged%s\n",
+			s->n_events - s->n_skipped, (unsigned long long)s->next_seq - 1, path, id,
+			rep.appended ? "; its interrupted turn was closed" : "");
+	}
+	cJSON_Delete(rep.closers);
+	goto out;
+fail:
+	code = cli_fail(&err);
+out:
+	log_close(lg);
+	store_close(st);
+	scan_free(s);
+	cJSON_Delete(extra);
+	free(evs);
+	free(path);
+	return code;
+}
+
+int cmd_repair(struct cli *c, int argc, char **argv)
+{
+	const struct command *me = cli_find("repair");
+	bool json = false, salv = false;
+	const char *arg = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			json = true;
+		else if (strcmp(argv[i], "--salvage") == 0)
+			salv = true;
+		else if (argv[i][0] == '-' && argv[i][1])
+			return cli_usage(me, "unknown option '%s'", argv[i]);
+		else if (arg)
+			return cli_usage(me, "one ID or PATH only");
+		else
+			arg = argv[i];
+	}
+	if (!arg)
+		return cli_usage(me, "missing ID or PATH");
+	if (salv)
+		return salvage(c, arg, json);
+	struct store *st = NULL;
+	struct log *lg = NULL;
+	struct repair_report rep = {0};
+	struct cerr err;
+	int code = 0;
+	if (open_for_write(c, arg, &st, &lg, &err) < 0 || repair_log(lg, &rep, &err) < 0) {
+		code = cli_fail(&err);
+		if (err.cls == CERR_CORRUPT)
+			fprintf(stderr, "cairn: the log was not changed; 'cairn repair --salvage %s' copies "
+					"its valid prefix into a new session\n", arg);
+	} else {
+		print_report(&rep, log_id(lg), log_path(lg), json);
+	}
+	cJSON_Delete(rep.closers);
+	log_close(lg);
+	store_close(st);
+	return code;
+}
