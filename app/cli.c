@@ -105,6 +105,13 @@ int cli_read_log(struct cli *c, const char *arg, struct scan **out, char **path_
 	}
 	if (scan_fd(fd, out, err) < 0)
 		goto fail;
+	struct scan *s = *out;
+	if (!cli_is_path(arg) && s->id && !strstr(path, s->id)) {
+		/* The directory name is the session id: a log holding another
+		 * session where this one belongs is damage, not this session. */
+		s->status = SCAN_CORRUPT;
+		cerr_set(&s->err, CERR_CORRUPT, 0, "'%s' holds session '%s'", path, s->id);
+	}
 	close(fd);
 	if (path_out)
 		*path_out = path;

@@ -6,19 +6,81 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* An escaped NUL would silently truncate a C string: reject it. Backslashes
- * occur only inside strings in valid JSON, so a flat scan is exact. */
-static bool has_escaped_nul(const char *s, size_t n)
+static bool is_digit(char c)
 {
-	for (size_t i = 0; i + 1 < n; i++) {
-		if (s[i] != '\\')
-			continue;
-		if (s[i + 1] == 'u' && i + 5 < n && s[i + 2] == '0' && s[i + 3] == '0' &&
-		    s[i + 4] == '0' && s[i + 5] == '0')
-			return true;
-		i++; /* skip the escaped character */
+	return c >= '0' && c <= '9';
+}
+
+/* Check the RFC 8259 number at s[*i..n) and advance past it. */
+static bool lex_number(const char *s, size_t n, size_t *i)
+{
+	size_t k = *i;
+	if (k < n && s[k] == '-')
+		k++;
+	if (k >= n || !is_digit(s[k]))
+		return false;
+	if (s[k] == '0')
+		k++;
+	else
+		while (k < n && is_digit(s[k]))
+			k++;
+	if (k < n && s[k] == '.') {
+		k++;
+		if (k >= n || !is_digit(s[k]))
+			return false;
+		while (k < n && is_digit(s[k]))
+			k++;
 	}
-	return false;
+	if (k < n && (s[k] == 'e' || s[k] == 'E')) {
+		k++;
+		if (k < n && (s[k] == '+' || s[k] == '-'))
+			k++;
+		if (k >= n || !is_digit(s[k]))
+			return false;
+		while (k < n && is_digit(s[k]))
+			k++;
+	}
+	/* A number ends at a delimiter: "01" is not 0 followed by 1. */
+	if (k < n && !(s[k] == ',' || s[k] == ']' || s[k] == '}' || s[k] == ' ' || s[k] == '\t' ||
+		       s[k] == '\n' || s[k] == '\r'))
+		return false;
+	*i = k;
+	return true;
+}
+
+/* The lexical rules cJSON does not enforce: no raw control characters in
+ * strings, no escaped NUL (it would silently truncate a C string), no bytes
+ * outside strings but JSON's own (so no byte-order mark, no raw NUL), and
+ * RFC 8259 number syntax ("01", "1.", "+1" rejected). */
+static const char *lex_check(const char *s, size_t n)
+{
+	bool in_str = false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (in_str) {
+			if (c == '"') {
+				in_str = false;
+			} else if (c == '\\') {
+				if (i + 5 < n && s[i + 1] == 'u' && s[i + 2] == '0' && s[i + 3] == '0' &&
+				    s[i + 4] == '0' && s[i + 5] == '0')
+					return "escaped NUL character in string";
+				i++; /* the escaped character; cJSON checks the escape */
+			} else if (c < 0x20) {
+				return "raw control character in string";
+			}
+			continue;
+		}
+		if (c == '"') {
+			in_str = true;
+		} else if (c == '-' || is_digit((char)c)) {
+			if (!lex_number(s, n, &i))
+				return "invalid number";
+			i--;
+		} else if (c >= 0x80 || (c < 0x20 && c != '\t' && c != '\n' && c != '\r')) {
+			return "invalid byte outside a string";
+		}
+	}
+	return NULL;
 }
 
 static int cmp_names(const void *a, const void *b)
@@ -61,8 +123,9 @@ static bool has_duplicate_keys(const cJSON *v)
 cJSON *json_parse_strict(const char *s, size_t n, const char **why)
 {
 	const char *end = NULL;
-	if (has_escaped_nul(s, n)) {
-		*why = "escaped NUL character in string";
+	const char *bad = lex_check(s, n);
+	if (bad) {
+		*why = bad;
 		return NULL;
 	}
 	cJSON *v = cJSON_ParseWithLengthOpts(s, n, &end, 0);

@@ -62,6 +62,10 @@ enum frame_walk frame_walk(const uint8_t *p, size_t n, struct frame_info *fi)
 	if (fcs_len == 2)
 		fcs += 256;
 	fi->content_size = fcs;
+	if (fcs > FRAME_MAX_CONTENT) {
+		fi->why = "declared content larger than the maximum";
+		return FRAME_INVALID;
+	}
 	pos += (size_t)fcs_len;
 	for (;;) {
 		if (n < pos + 3)

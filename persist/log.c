@@ -5,6 +5,7 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/ulid.h"
+#include "base/utf8.h"
 #include "base/xalloc.h"
 #include "persist/event.h"
 #include "persist/frame.h"
@@ -266,6 +267,8 @@ static int build_batch(struct buf *content, uint64_t seq, const struct log_event
 		if (len > EVENT_MAX_LINE)
 			return cerr_set(err, CERR_USAGE, 0, "event %zu is larger than %u bytes", i + 1,
 					EVENT_MAX_LINE);
+		if (!utf8_valid(content->p + start, len, NULL))
+			return cerr_set(err, CERR_USAGE, 0, "event %zu is not valid UTF-8", i + 1);
 		struct event ev;
 		if (event_parse(content->p + start, len, seq + i, &ev, err) < 0) {
 			err->cls = CERR_USAGE;

@@ -55,7 +55,7 @@ char *pathkey_project(const char *cwd)
 		}
 	}
 	if (b.len > PATHKEY_MAX) {
-		uint64_t h = 1469598103934665603ull;
+		uint64_t h = 14695981039346656037ull;
 		for (const unsigned char *p = (const unsigned char *)cwd; *p; p++)
 			h = (h ^ *p) * 1099511628211ull;
 		size_t keep = PATHKEY_MAX - 17;

@@ -103,13 +103,24 @@ int safefs_open_root(const char *path, bool create, struct cerr *err)
 			char c = *s;
 			*s = '\0';
 			if (mkdir(p, 0700) == 0) {
+				/* A restrictive umask may have cut the mode. */
+				if (chmod(p, 0700) < 0) {
+					cerr_set(err, CERR_IO, errno, "cannot set mode of '%s'", p);
+					free(p);
+					return -1;
+				}
 				char *slash = strrchr(p, '/');
 				char *parent = slash == p ? xstrdup("/") :
 					slash ? xstrndup(p, (size_t)(slash - p)) : xstrdup(".");
 				int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-				if (pfd >= 0) {
-					fsops->fsync(pfd);
+				int synced = pfd >= 0 && fsops->fsync(pfd) == 0;
+				if (pfd >= 0)
 					close(pfd);
+				if (!synced) {
+					cerr_set(err, CERR_IO, errno, "cannot sync '%s'", parent);
+					free(parent);
+					free(p);
+					return -1;
 				}
 				free(parent);
 			} else if (errno != EEXIST) {

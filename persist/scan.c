@@ -167,6 +167,10 @@ static int interpret(struct scan *s, size_t *ev_cap, char *content, size_t size,
 			goto fail;
 		}
 		struct event ev;
+		if (offset == 0 && lines > 1) {
+			corrupt(s, 0, "header frame holds more than one line");
+			goto fail;
+		}
 		if (offset == 0) {
 			if (check_header(s, p, len, &ev) < 0)
 				goto fail;
@@ -188,10 +192,6 @@ static int interpret(struct scan *s, size_t *ev_cap, char *content, size_t size,
 		seq++;
 		push_event(s, ev_cap, &ev); /* unknown ignorable ones too (kind NULL) */
 		p = nl + 1;
-	}
-	if (offset == 0 && lines != 1) {
-		corrupt(s, 0, "header frame holds more than one line");
-		goto fail;
 	}
 	fr->n_events = s->n_events - first;
 	fr->end_seq = seq;

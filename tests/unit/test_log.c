@@ -1,0 +1,1029 @@
+/* test_log.c — the session log writer (persist/log.h) and the writer lock
+ * (persist/lock.h), against real files in a private temporary directory. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/clock.h"
+#include "persist/event.h"
+#include "persist/frame.h"
+#include "persist/fsops.h"
+#include "persist/lock.h"
+#include "persist/log.h"
+#include "persist/scan.h"
+#include "persist/store.h"
+
+struct fx {
+	char dir[64];
+	char root[128];
+	struct store *st;
+};
+
+static char pbuf[8][1024];
+static int pnext;
+
+/* A path under the fixture dir, in one of a few rotating buffers. */
+static const char *P(const struct fx *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static const char *P(const struct fx *f, const char *fmt, ...)
+{
+	char rel[768];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(rel, sizeof rel, fmt, ap);
+	va_end(ap);
+	char *out = pbuf[pnext++ % 8];
+	snprintf(out, sizeof pbuf[0], "%s/%s", f->dir, rel);
+	return out;
+}
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb, (void)flag, (void)ftw;
+	return remove(p);
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof *f);
+	snprintf(f->dir, sizeof f->dir, "/tmp/cairn-test-log-XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	snprintf(f->root, sizeof f->root, "%s/root", f->dir);
+	struct cerr err;
+	if (store_open(f->root, true, &f->st, &err) < 0)
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	fsops = &fsops_real;
+	store_close(f->st);
+	nftw(f->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	free(f);
+	return 0;
+}
+
+static uint8_t *slurp(const char *path, size_t *n)
+{
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	uint8_t *p = malloc((size_t)st.st_size + 1);
+	assert_int_equal(pread(fd, p, (size_t)st.st_size, 0), st.st_size);
+	close(fd);
+	*n = (size_t)st.st_size;
+	return p;
+}
+
+static void spit(const char *path, const void *p, size_t n, int flags)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | flags, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, p, n), (ssize_t)n);
+	close(fd);
+}
+
+static bool exists(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0;
+}
+
+static int count_entries(const char *path)
+{
+	DIR *d = opendir(path);
+	assert_non_null(d);
+	int n = 0;
+	for (struct dirent *de; (de = readdir(d));)
+		n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+	closedir(d);
+	return n;
+}
+
+/* Append a batch written as a JSON array of {"type","turn"?,"ignorable"?,
+ * "t"?,"data"?} objects. Returns log_append's result. */
+static int add(struct log *lg, uint64_t expect, const char *batch, uint64_t *next, struct cerr *err)
+{
+	cJSON *arr = cJSON_Parse(batch);
+	assert_non_null(arr);
+	size_t n = (size_t)cJSON_GetArraySize(arr), i = 0;
+	struct log_event *evs = calloc(n ? n : 1, sizeof *evs);
+	for (cJSON *c = arr->child; c; c = c->next, i++) {
+		const cJSON *v = cJSON_GetObjectItem(c, "type");
+		evs[i].type = cJSON_IsString(v) ? v->valuestring : NULL;
+		v = cJSON_GetObjectItem(c, "turn");
+		evs[i].turn = v ? v->valuestring : NULL;
+		evs[i].ignorable = cJSON_IsTrue(cJSON_GetObjectItem(c, "ignorable"));
+		evs[i].data = cJSON_GetObjectItem(c, "data");
+		v = cJSON_GetObjectItem(c, "t");
+		evs[i].t = v ? (int64_t)v->valuedouble : 0;
+	}
+	int r = log_append(lg, expect, evs, n, next, err);
+	free(evs);
+	cJSON_Delete(arr);
+	return r;
+}
+
+static void add_ok(struct log *lg, uint64_t expect, const char *batch, uint64_t want_next)
+{
+	struct cerr err = {0};
+	uint64_t next = 0;
+	int r = add(lg, expect, batch, &next, &err);
+	if (r != 0)
+		fail_msg("append failed: %s", err.msg);
+	assert_int_equal(next, want_next);
+	assert_int_equal(log_next_seq(lg), want_next);
+}
+
+#define B_TURN "[{\"type\":\"turn/start\",\"turn\":\"t1\",\"data\":{}}," \
+	       "{\"type\":\"user/message\",\"data\":{\"text\":\"hi\"}}]"
+#define B_TEXT "[{\"type\":\"assistant/text\",\"data\":{\"text\":\"hello\"}}]"
+
+/* A published session `id` (key _no-cwd) holding header + `frames` batches of
+ * B_TEXT after B_TURN; returns its log path. The handle is closed. */
+static const char *make_session(struct fx *f, const char *id, int frames)
+{
+	struct log *lg;
+	struct cerr err;
+	assert_int_equal(log_create(f->st, id, NULL, NULL, &lg, &err), 0);
+	add_ok(lg, 1, B_TURN, 3);
+	for (int i = 1; i < frames; i++)
+		add_ok(lg, (uint64_t)(2 + i), B_TEXT, (uint64_t)(3 + i));
+	log_close(lg);
+	return P(f, "root/sessions/_no-cwd/%s/session.jsonl.zst", id);
+}
+
+/* The bytes of one frame holding an assistant/text event with seq. */
+static void text_frame(struct buf *out, uint64_t seq)
+{
+	struct buf line = BUF_INIT;
+	cJSON *d = cJSON_Parse("{\"text\":\"from elsewhere\"}");
+	event_format(&line, seq, 1000, "assistant/text", NULL, false, d);
+	struct frame_codec *fc = frame_codec_new();
+	assert_int_equal(frame_encode(fc, line.p, line.len, out), 0);
+	frame_codec_free(fc);
+	cJSON_Delete(d);
+	buf_release(&line);
+}
+
+static struct scan *scan_path(const char *path)
+{
+	size_t n;
+	uint8_t *p = slurp(path, &n);
+	struct scan *s = scan_buffer(p, n);
+	free(p);
+	return s;
+}
+
+static void assert_same_file(const char *path, const uint8_t *before, size_t n)
+{
+	size_t m;
+	uint8_t *now = slurp(path, &m);
+	assert_int_equal(m, n);
+	assert_memory_equal(now, before, n);
+	free(now);
+}
+
+/* ---- creation and first publication ---- */
+
+static void test_create_writes_nothing(void **state)
+{
+	struct fx *f = *state;
+	struct log *lg;
+	struct cerr err;
+	assert_int_equal(log_create(f->st, NULL, "/w/p", NULL, &lg, &err), 0);
+	assert_int_equal(strlen(log_id(lg)), 26);
+	assert_int_equal(log_next_seq(lg), 1);
+	assert_null(log_scan(lg));
+	struct log_revision r = log_revision_of(lg);
+	assert_int_equal(r.len, 0);
+	assert_int_equal(r.next_seq, 0);
+	char want[1024];
+	snprintf(want, sizeof want, "%s/sessions/-w-p/%s/session.jsonl.zst", f->root, log_id(lg));
+	assert_string_equal(log_path(lg), want);
+	assert_false(exists(P(f, "root/sessions")));
+	/* an empty batch is a no-op, even on a log not yet published */
+	uint64_t next = 99;
+	assert_int_equal(log_append(lg, 1, NULL, 0, &next, &err), 0);
+	assert_int_equal(next, 1);
+	assert_false(exists(P(f, "root/sessions")));
+	/* a CAS miss on the first append writes nothing either */
+	assert_int_equal(add(lg, 0, B_TURN, NULL, &err), -1);
+	assert_int_equal(err.cls, CERR_CONFLICT);
+	assert_false(exists(P(f, "root/sessions")));
+	log_close(lg);
+	assert_false(exists(P(f, "root/sessions")));
+}
+
+static void test_first_append_publishes(void **state)
+{
+	struct fx *f = *state;
+	struct log *lg;
+	struct cerr err;
+	cJSON *extra = cJSON_Parse("{\"model\":\"m1\",\"id\":\"evil\"}");
+	int64_t before = clock_unix_ms();
+	assert_int_equal(log_create(f->st, "sess1", "/w/p", extra, &lg, &err), 0);
+	cJSON_Delete(extra);
+	int64_t after = clock_unix_ms();
+	add_ok(lg, 1, "[{\"type\":\"turn/start\",\"turn\":\"t1\",\"data\":{},\"t\":12345},"
+		      "{\"type\":\"user/message\",\"turn\":\"t1\",\"data\":{\"text\":\"hi\"}}]", 3);
+	const char *path = P(f, "root/sessions/-w-p/sess1/session.jsonl.zst");
+	assert_string_equal(log_path(lg), path);
+	assert_true(exists(path));
+	/* no staging file is left behind: the log and the lock only */
+	assert_int_equal(count_entries(P(f, "root/sessions/-w-p/sess1")), 2);
+	assert_true(exists(P(f, "root/sessions/-w-p/sess1/session.lock")));
+
+	struct scan *s = scan_path(path);
+	assert_int_equal(s->status, SCAN_OK);
+	assert_int_equal(s->n_frames, 2);
+	assert_int_equal(s->frames[0].n_events, 1);
+	assert_int_equal(s->frames[1].n_events, 2);
+	assert_int_equal(s->frames[1].offset, s->frames[0].len);
+	assert_int_equal(s->good_len, s->file_len);
+	assert_string_equal(s->id, "sess1");
+	assert_string_equal(s->cwd, "/w/p");
+	assert_int_equal(s->format, 1);
+	assert_in_range(s->created_at, before, after);
+	assert_int_equal(s->n_events, 3);
+	for (size_t i = 0; i < 3; i++)
+		assert_int_equal(s->events[i].seq, i);
+	assert_string_equal(s->events[0].type, "session/header");
+	assert_string_equal(cJSON_GetObjectItem(s->events[0].data, "model")->valuestring, "m1");
+	/* an extra can't override a field the store writes */
+	assert_string_equal(cJSON_GetObjectItem(s->events[0].data, "id")->valuestring, "sess1");
+	assert_string_equal(s->events[1].type, "turn/start");
+	assert_int_equal(s->events[1].t, 12345);
+	assert_string_equal(s->events[1].turn, "t1");
+	assert_in_range(s->events[2].t, before, clock_unix_ms());
+	assert_string_equal(s->events[2].type, "user/message");
+	assert_string_equal(scan_open_turn(s), "t1");
+	size_t len = (size_t)s->file_len;
+	scan_free(s);
+
+	log_close(lg);
+	assert_int_equal(log_open(f->st, "sess1", &lg, &err), 0);
+	assert_int_equal(log_next_seq(lg), 3);
+	assert_string_equal(log_id(lg), "sess1");
+	struct log_revision r = log_revision_of(lg);
+	assert_int_equal(r.len, len);
+	assert_int_equal(r.next_seq, 3);
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(r.ino, st.st_ino);
+	assert_int_equal(log_scan(lg)->status, SCAN_OK);
+	assert_int_equal(log_cut_bytes(lg), 0);
+	add_ok(lg, 3, B_TEXT, 4);
+	log_close(lg);
+	/* an existing id can't be created again */
+	assert_int_equal(log_create(f->st, "sess1", NULL, NULL, &lg, &err), -1);
+	assert_int_equal(err.cls, CERR_CONFLICT);
+	assert_int_equal(log_create(f->st, "../x", NULL, NULL, &lg, &err), -1);
+	assert_int_equal(err.cls, CERR_USAGE);
+}
+
+static void test_empty_batch_and_cas(void **state)
+{
+	struct fx *f = *state;
+	const char *path = make_session(f, "cas", 2);
+	size_t n;
+	uint8_t *before = slurp(path, &n);
+	struct log *lg;
+	struct cerr err;
+	assert_int_equal(log_open(f->st, "cas", &lg, &err), 0);
+	assert_int_equal(log_next_seq(lg), 4);
+	uint64_t next = 0;
+	assert_int_equal(log_append(lg, 4, NULL, 0, &next, &err), 0);
+	assert_int_equal(next, 4);
+	assert_same_file(path, before, n);
+	static const uint64_t wrong[] = {0, 1, 3, 5, UINT64_MAX};
+	for (size_t i = 0; i < sizeof wrong / sizeof *wrong; i++) {
+		assert_int_equal(add(lg, wrong[i], B_TEXT, NULL, &err), -1);
+		assert_int_equal(err.cls, CERR_CONFLICT);
+		assert_int_equal(log_next_seq(lg), 4);
+	}
+	assert_same_file(path, before, n);
+	add_ok(lg, 4, B_TEXT, 5);
+	log_close(lg);
+	free(before);
+}
+
+/* ---- validation ---- */
+
+static const char *const bad_batches[] = {
+	"[{\"type\":\"x/unknown\",\"data\":{}}]",
+	"[{\"type\":\"Bad Type\",\"ignorable\":true,\"data\":{}}]",
+	"[{\"data\":{}}]",
+	"[{\"type\":\"user/message\",\"data\":{}}]",
+	"[{\"type\":\"user/message\",\"data\":{\"text\":7}}]",
+	"[{\"type\":\"tool/call\",\"data\":{\"call_id\":\"c\",\"name\":\"n\",\"args\":{}}}]",
+	"[{\"type\":\"tool/result\",\"turn\":\"t\",\"data\":{\"call_id\":\"c\",\"status\":\"bogus\"}}]",
+	"[{\"type\":\"turn/end\",\"turn\":\"t\",\"data\":{\"outcome\":\"done\"}}]",
+	"[{\"type\":\"session/header\",\"data\":{\"format\":1,\"id\":\"x\",\"created_at\":1,\"cwd\":null}}]",
+	"[{\"type\":\"user/message\",\"data\":[1]}]",
+	"[{\"type\":\"user/message\",\"t\":-5,\"data\":{\"text\":\"a\"}}]",
+	"[{\"type\":\"user/message\",\"t\":9007199254740992,\"data\":{\"text\":\"a\"}}]",
+	"[{\"type\":\"turn/start\",\"turn\":\"\",\"data\":{}}]",
+	/* a valid event before an invalid one: the batch is all or nothing */
+	"[{\"type\":\"assistant/text\",\"data\":{\"text\":\"ok\"}},{\"type\":\"nope/x\",\"data\":{}}]",
+};
+
+static void check_rejected(struct fx *f, struct log *lg, const char *path, const char *batch)
+{
+	size_t n = 0;
+	uint8_t *before = path ? slurp(path, &n) : NULL;
+	uint64_t seq = log_next_seq(lg);
+	struct cerr err = {0};
+	if (add(lg, seq, batch, NULL, &err) != -1)
+		fail_msg("accepted: %s", batch);
+	if (err.cls != CERR_USAGE)
+		fail_msg("class %d for %s: %s", err.cls, batch, err.msg);
+	assert_int_equal(log_next_seq(lg), seq);
+	if (path)
+		assert_same_file(path, before, n);
+	else
+		assert_false(exists(P(f, "root/sessions")));
+	free(before);
+}
+
+static void test_invalid_events_rejected(void **state)
+{
+	struct fx *f = *state;
+	struct log *fresh;
+	struct cerr err;
+	assert_int_equal(log_create(f->st, "fresh", NULL, NULL, &fresh, &err), 0);
+	for (size_t i = 0; i < sizeof bad_batches / sizeof *bad_batches; i++)
+		check_rejected(f, fresh, NULL, bad_batches[i]);
+	const char *path = make_session(f, "valid", 1);
+	struct log *lg;
+	assert_int_equal(log_open(f->st, "valid", &lg, &err), 0);
+	for (size_t i = 0; i < sizeof bad_batches / sizeof *bad_batches; i++)
+		check_rejected(f, lg, path, bad_batches[i]);
+	char turn[TURN_ID_MAX + 16], batch[512];
+	memset(turn, 'x', TURN_ID_MAX + 1);
+	turn[TURN_ID_MAX + 1] = '\0';
+	snprintf(batch, sizeof batch, "[{\"type\":\"turn/start\",\"turn\":\"%s\",\"data\":{}}]", turn);
+	check_rejected(f, lg, path, batch);
+	turn[TURN_ID_MAX] = '\0'; /* exactly the maximum is fine */
+	snprintf(batch, sizeof batch, "[{\"type\":\"turn/start\",\"turn\":\"%s\",\"data\":{}}]", turn);
+	add_ok(lg, 3, batch, 4);
+	log_close(lg);
+	log_close(fresh);
+}
+
+/* One event line longer than EVENT_MAX_LINE; a batch of lines each under it
+ * whose total exceeds FRAME_MAX_CONTENT. */
+static void test_oversized_rejected(void **state)
+{
+	struct fx *f = *state;
+	const char *path = make_session(f, "big", 1);
+	size_t n;
+	uint8_t *before = slurp(path, &n);
+	struct log *lg;
+	struct cerr err;
+	assert_int_equal(log_open(f->st, "big", &lg, &err), 0);
+	char *text = malloc(EVENT_MAX_LINE + 1);
+	memset(text, 'a', EVENT_MAX_LINE);
+	text[EVENT_MAX_LINE] = '\0';
+	cJSON *big = cJSON_CreateObject();
+	cJSON_AddStringToObject(big, "text", text);
+	struct log_event ev = {.type = "user/message", .data = big};
+	assert_int_equal(log_append(lg, 3, &ev, 1, NULL, &err), -1);
+	assert_int_equal(err.cls, CERR_USAGE);
+	assert_same_file(path, before, n);
+
+	size_t each = EVENT_MAX_LINE - 100, count = FRAME_MAX_CONTENT / each + 1;
+	text[each] = '\0';
+	cJSON *mid = cJSON_CreateObject();
+	cJSON_AddStringToObject(mid, "text", text);
+	struct log_event *evs = calloc(count, sizeof *evs);
+	for (size_t i = 0; i < count; i++)
+		evs[i] = (struct log_event){.type = "user/message", .data = mid};
+	assert_int_equal(log_append(lg, 3, evs, 1, NULL, &err), 0); /* one alone is fine */
+	free(before);
+	before = slurp(path, &n);
+	assert_int_equal(log_append(lg, 4, evs, count, NULL, &err), -1);
+	assert_int_equal(err.cls, CERR_USAGE);
+	assert_same_file(path, before, n);
+	assert_int_equal(log_next_seq(lg), 4);
+	free(evs);
+	cJSON_Delete(mid);
+	cJSON_Delete(big);
+	free(text);
+	free(before);
+	log_close(lg);
+}
+
+static void test_unknown_ignorable_accepted(void **state)
+{
+	struct fx *f = *state;
+	const char *path = make_session(f, "ign", 1);
+	struct log *lg;
+	struct cerr err;
+	assert_int_equal(log_open(f->st, "ign", &lg, &err), 0);
+	add_ok(lg, 3, "[{\"type\":\"x.future/thing\",\"ignorable\":true,\"data\":{\"a\":1}},"
+		      "{\"type\":\"assistant/text\",\"ignorable\":true,\"data\":{\"text\":\"k\"}}]", 5);
+	log_close(lg);
+	struct scan *s = scan_path(path);
+	assert_int_equal(s->status, SCAN_OK);
+	assert_int_equal(s->n_events, 5);
+	assert_null(s->events[3].kind);
+	assert_true(s->events[3].ignorable);
+	assert_string_equal(s->events[3].type, "x.future/thing");
+	assert_non_null(s->events[4].kind);
+	assert_int_equal(s->n_skipped, 1);
+	assert_int_equal(s->next_seq, 5);
+	scan_free(s);
+	assert_int_equal(log_open(f->st, "ign", &lg, &err), 0);
+	assert_int_equal(log_next_seq(lg), 5);
+	log_close(lg);
+}
+
+/* ---- the append cursor ---- */
+
+static int preads;
+static ssize_t counting_pread(int fd, void *b, size_t n, off_t off)
+{
+	preads++;
+	return fsops_real.pread(fd, b, n, off);
+}
+static struct fsops counting_ops;
+
+static void count_preads(void)
+{
+	counting_ops = fsops_real;
+	counting_ops.pread = counting_pread;
+	preads = 0;
+	fsops = &counting_ops;
+}
+
+static void test_cursor_avoids_rereads(void **state)
+{
+	struct fx *f = *state;
+	struct log *lg;
+	struct cerr err;
+	count_preads();
+	assert_int_equal(log_create(f->st, "cur", NULL, NULL, &lg, &err), 0);
+	add_ok(lg, 1, B_TURN, 3);
+	for (uint64_t i = 3; i < 10; i++)
+		add_ok(lg, i, B_TEXT, i + 1);
+	assert_int_equal(preads, 0);
+	log_close(lg);
+	assert_int_equal(log_open(f->st, "cur", &lg, &err), 0);
+	assert_true(preads > 0);
+	preads = 0;
+	for (uint64_t i = 10; i < 20; i++)
+		add_ok(lg, i, B_TEXT, i + 1);
+	assert_int_equal(preads, 0);
+	/* another writer's frame: the cursor no longer matches, so re-read */
+	struct buf fr = BUF_INIT;
+	text_frame(&fr, 20);
+	spit(log_path(lg), fr.p, fr.len, O_APPEND);
+	struct cerr e2;
+	assert_int_equal(add(lg, 20, B_TEXT, NULL, &e2), -1);
+	assert_int_equal(e2.cls, CERR_CONFLICT);
+	assert_true(preads > 0);
+	assert_int_equal(log_next_seq(lg), 21);
+	preads = 0;
+	add_ok(lg, 21, B_TEXT, 22);
+	assert_int_equal(preads, 0);
+	buf_release(&fr);
+	log_close(lg);
+	fsops = &fsops_real;
+	struct scan *s = scan_path(P(f, "root/sessions/_no-cwd/cur/session.jsonl.zst"));
+	assert_int_equal(s->status, SCAN_OK);
+	assert_int_equal(s->next_seq, 22);
+	assert_string_equal(s->events[20].data->child->valuestring, "from elsewhere");
+	scan_free(s);
+}
+
+static void test_cursor_after_truncate(void **state)
+{
+	struct fx *f = *state;
+	const char *path = make_session(f, "trunc", 3); /* seqs 0..4, three frames */
+	struct log *lg;
+	struct cerr err;
+	assert_int_equal(log_open(f->st, "trunc", &lg, &err), 0);
+	const struct scan *s = log_scan(lg);
+	assert_int_equal(s->n_frames, 4);
+	uint64_t cut = s->frames[3].offset;
+	assert_int_equal(truncate(path, (off_t)cut), 0);
+	assert_int_equal(add(lg, 5, B_TEXT, NULL, &err), -1);
+	assert_int_equal(err.cls, CERR_CONFLICT);
+	assert_int_equal(log_next_seq(lg), 4);
+	add_ok(lg, 4, B_TEXT, 5);
+	/* truncated inside a frame: a torn tail to cut, then the append */
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(truncate(path, st.st_size - 3), 0);
+	add_ok(lg, 4, B_TEXT, 5);
+	assert_true(log_cut_bytes(lg) > 0);
+	log_close(lg);
+	struct scan *t = scan_path(path);
+	assert_int_equal(t->status, SCAN_OK);
+	assert_int_equal(t->n_frames, 4);
+	assert_int_equal(t->next_seq, 5);
+	scan_free(t);
+}
+
+static void test_cursor_after_replace(void **state)
+{
+	struct fx *f = *state;
+	const char *path = make_session(f, "repl", 1);
+	const char *other = make_session(f, "other", 1);
+	struct log *lg;
+	struct cerr err;
+	assert_int_equal(log_open(f->st, "repl", &lg, &err), 0);
+	size_t n;
+	uint8_t *bytes = slurp(path, &n);
+	const char *copy = P(f, "root/sessions/_no-cwd/repl/copy");
+	spit(copy, bytes, n, O_EXCL);
+	assert_int_equal(rename(copy, path), 0);
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	add_ok(lg, 3, B_TEXT, 4); /* lands in the new file */
+	assert_int_equal(log_revision_of(lg).ino, st.st_ino);
+	struct scan *s = scan_path(path);
+	assert_int_equal(s->next_seq, 4);
+	scan_free(s);
+	/* replaced by another session's log: refuse */
+	free(bytes);
+	bytes = slurp(other, &n);
+	spit(copy, bytes, n, O_EXCL);
+	assert_int_equal(rename(copy, path), 0);
+	assert_int_equal(add(lg, 3, B_TEXT, NULL, &err), -1);
+	assert_true(err.cls == CERR_CONFLICT || err.cls == CERR_CORRUPT);
+	assert_same_file(path, bytes, n);
+	free(bytes);
+	log_close(lg);
+}
+
+/* ---- torn tails ---- */
+
+/* Append the first half of a valid frame to path; returns the bytes added. */
+static size_t tear(const char *path, uint64_t seq)
+{
+	struct buf fr = BUF_INIT;
+	text_frame(&fr, seq);
+	size_t half = fr.len / 2;
+	spit(path, fr.p, half, O_APPEND);
+	buf_release(&fr);
+	return half;
+}
+
+static void test_torn_tail_cut_by_append(void **state)
+{
+	struct fx *f = *state;
+	const char *path = make_session(f, "torn", 2);
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	size_t good = (size_t)st.st_size, half = tear(path, 4);
+	struct log *lg;
+	struct cerr err;
+	assert_int_equal(log_open(f->st, "torn", &lg, &err), 0);
+	assert_int_equal(log_scan(lg)->status, SCAN_TORN);
+	assert_int_equal(log_scan(lg)->good_len, good);
+	assert_int_equal(log_revision_of(lg).len, good + half);
+	assert_int_equal(log_next_seq(lg), 4);
+	assert_int_equal(log_cut_bytes(lg), 0);
+	add_ok(lg, 4, B_TEXT, 5);
+	assert_int_equal(log_cut_bytes(lg), half);
+	log_close(lg);
+	struct scan *s = scan_path(path);
+	assert_int_equal(s->status, SCAN_OK);
+	assert_int_equal(s->n_frames, 4);
+	assert_int_equal(s->frames[3].offset, good);
+	assert_int_equal(s->next_seq, 5);
+	scan_free(s);
+}
+
+static void test_cut_torn_tail_fenced(void **state)
+{
+	struct fx *f = *state;
+	const char *path = make_session(f, "fence", 2);
+	size_t half = tear(path, 4);
+	struct log *lg;
+	struct cerr err;
+	assert_int_equal(log_open(f->st, "fence", &lg, &err), 0);
+	struct log_revision rev = log_revision_of(lg);
+	size_t n;
+	uint8_t *before = slurp(path, &n);
+	uint64_t cut = 99;
+	struct log_revision bad[4] = {rev, rev, rev, rev};
+	bad[0].len++;
+	bad[1].next_seq++;
+	bad[2].ino++;
+	bad[3].dev++;
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(log_cut_torn_tail(lg, &bad[i], &cut, &err), -1);
+		assert_int_equal(err.cls, CERR_CONFLICT);
+		assert_same_file(path, before, n);
+	}
+	/* the file really changed since the read: still a conflict */
+	spit(path, "x", 1, O_APPEND);
+	assert_int_equal(log_cut_torn_tail(lg, &rev, &cut, &err), -1);
+	assert_int_equal(err.cls, CERR_CONFLICT);
+	assert_int_equal(log_cut_bytes(lg), 0);
+	assert_int_equal(truncate(path, (off_t)n), 0);
+	assert_same_file(path, before, n);
+	/* the right revision cuts exactly the torn bytes, once */
+	assert_int_equal(log_cut_torn_tail(lg, &rev, &cut, &err), 0);
+	assert_int_equal(cut, half);
+	assert_int_equal(log_cut_bytes(lg), half);
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal((size_t)st.st_size, n - half);
+	assert_int_equal(log_cut_torn_tail(lg, &rev, &cut, &err), 0);
+	assert_int_equal(cut, 0);
+	add_ok(lg, 4, B_TEXT, 5);
+	log_close(lg);
+	free(before);
+}
+
+/* ---- logs that must not be opened for writing ---- */
+
+static void expect_open_fails(struct fx *f, const char *id, const char *path,
+			      enum cerr_class cls, bool by_path)
+{
+	size_t n;
+	uint8_t *before = slurp(path, &n);
+	struct log *lg = NULL;
+	struct cerr err;
+	assert_int_equal(log_open(f->st, id, &lg, &err), -1);
+	assert_int_equal(err.cls, cls);
+	assert_null(lg);
+	assert_same_file(path, before, n);
+	if (by_path) {
+		assert_int_equal(log_open_path(path, &lg, &err), -1);
+		assert_int_equal(err.cls, cls);
+		assert_same_file(path, before, n);
+	}
+	free(before);
+}
+
+static void test_open_corrupt_untouched(void **state)
+{
+	struct fx *f = *state;
+	const char *path = make_session(f, "bad", 3);
+	struct scan *s = scan_path(path);
+	off_t at = (off_t)(s->frames[1].offset + s->frames[1].len / 2);
+	scan_free(s);
+	int fd = open(path, O_RDWR);
+	unsigned char c;
+	assert_int_equal(pread(fd, &c, 1, at), 1);
+	c ^= 0x40;
+	assert_int_equal(pwrite(fd, &c, 1, at), 1);
+	close(fd);
+	expect_open_fails(f, "bad", path, CERR_CORRUPT, true);
+	/* a complete frame inside a supposedly torn tail is corruption too */
+	const char *p2 = make_session(f, "bad2", 1);
+	tear(p2, 3);
+	struct buf fr = BUF_INIT;
+	text_frame(&fr, 3);
+	spit(p2, fr.p, fr.len, O_APPEND);
+	buf_release(&fr);
+	expect_open_fails(f, "bad2", p2, CERR_CORRUPT, true);
+}
+
+static void test_open_unsupported_untouched(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(mkdir(P(f, "root/sessions"), 0700), 0);
+	assert_int_equal(mkdir(P(f, "root/sessions/_no-cwd"), 0700), 0);
+	assert_int_equal(mkdir(P(f, "root/sessions/_no-cwd/v2"), 0700), 0);
+	const char *hdr = "{\"seq\":0,\"t\":1,\"type\":\"session/header\",\"data\":{\"format\":2,"
+			  "\"id\":\"v2\",\"created_at\":1,\"cwd\":null}}\n";
+	struct buf fr = BUF_INIT;
+	struct frame_codec *fc = frame_codec_new();
+	assert_int_equal(frame_encode(fc, hdr, strlen(hdr), &fr), 0);
+	const char *path = P(f, "root/sessions/_no-cwd/v2/session.jsonl.zst");
+	spit(path, fr.p, fr.len, O_EXCL);
+	expect_open_fails(f, "v2", path, CERR_UNSUPPORTED, true);
+	/* an unknown type that is not ignorable: unsupported too */
+	const char *p2 = make_session(f, "newtype", 1);
+	const char *line = "{\"seq\":3,\"t\":1,\"type\":\"x/new\",\"data\":{}}\n";
+	buf_reset(&fr);
+	assert_int_equal(frame_encode(fc, line, strlen(line), &fr), 0);
+	spit(p2, fr.p, fr.len, O_APPEND);
+	expect_open_fails(f, "newtype", p2, CERR_UNSUPPORTED, true);
+	frame_codec_free(fc);
+	buf_release(&fr);
+}
+
+static void test_open_header_id_mismatch(void **state)
+{
+	struct fx *f = *state;
+	const char *a = make_session(f, "aaa", 1);
+	size_t n;
+	uint8_t *bytes = slurp(a, &n);
+	assert_int_equal(mkdir(P(f, "root/sessions/_no-cwd/mismatch"), 0700), 0);
+	const char *path = P(f, "root/sessions/_no-cwd/mismatch/session.jsonl.zst");
+	spit(path, bytes, n, O_EXCL);
+	free(bytes);
+	expect_open_fails(f, "mismatch", path, CERR_CORRUPT, false);
+	/* by path there is no directory id to match: it opens */
+	struct log *byp;
+	struct cerr e0;
+	assert_int_equal(log_open_path(path, &byp, &e0), 0);
+	assert_string_equal(log_id(byp), "aaa");
+	log_close(byp);
+	struct log *lg;
+	struct cerr err;
+	assert_int_equal(log_open(f->st, "nosuch", &lg, &err), -1);
+	assert_int_equal(err.cls, CERR_MISSING);
+	assert_int_equal(log_open(f->st, "aa", &lg, &err), -1); /* a prefix is not an id */
+	assert_int_equal(err.cls, CERR_MISSING);
+	assert_int_equal(log_open(f->st, "a/b", &lg, &err), -1);
+	assert_int_equal(err.cls, CERR_USAGE);
+	assert_int_equal(log_open(f->st, "..", &lg, &err), -1);
+	assert_int_equal(err.cls, CERR_USAGE);
+}
+
+static void test_open_path_anywhere(void **state)
+{
+	struct fx *f = *state;
+	const char *src = make_session(f, "anywhere", 1);
+	size_t n;
+	uint8_t *bytes = slurp(src, &n);
+	assert_int_equal(mkdir(P(f, "elsewhere"), 0755), 0);
+	const char *path = P(f, "elsewhere/my.log");
+	spit(path, bytes, n, O_EXCL);
+	free(bytes);
+	struct log *lg;
+	struct cerr err;
+	assert_int_equal(log_open_path(path, &lg, &err), 0);
+	assert_string_equal(log_id(lg), "anywhere");
+	assert_string_equal(log_path(lg), path);
+	assert_int_equal(log_next_seq(lg), 3);
+	struct stat st;
+	assert_int_equal(lstat(P(f, "elsewhere/session.lock"), &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0600);
+	/* the lock is the directory's: a second taker is refused */
+	int dfd = open(P(f, "elsewhere"), O_RDONLY | O_DIRECTORY);
+	assert_int_equal(lock_take(-1, "x", dfd, &err), -1);
+	assert_int_equal(err.cls, CERR_LOCKED);
+	add_ok(lg, 3, B_TEXT, 4);
+	log_close(lg);
+	int lk = lock_take(-1, "x", dfd, &err);
+	assert_true(lk >= 0);
+	assert_int_equal(log_open_path(path, &lg, &err), -1);
+	assert_int_equal(err.cls, CERR_LOCKED);
+	lock_release(lk);
+	close(dfd);
+	struct scan *s = scan_path(path);
+	assert_int_equal(s->next_seq, 4);
+	scan_free(s);
+	assert_int_equal(log_open_path(P(f, "elsewhere/none.log"), &lg, &err), -1);
+	assert_int_equal(err.cls, CERR_MISSING);
+	assert_int_equal(log_open_path(P(f, "nodir/x.log"), &lg, &err), -1);
+	assert_int_equal(err.cls, CERR_MISSING);
+}
+
+static void test_symlinks_refused(void **state)
+{
+	struct fx *f = *state;
+	const char *real = make_session(f, "real", 1);
+	size_t n;
+	uint8_t *before = slurp(real, &n);
+	struct log *lg = NULL;
+	struct cerr err;
+	/* the log file is a symlink */
+	assert_int_equal(mkdir(P(f, "root/sessions/_no-cwd/linkfile"), 0700), 0);
+	assert_int_equal(symlink(real, P(f, "root/sessions/_no-cwd/linkfile/session.jsonl.zst")), 0);
+	assert_int_equal(log_open(f->st, "linkfile", &lg, &err), -1);
+	assert_int_not_equal(err.cls, CERR_OK);
+	assert_int_equal(log_open_path(P(f, "root/sessions/_no-cwd/linkfile/session.jsonl.zst"), &lg,
+				       &err), -1);
+	assert_int_not_equal(err.cls, CERR_OK);
+	/* the session directory is a symlink */
+	assert_int_equal(rename(P(f, "root/sessions/_no-cwd/real"), P(f, "realdir")), 0);
+	assert_int_equal(unlink(P(f, "realdir/session.lock")), 0);
+	assert_int_equal(symlink(P(f, "realdir"), P(f, "root/sessions/_no-cwd/real")), 0);
+	assert_int_equal(log_open(f->st, "real", &lg, &err), -1);
+	assert_int_not_equal(err.cls, CERR_OK);
+	assert_false(exists(P(f, "realdir/session.lock")));
+	/* the project key directory is a symlink */
+	assert_int_equal(mkdir(P(f, "keydir"), 0700), 0);
+	assert_int_equal(rename(P(f, "realdir"), P(f, "keydir/real2")), 0);
+	assert_int_equal(symlink(P(f, "keydir"), P(f, "root/sessions/-k")), 0);
+	assert_int_equal(log_open(f->st, "real2", &lg, &err), -1);
+	assert_int_not_equal(err.cls, CERR_OK);
+	assert_null(lg);
+	assert_same_file(P(f, "keydir/real2/session.jsonl.zst"), before, n);
+	free(before);
+}
+
+/* ---- the writer lock ---- */
+
+static int open_dir(const char *p)
+{
+	int fd = open(p, O_RDONLY | O_DIRECTORY);
+	assert_true(fd >= 0);
+	return fd;
+}
+
+static double now_s(void)
+{
+	return (double)clock_mono_ns() / 1e9;
+}
+
+static void test_lock_same_process(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(mkdir(P(f, "s"), 0700), 0);
+	int key = open_dir(f->dir), dir = open_dir(P(f, "s"));
+	struct cerr err;
+	int a = lock_take(key, "s", dir, &err);
+	assert_true(a >= 0);
+	struct stat st;
+	assert_int_equal(lstat(P(f, "s/session.lock"), &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	double t0 = now_s();
+	assert_int_equal(lock_take(key, "s", dir, &err), -1);
+	assert_int_equal(err.cls, CERR_LOCKED);
+	assert_non_null(strstr(err.msg, "'s'"));
+	assert_int_equal(lock_take(-1, NULL, dir, &err), -1);
+	assert_int_equal(err.cls, CERR_LOCKED);
+	assert_true(now_s() - t0 < 0.5);
+	lock_release(a);
+	lock_release(-1);
+	int b = lock_take(key, "s", dir, &err);
+	assert_true(b >= 0);
+	lock_release(b);
+	close(dir);
+	close(key);
+}
+
+/* Run lock_take on path in a child process; returns its error class. */
+static int child_lock_class(const char *path)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct cerr err = {0};
+		int d = open(path, O_RDONLY | O_DIRECTORY);
+		int fd = lock_take(-1, "c", d, &err);
+		_exit(fd >= 0 ? 0 : (int)err.cls);
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+static void test_lock_other_process(void **state)
+{
+	struct fx *f = *state;
+	make_session(f, "held", 1);
+	const char *sdir = P(f, "root/sessions/_no-cwd/held");
+	assert_int_equal(child_lock_class(sdir), 0);
+	struct log *lg;
+	struct cerr err;
+	assert_int_equal(log_open(f->st, "held", &lg, &err), 0);
+	double t0 = now_s();
+	assert_int_equal(child_lock_class(sdir), CERR_LOCKED);
+	assert_true(now_s() - t0 < 2.0);
+	log_close(lg);
+	assert_int_equal(child_lock_class(sdir), 0);
+
+	/* a child holds it: log_open here is refused at once, then works */
+	int go[2], done[2];
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(done), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct log *cl;
+		struct cerr ce;
+		char c = log_open(f->st, "held", &cl, &ce) == 0 ? 'y' : 'n';
+		if (write(go[1], &c, 1) != 1 || read(done[0], &c, 1) != 1)
+			_exit(2);
+		_exit(0);
+	}
+	char c;
+	assert_int_equal(read(go[0], &c, 1), 1);
+	assert_int_equal(c, 'y');
+	t0 = now_s();
+	assert_int_equal(log_open(f->st, "held", &lg, &err), -1);
+	assert_int_equal(err.cls, CERR_LOCKED);
+	assert_true(now_s() - t0 < 2.0);
+	assert_int_equal(write(done[1], "x", 1), 1);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(log_open(f->st, "held", &lg, &err), 0);
+	log_close(lg);
+	close(go[0]), close(go[1]), close(done[0]), close(done[1]);
+}
+
+static const char *swap_lock_path;
+static int swapping_flock(int fd, int op)
+{
+	if (swap_lock_path && (op & LOCK_EX)) {
+		/* another process replaced session.lock between open and flock */
+		char tmp[1100];
+		snprintf(tmp, sizeof tmp, "%s.new", swap_lock_path);
+		int t = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
+		close(t);
+		rename(tmp, swap_lock_path);
+		swap_lock_path = NULL;
+	}
+	return fsops_real.flock(fd, op);
+}
+
+static void test_lock_rechecks_identity(void **state)
+{
+	struct fx *f = *state;
+	struct cerr err;
+	assert_int_equal(mkdir(P(f, "s"), 0700), 0);
+	int key = open_dir(f->dir), dir = open_dir(P(f, "s"));
+	/* renamed away after we opened it */
+	assert_int_equal(rename(P(f, "s"), P(f, "gone")), 0);
+	assert_int_equal(lock_take(key, "s", dir, &err), -1);
+	assert_int_equal(err.cls, CERR_MISSING);
+	/* and a new directory of the same name appeared */
+	assert_int_equal(mkdir(P(f, "s"), 0700), 0);
+	assert_int_equal(lock_take(key, "s", dir, &err), -1);
+	assert_int_equal(err.cls, CERR_MISSING);
+	/* the lock is not left held by the failed attempts */
+	int lk = lock_take(-1, "gone", dir, &err);
+	assert_true(lk >= 0);
+	lock_release(lk);
+	/* the lock file itself was replaced between open and flock */
+	static struct fsops swap_ops;
+	swap_ops = fsops_real;
+	swap_ops.flock = swapping_flock;
+	swap_lock_path = P(f, "gone/session.lock");
+	fsops = &swap_ops;
+	assert_int_equal(lock_take(-1, "gone", dir, &err), -1);
+	fsops = &fsops_real;
+	assert_int_equal(err.cls, CERR_MISSING);
+	lk = lock_take(-1, "gone", dir, &err);
+	assert_true(lk >= 0);
+	lock_release(lk);
+	close(dir);
+	close(key);
+}
+
+/* A session deleted (moved to the trash) while another process opened it. */
+static void test_open_after_trash_is_missing(void **state)
+{
+	struct fx *f = *state;
+	make_session(f, "tr", 1);
+	struct session_ref ref;
+	struct cerr err;
+	assert_int_equal(store_resolve(f->st, "tr", &ref, &err), 0);
+	assert_int_equal(store_trash(f->st, &ref, &err), 0);
+	struct log *lg;
+	assert_int_equal(log_open(f->st, "tr", &lg, &err), -1);
+	assert_int_equal(err.cls, CERR_MISSING);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(x) cmocka_unit_test_setup_teardown(x, setup, teardown)
+		T(test_create_writes_nothing),
+		T(test_first_append_publishes),
+		T(test_empty_batch_and_cas),
+		T(test_invalid_events_rejected),
+		T(test_oversized_rejected),
+		T(test_unknown_ignorable_accepted),
+		T(test_cursor_avoids_rereads),
+		T(test_cursor_after_truncate),
+		T(test_cursor_after_replace),
+		T(test_torn_tail_cut_by_append),
+		T(test_cut_torn_tail_fenced),
+		T(test_open_corrupt_untouched),
+		T(test_open_unsupported_untouched),
+		T(test_open_header_id_mismatch),
+		T(test_open_path_anywhere),
+		T(test_symlinks_refused),
+		T(test_lock_same_process),
+		T(test_lock_other_process),
+		T(test_lock_rechecks_identity),
+		T(test_open_after_trash_is_missing),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
