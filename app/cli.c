@@ -62,6 +62,7 @@ int cli_read_log(struct cli *c, const char *arg, struct scan **out, char **path_
 {
 	int fd = -1;
 	char *path = NULL;
+	char want_id[SESSION_ID_MAX + 1] = "";
 	if (cli_is_path(arg)) {
 		path = xstrdup(arg);
 		fd = open(arg, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -96,6 +97,7 @@ int cli_read_log(struct cli *c, const char *arg, struct scan **out, char **path_
 		}
 		path = xasprintf("%s/%s/%s/%s/%s", store_root(st), STORE_SESSIONS, ref.key, ref.id,
 				 LOG_FILE);
+		snprintf(want_id, sizeof want_id, "%s", ref.id);
 		fd = safefs_openfile(dirfd, LOG_FILE, O_RDONLY, err);
 		fs_close_quiet(dirfd);
 		fs_close_quiet(keyfd);
@@ -106,7 +108,7 @@ int cli_read_log(struct cli *c, const char *arg, struct scan **out, char **path_
 	if (scan_fd(fd, out, err) < 0)
 		goto fail;
 	struct scan *s = *out;
-	if (!cli_is_path(arg) && s->id && !strstr(path, s->id)) {
+	if (*want_id && s->id && strcmp(s->id, want_id) != 0) {
 		/* The directory name is the session id: a log holding another
 		 * session where this one belongs is damage, not this session. */
 		s->status = SCAN_CORRUPT;
