@@ -3,6 +3,7 @@
 #include "base/xalloc.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,10 +162,58 @@ bool json_get_int(const cJSON *v, int64_t min, int64_t max, int64_t *out)
 	return true;
 }
 
+/* cJSON prints a number with 15 significant digits whenever that reads
+ * back within a relative epsilon, which changes integers near 2^53 (and
+ * some doubles). Print the shortest form that reads back exactly. */
+static void format_number(double d, char *out, size_t n)
+{
+	if (d == floor(d) && fabs(d) <= (double)JSON_MAX_SAFE_INT) {
+		snprintf(out, n, "%.0f", d);
+		return;
+	}
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(out, n, "%.*g", prec, d);
+		if (strtod(out, NULL) == d)
+			return;
+	}
+}
+
+static void exact_numbers(cJSON *v)
+{
+	for (cJSON *c = v->child; c; c = c->next) {
+		if (cJSON_IsNumber(c) && isfinite(c->valuedouble)) {
+			char num[40];
+			format_number(c->valuedouble, num, sizeof num);
+			/* Turn the node into raw text in place, keeping its key. */
+			size_t len = strlen(num) + 1;
+			char *raw = cJSON_malloc(len);
+			if (!raw)
+				abort();
+			memcpy(raw, num, len);
+			c->type = cJSON_Raw | (c->type & cJSON_StringIsConst);
+			c->valuestring = raw;
+		} else {
+			exact_numbers(c);
+		}
+	}
+}
+
 char *json_print(const cJSON *v)
 {
-	char *s = cJSON_PrintUnformatted(v);
-	if (!s)
+	cJSON *copy = cJSON_Duplicate(v, 1);
+	if (!copy)
 		abort(); /* cJSON fails only on allocation */
+	char *s;
+	if (cJSON_IsNumber(copy) && isfinite(copy->valuedouble)) {
+		char num[40];
+		format_number(copy->valuedouble, num, sizeof num);
+		s = xstrdup(num);
+	} else {
+		exact_numbers(copy);
+		s = cJSON_PrintUnformatted(copy);
+	}
+	cJSON_Delete(copy);
+	if (!s)
+		abort();
 	return s;
 }

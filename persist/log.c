@@ -114,6 +114,10 @@ struct log_revision log_revision_of(const struct log *lg)
  * Fails closed on corrupt and unsupported logs and on a foreign header. */
 static int reread(struct log *lg, struct cerr *err)
 {
+	/* A failed sync may have left the log's directory entry not durable
+	 * (publication): sync it before building on what is read. */
+	if (lg->poisoned && safefs_fsync_dir(lg->dirfd, lg->path, err) < 0)
+		return -1;
 	fs_close_quiet(lg->fd);
 	lg->fd = -1;
 	lg->cur.valid = false;
@@ -146,6 +150,13 @@ static int reread(struct log *lg, struct cerr *err)
 	if (s->status == SCAN_TORN)
 		lg->cur.len = s->good_len; /* appends go after the cut */
 	return 0;
+}
+
+int log_reread(struct log *lg, struct cerr *err)
+{
+	if (!lg->published)
+		return cerr_set(err, CERR_MISSING, 0, "'%s' has no log yet", lg->path);
+	return reread(lg, err);
 }
 
 int log_open(struct store *st, const char *id, struct log **out, struct cerr *err)

@@ -66,6 +66,11 @@ int log_append(struct log *lg, uint64_t expected_next_seq, const struct log_even
 int log_cut_torn_tail(struct log *lg, const struct log_revision *rev, uint64_t *cut,
 		      struct cerr *err);
 
+/* Re-read the log in full now, failing closed as log_open does; afterwards
+ * log_scan holds every event, this handle's own appends included. A log not
+ * yet published: CERR_MISSING. */
+int log_reread(struct log *lg, struct cerr *err);
+
 /* The next seq the log expects (1 for a log not yet published). */
 uint64_t log_next_seq(const struct log *lg);
 /* The session id; owned by lg. */

@@ -2,7 +2,8 @@
  *
  * Encoding: '/' becomes '-'; bytes in [A-Za-z0-9._] stay; every other byte,
  * '-' and '%' included, becomes %XX. So "/home/a b" -> "-home-a%20b". An
- * absolute cwd starts with '/', so every key but "_no-cwd" starts with '-'.
+ * absolute cwd starts with '/', so its key starts with '-'; a relative one's
+ * key starts with '~'.
  * Keys longer than PATHKEY_MAX keep a prefix and end in "~" + 16 hex digits
  * of a 64-bit FNV-1a hash of the whole cwd. */
 #include "persist/pathkey.h"
@@ -39,9 +40,10 @@ char *pathkey_project(const char *cwd)
 	if (!cwd || !*cwd)
 		return xstrdup(PATHKEY_NO_CWD);
 	struct buf b = BUF_INIT;
-	/* A relative cwd is keyed as if under '/', keeping the leading '-'. */
+	/* A relative cwd (cairn itself always stores absolute ones) starts
+	 * with '~', so it never collides with an absolute one. */
 	if (cwd[0] != '/')
-		buf_addc(&b, '-');
+		buf_addc(&b, '~');
 	for (const unsigned char *p = (const unsigned char *)cwd; *p; p++) {
 		unsigned char c = *p;
 		if (c == '/')

@@ -43,12 +43,17 @@ int safefs_fsync_dir(int dirfd, const char *what, struct cerr *err)
 
 int safefs_opendir(int dirfd, const char *name, bool create, bool *created, struct cerr *err)
 {
+	bool synced = false;
 	if (created)
 		*created = false;
 	for (int attempt = 0; attempt < 2; attempt++) {
 		int fd = fsops->openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
 		if (fd >= 0) {
-			if (safefs_check_fd(fd, true, name, err) < 0) {
+			/* An entry we did not sync ourselves may come from an attempt
+			 * whose sync failed or from a creator that has not synced yet:
+			 * make it durable before anything is built on it. */
+			if (safefs_check_fd(fd, true, name, err) < 0 ||
+			    (create && !synced && safefs_fsync_dir(dirfd, name, err) < 0)) {
 				fs_close_quiet(fd);
 				return -1;
 			}
@@ -65,8 +70,13 @@ int safefs_opendir(int dirfd, const char *name, bool create, bool *created, stru
 				continue; /* raced with another creator: open theirs */
 			return cerr_set(err, CERR_IO, errno, "cannot create directory '%s'", name);
 		}
+		/* A restrictive umask may have cut the mode so far that we could
+		 * not even open the new directory to fix it through its fd. */
+		if (fchmodat(dirfd, name, 0700, 0) < 0)
+			return cerr_set(err, CERR_IO, errno, "cannot set mode of '%s'", name);
 		if (safefs_fsync_dir(dirfd, name, err) < 0)
 			return -1;
+		synced = true;
 		if (created)
 			*created = true;
 	}

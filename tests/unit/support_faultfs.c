@@ -70,6 +70,11 @@ unsigned faultfs_skipped(void)
 	return skipped;
 }
 
+unsigned long faultfs_dir_syncs(void)
+{
+	return dir_syncs;
+}
+
 void faultfs_disarm(void)
 {
 	memset(armed, 0, sizeof armed);

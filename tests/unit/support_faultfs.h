@@ -27,6 +27,10 @@
  *   what the syncs made durable, nothing more.
  * - File data and directory entries are independent: a file's content
  *   follows its inode wherever a durable entry points to it.
+ * - A sync failed by an armed fault records nothing, and the next successful
+ *   sync of the object records all it holds then. (A real kernel may drop
+ *   the pages of a failed writeback, so data read back after a failed sync
+ *   may never reach the disk; the model does not show that loss.)
  * - Only regular files and directories are modelled; symlinks, devices and
  *   sockets are dropped from the crash copy. Modes become 0600/0700.
  * - Operations made outside this table (plain open/mkdir/write) are invisible
@@ -102,6 +106,9 @@ int faultfs_crash_copy(const char *root, const char *dest);
 void faultfs_skip_dir_sync(unsigned long nth);
 /* Directory syncs skipped so far. */
 unsigned faultfs_skipped(void);
+/* Directory fsyncs since install, skipped ones included and ones failed by
+ * an armed fault not. */
+unsigned long faultfs_dir_syncs(void);
 
 /* Called around every fsync and fdatasync: before the call (after false)
  * and after a successful one, once the model recorded it (after true). The

@@ -546,6 +546,19 @@ static void test_json_trailing(void **state)
 	static const char withnul[] = "{\"a\":1}\0";
 	expect_reject(withnul, sizeof withnul - 1);
 
+	/* RFC 8259 lexical rules cJSON alone does not enforce. */
+	static const char *const lex[] = {
+		"{\"a\":01}", "{\"a\":1.}", "{\"a\":+1}", "{\"a\":.5}", "{\"a\":-}",
+		"{\"a\":1e}", "{\"a\":1e+}", "{\"a\":-01}", "{\"a\":0x10}", "[1 2]",
+		"\xEF\xBB\xBF{}", "{\"a\":1}\xC3\xA9", "{\"a\":\x01 1}",
+	};
+	for (size_t i = 0; i < sizeof lex / sizeof lex[0]; i++)
+		expect_reject(lex[i], strlen(lex[i]));
+	static const char rawnul_out[] = "{\"a\":\0 1}";
+	expect_reject(rawnul_out, sizeof rawnul_out - 1);
+	expect_accept("[0,-0,1e3,1E+3,-1.5e-2,0.25,10]");
+	expect_accept("{\"caf\xC3\xA9\":\"\xE2\x82\xAC\"}");
+
 	expect_accept("  {\"a\":1} \t\r\n");
 	expect_accept("[]");
 	expect_accept("null");

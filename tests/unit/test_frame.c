@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -391,8 +392,8 @@ static void test_decode_rejects_oversize_before_allocating(void **state)
 	assert_non_null(why);
 	buf_release(&f);
 
-	/* A real frame whose header declares 4 GiB: walks complete, and the
-	 * decoder refuses it from the declared size. */
+	/* A real frame whose header declares 4 GiB: refused from the declared
+	 * size, by the walk or else by the decoder. */
 	size_t n = 1024 * 1024;
 	char *c = compressible(n);
 	encode(c, n, &f);
@@ -400,10 +401,23 @@ static void test_decode_rejects_oversize_before_allocating(void **state)
 	assert_int_equal(q[4] >> 6, 2); /* 4-byte content size field */
 	size_t fcs_at = 5 + (((q[4] >> 5) & 1) ? 0 : 1);
 	memset(q + fcs_at, 0xFF, 4);
-	assert_int_equal(frame_walk(q, f.len, &fi), FRAME_COMPLETE);
-	assert_int_equal(fi.content_size, 0xFFFFFFFFull);
+	enum frame_walk w = frame_walk(q, f.len, &fi);
+	assert_int_not_equal(w, FRAME_INCOMPLETE);
+	if (w == FRAME_INVALID) {
+		assert_non_null(fi.why);
+	} else {
+		assert_int_equal(fi.content_size, 0xFFFFFFFFull);
+		why = NULL;
+		assert_null(frame_decode(fc, q, &fi, &why));
+		assert_non_null(why);
+	}
+	/* One byte over the maximum, declared in an 8-byte field. */
+	buf_reset(&f);
+	encode("x", 1, &f);
+	assert_int_equal(frame_walk((const uint8_t *)f.p, f.len, &fi), FRAME_COMPLETE);
 	why = NULL;
-	assert_null(frame_decode(fc, q, &fi, &why));
+	fi.content_size = (uint64_t)FRAME_MAX_CONTENT + 1;
+	assert_null(frame_decode(fc, (const uint8_t *)f.p, &fi, &why));
 	assert_non_null(why);
 	free(c);
 	buf_release(&f);
@@ -429,6 +443,7 @@ static void test_decode_rejects_damage(void **state)
 		p[i] ^= 0x40;
 	}
 	/* a content byte of a raw block: only the checksum can tell */
+	assert_int_equal((p[first_block(p)] >> 1) & 3, 0);
 	p[first_block(p) + 3 + 100] ^= 0x01;
 	assert_int_equal(frame_walk(p, f.len, &fi), FRAME_COMPLETE);
 	why = NULL;
