@@ -42,6 +42,8 @@ struct log {
 	cJSON *extra;           /* header extras until publication */
 	bool published;
 	bool poisoned;          /* an fsync or cleanup failed: re-read before use */
+	bool synced_known;      /* synced_len is a length this handle synced */
+	uint64_t synced_len;    /* the file length at this handle's last sync */
 	struct cursor cur;
 	struct scan *scan;
 	uint64_t cut_bytes;
@@ -130,6 +132,20 @@ static int reread(struct log *lg, struct cerr *err)
 	struct scan *s;
 	if (scan_fd(lg->fd, &s, err) < 0)
 		return -1;
+	/* After a failed sync the page cache may hold bytes the disk never
+	 * got (their pages can be marked clean anyway). They were never
+	 * acknowledged: cut back to what this handle last synced rather
+	 * than build on them. */
+	if (lg->poisoned && lg->synced_known && s->file_len > lg->synced_len) {
+		int cut_failed = fsops->ftruncate(lg->fd, (off_t)lg->synced_len) < 0 ||
+				 fsops->fsync(lg->fd) < 0;
+		int e = errno;
+		scan_free(s);
+		if (cut_failed)
+			return cerr_set(err, CERR_IO, e, "cannot cut unsynced bytes of '%s'", lg->path);
+		if (scan_fd(lg->fd, &s, err) < 0)
+			return -1;
+	}
 	scan_free(lg->scan);
 	lg->scan = s;
 	if (s->status == SCAN_CORRUPT || s->status == SCAN_UNSUPPORTED) {
@@ -150,6 +166,15 @@ static int reread(struct log *lg, struct cerr *err)
 	if (s->status == SCAN_TORN)
 		lg->cur.len = s->good_len; /* appends go after the cut */
 	return 0;
+}
+
+int log_refresh(struct log *lg, struct cerr *err)
+{
+	/* Only this handle's own staleness: a change made by anyone else is
+	 * for the caller's revision fence to report, not to absorb. */
+	if (lg->published && lg->scan && !lg->poisoned && lg->scan->next_seq == lg->cur.next_seq)
+		return 0;
+	return log_reread(lg, err);
 }
 
 int log_reread(struct log *lg, struct cerr *err)
@@ -354,6 +379,8 @@ static int publish(struct log *lg, const struct buf *frames, uint64_t next_seq, 
 	lg->fd = fd;
 	lg->published = true;
 	lg->cur = (struct cursor){true, st.st_dev, st.st_ino, frames->len, next_seq};
+	lg->synced_known = true; /* the staging file was synced in full */
+	lg->synced_len = frames->len;
 	if (safefs_fsync_dir(lg->dirfd, lg->path, err) < 0) {
 		/* The rename happened but may not survive a power loss. */
 		lg->poisoned = true;
@@ -416,6 +443,8 @@ int log_cut_torn_tail(struct log *lg, const struct log_revision *rev, uint64_t *
 	}
 	*cut = rev->len - good;
 	lg->cut_bytes += *cut;
+	lg->synced_known = true;
+	lg->synced_len = good;
 	lg->scan->status = SCAN_OK;
 	lg->scan->file_len = good;
 	lg->cur = (struct cursor){true, a.st_dev, a.st_ino, good, lg->scan->next_seq};
@@ -477,6 +506,8 @@ int log_append(struct log *lg, uint64_t expected, const struct log_event *evs, s
 	}
 	lg->cur.len += frames.len;
 	lg->cur.next_seq = seq + n;
+	lg->synced_known = true;
+	lg->synced_len = lg->cur.len;
 	ret = 0;
 	goto out;
 encode_failed:

@@ -70,6 +70,10 @@ int log_cut_torn_tail(struct log *lg, const struct log_revision *rev, uint64_t *
  * log_scan holds every event, this handle's own appends included. A log not
  * yet published: CERR_MISSING. */
 int log_reread(struct log *lg, struct cerr *err);
+/* Re-read only when this handle made its last read stale: it was poisoned
+ * by a failed sync, or it appended since (log_scan would miss its own
+ * events). Changes by others are left for revision fences to detect. */
+int log_refresh(struct log *lg, struct cerr *err);
 
 /* The next seq the log expects (1 for a log not yet published). */
 uint64_t log_next_seq(const struct log *lg);

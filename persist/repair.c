@@ -54,11 +54,9 @@ int repair_log(struct log *lg, struct repair_report *rep, struct cerr *err)
 	/* Closers come from the scan: it must include what this handle has
 	 * appended (or published) since its last read, or a turn it already
 	 * ended would be closed twice. */
-	if (!s || s->next_seq != log_next_seq(lg)) {
-		if (log_reread(lg, err) < 0)
-			return -1;
-		s = log_scan(lg);
-	}
+	if (log_refresh(lg, err) < 0)
+		return -1;
+	s = log_scan(lg);
 	struct log_revision rev = log_revision_of(lg);
 	if (log_cut_torn_tail(lg, &rev, &rep->cut_bytes, err) < 0)
 		return -1;

@@ -227,8 +227,10 @@ int store_trash(struct store *st, const struct session_ref *ref, struct cerr *er
 			cerr_set(err, CERR_IO, errno, "cannot move session '%s' to the trash", ref->id);
 		goto out;
 	}
-	if (safefs_fsync_dir(tkeyfd, "trash", err) < 0 || safefs_fsync_dir(keyfd, ref->key, err) < 0)
+	if (safefs_fsync_dir(tkeyfd, "trash", err) < 0 || safefs_fsync_dir(keyfd, ref->key, err) < 0) {
+		err->outcome_unknown = true; /* moved, but maybe not durably */
 		goto out;
+	}
 	ret = 0;
 out:
 	lock_release(lockfd);

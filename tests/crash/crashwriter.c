@@ -5,14 +5,19 @@
  *	MAX_BATCHES); after each durable append write "ACK <next_seq>\n" to
  *	stdout with one write(2). --new first prints "ID <id>\n" once the
  *	session exists. Reopening repairs what a kill left (torn tail, open
- *	turn) and prints "REPAIR <first_seq> <next_seq>\n".
- *   crashwriter --check LAST_ACK ID < <(cairn log cat ID)
+ *	turn) and prints "REPAIR <first_seq> <next_seq>\n"; then, before the
+ *	first append, "READY <next_seq>\n".
+ *   crashwriter --check LAST_ACK ID [PREFIX_FILE] < <(cairn log cat ID)
  *	verify a log's events against the same generator: every batch whole
  *	and exact, synthetic closers exactly where a turn was left open, and
- *	nothing below LAST_ACK missing. Prints "OK <events> <closer runs>".
+ *	nothing below LAST_ACK missing. With PREFIX_FILE, the input must also
+ *	start with that file's bytes (the acknowledged lines of the previous
+ *	check), which are then replaced by this check's acknowledged lines.
+ *	Prints "OK <events> <closer runs>".
  *
  * The content of a batch is a function of its first seq and of whether a
  * turn is open, so any process can tell what the log must hold. */
+#include "base/buf.h"
 #include "base/xalloc.h"
 #include "persist/log.h"
 #include "persist/repair.h"
@@ -219,6 +224,11 @@ static int run_writer(const char *root, const char *id, unsigned long max_batche
 	}
 	gs.salt = salt_of(log_id(lg));
 	uint64_t next = log_next_seq(lg);
+	if (!is_new) {
+		char line[96];
+		snprintf(line, sizeof line, "READY %" PRIu64 "\n", next);
+		emit(line);
+	}
 	for (unsigned long k = 0; max_batches == 0 || k < max_batches; k++) {
 		struct gbatch b;
 		struct log_event evs[BATCH_MAX];
@@ -298,18 +308,48 @@ static int check_closers(cJSON **L, size_t n, size_t *pos, struct gstate *st)
 	return 0;
 }
 
-static int run_check(const char *last_ack_arg, const char *id)
+/* The whole of a file or stream; NULL when it cannot be read. */
+static char *slurp(FILE *f, size_t *len)
+{
+	struct buf b = BUF_INIT;
+	char chunk[65536];
+	size_t r;
+	while ((r = fread(chunk, 1, sizeof chunk, f)) > 0)
+		buf_add(&b, chunk, r);
+	if (ferror(f)) {
+		buf_release(&b);
+		return NULL;
+	}
+	buf_grow(&b, 1);
+	return buf_detach(&b, len);
+}
+
+static int run_check(const char *last_ack_arg, const char *id, const char *prefix_path)
 {
 	uint64_t last_ack = strtoull(last_ack_arg, NULL, 10);
 	cJSON **L = NULL;
-	size_t n = 0, cap = 0;
-	char *line = NULL;
-	size_t lcap = 0;
-	ssize_t len;
-	while ((len = getline(&line, &lcap, stdin)) > 0) {
-		if (line[len - 1] == '\n')
-			line[--len] = '\0';
-		cJSON *o = cJSON_ParseWithLength(line, (size_t)len);
+	size_t n = 0, cap = 0, in_len = 0, prefix_end = 0;
+	char *in = slurp(stdin, &in_len);
+	if (!in)
+		return fail_at(0, "cannot read standard input");
+	/* Acknowledged events never change: the lines checked last time must
+	 * come back byte for byte. */
+	if (prefix_path) {
+		FILE *pf = fopen(prefix_path, "rb");
+		size_t plen = 0;
+		char *prev = pf ? slurp(pf, &plen) : NULL;
+		if (pf)
+			fclose(pf);
+		if (pf && (!prev || plen > in_len || memcmp(prev, in, plen) != 0)) {
+			printf("FAIL: the acknowledged prefix changed since the last check\n");
+			return 1;
+		}
+		free(prev);
+	}
+	for (size_t off = 0; off < in_len;) {
+		char *nl = memchr(in + off, '\n', in_len - off);
+		size_t len = nl ? (size_t)(nl - (in + off)) : in_len - off;
+		cJSON *o = cJSON_ParseWithLength(in + off, len);
 		if (!o)
 			return fail_at(n, "log cat printed a line that is not JSON");
 		const cJSON *seq = cJSON_GetObjectItemCaseSensitive(o, "seq");
@@ -320,8 +360,10 @@ static int run_check(const char *last_ack_arg, const char *id)
 			L = xreallocarray(L, cap, sizeof *L);
 		}
 		L[n++] = o;
+		off += len + (nl ? 1 : 0);
+		if (n == last_ack)
+			prefix_end = off;
 	}
-	free(line);
 	if (n == 0 || !same_str(str_field(L[0], "type"), "session/header"))
 		return fail_at(0, "no header first");
 	if (n < last_ack) {
@@ -358,6 +400,12 @@ static int run_check(const char *last_ack_arg, const char *id)
 		pos += b.n;
 		batch_release(&b);
 	}
+	if (prefix_path) {
+		FILE *pf = fopen(prefix_path, "wb");
+		if (!pf || fwrite(in, 1, prefix_end, pf) != prefix_end || fclose(pf) != 0)
+			return fail_at(0, "cannot write the prefix file");
+	}
+	free(in);
 	printf("OK %zu %zu\n", n, closer_runs);
 	for (size_t i = 0; i < n; i++)
 		cJSON_Delete(L[i]);
@@ -367,11 +415,11 @@ static int run_check(const char *last_ack_arg, const char *id)
 
 int main(int argc, char **argv)
 {
-	if (argc == 4 && strcmp(argv[1], "--check") == 0)
-		return run_check(argv[2], argv[3]);
+	if ((argc == 4 || argc == 5) && strcmp(argv[1], "--check") == 0)
+		return run_check(argv[2], argv[3], argc == 5 ? argv[4] : NULL);
 	if (argc < 3 || argc > 4) {
 		fprintf(stderr, "usage: crashwriter DATA_DIR ID|--new [MAX_BATCHES]\n"
-				"       crashwriter --check LAST_ACK ID < <(cairn log cat ID)\n");
+				"       crashwriter --check LAST_ACK ID [PREFIX_FILE] < <(cairn log cat ID)\n");
 		return 2;
 	}
 	return run_writer(argv[1], argv[2], argc == 4 ? strtoul(argv[3], NULL, 10) : 0);

@@ -747,11 +747,15 @@ static void test_lock_other_process(void **state)
 	if (pid == 0) {
 		struct log *cl;
 		struct cerr ce;
+		close(go[0]);
+		close(done[1]); /* EOF on done when the parent exits, even failing */
 		char c = log_open(f->st, "held", &cl, &ce) == 0 ? 'y' : 'n';
 		if (write(go[1], &c, 1) != 1 || read(done[0], &c, 1) != 1)
 			_exit(2);
 		_exit(0);
 	}
+	close(go[1]);
+	close(done[0]);
 	char c;
 	assert_int_equal(read(go[0], &c, 1), 1);
 	assert_int_equal(c, 'y');
@@ -763,7 +767,7 @@ static void test_lock_other_process(void **state)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_int_equal(log_open(f->st, "held", &lg, &err), 0);
 	log_close(lg);
-	close(go[0]), close(go[1]), close(done[0]), close(done[1]);
+	close(go[0]), close(done[1]);
 }
 
 static const char *swap_lock_path;
