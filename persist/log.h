@@ -81,7 +81,8 @@ uint64_t log_next_seq(const struct log *lg);
 const char *log_id(const struct log *lg);
 /* The log file path for messages; owned by lg. */
 const char *log_path(const struct log *lg);
-/* The result of the last full read (NULL before the first publication);
+/* The result of the last full read (NULL until the log is first read: a
+ * handle that published the log itself has none until log_refresh);
  * owned by lg and replaced by a later re-read. */
 const struct scan *log_scan(const struct log *lg);
 /* The revision of the last full read. */

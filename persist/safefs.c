@@ -85,7 +85,9 @@ int safefs_opendir(int dirfd, const char *name, bool create, bool *created, stru
 
 int safefs_openfile(int dirfd, const char *name, int flags, struct cerr *err)
 {
-	int fd = fsops->openat(dirfd, name, flags | O_NOFOLLOW, 0600);
+	/* O_NONBLOCK: a FIFO opened read-only would otherwise wait for a
+	 * writer before its type could be checked. */
+	int fd = fsops->openat(dirfd, name, flags | O_NOFOLLOW | O_NONBLOCK, 0600);
 	if (fd < 0) {
 		if (errno == ELOOP)
 			return cerr_set(err, CERR_IO, 0, "'%s' is a symlink", name);
@@ -94,6 +96,11 @@ int safefs_openfile(int dirfd, const char *name, int flags, struct cerr *err)
 		return cerr_set(err, CERR_IO, errno, "cannot open '%s'", name);
 	}
 	if (safefs_check_fd_mode(fd, false, (flags & O_ACCMODE) != O_RDONLY, name, err) < 0) {
+		fs_close_quiet(fd);
+		return -1;
+	}
+	if (!(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+		cerr_set(err, CERR_IO, errno, "cannot open '%s'", name);
 		fs_close_quiet(fd);
 		return -1;
 	}

@@ -261,7 +261,36 @@ static void summarize(struct scan *s)
 	strmap_release(&calls);
 }
 
+/* The frame at pos failed (incomplete: it ran out of bytes). Decide between
+ * a torn tail and corruption. Below a durable watermark everything is
+ * corruption; above it (or, without one, for an incomplete final frame) it
+ * is a torn tail unless a complete valid frame follows in the region. */
+static void tail_or_corrupt(struct scan *s, const struct scan_opts *o, const uint8_t *p, size_t n,
+			    size_t pos, struct frame_codec *fc, bool incomplete, const char *why)
+{
+	bool wm = o && o->watermark;
+	size_t where;
+	if (wm && pos < o->wm_len) {
+		corrupt(s, pos, incomplete ? "incomplete frame below the durable watermark" : why);
+	} else if (!wm && !incomplete) {
+		corrupt(s, pos, why);
+	} else if (pos == 0) {
+		corrupt(s, 0, incomplete ? "incomplete header frame" : why);
+	} else if (complete_frame_inside(p, pos + 1, n, fc, &where)) {
+		char msg[96];
+		snprintf(msg, sizeof msg, "complete frame at offset %zu inside the torn tail", where);
+		corrupt(s, pos, msg);
+	} else if (s->status == SCAN_OK) {
+		s->status = SCAN_TORN;
+	}
+}
+
 struct scan *scan_buffer(const uint8_t *p, size_t n)
+{
+	return scan_buffer_opts(p, n, NULL);
+}
+
+struct scan *scan_buffer_opts(const uint8_t *p, size_t n, const struct scan_opts *o)
 {
 	struct scan *s = xcalloc(1, sizeof *s);
 	struct frame_codec *fc = frame_codec_new();
@@ -270,31 +299,35 @@ struct scan *scan_buffer(const uint8_t *p, size_t n)
 	s->file_len = n;
 	s->status = SCAN_OK;
 	size_t pos = 0;
-	while (pos < n) {
-		struct frame_info fi;
-		enum frame_walk w = frame_walk(p + pos, n - pos, &fi);
-		if (w == FRAME_INVALID) {
-			corrupt(s, pos, fi.why);
+	bool wm = o && o->watermark;
+	if (wm && n < o->wm_len) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "log is %zu bytes, shorter than its durable watermark of %llu",
+			 n, (unsigned long long)o->wm_len);
+		corrupt(s, n, msg);
+	}
+	while (pos < n && s->status != SCAN_CORRUPT) {
+		if (wm && pos == o->wm_len && s->next_seq != o->wm_seq && s->status == SCAN_OK) {
+			char msg[128];
+			snprintf(msg, sizeof msg, "seq %llu at the durable watermark, where %llu was acknowledged",
+				 (unsigned long long)s->next_seq, (unsigned long long)o->wm_seq);
+			corrupt(s, pos, msg);
 			break;
 		}
-		if (w == FRAME_INCOMPLETE) {
-			size_t where;
-			if (pos == 0) {
-				corrupt(s, 0, "incomplete header frame");
-			} else if (complete_frame_inside(p, pos + 1, n, fc, &where)) {
-				char why[96];
-				snprintf(why, sizeof why, "complete frame at offset %zu inside the torn tail",
-					 where);
-				corrupt(s, pos, why);
-			} else if (s->status == SCAN_OK) {
-				s->status = SCAN_TORN;
-			}
+		struct frame_info fi;
+		enum frame_walk w = frame_walk(p + pos, n - pos, &fi);
+		if (w != FRAME_COMPLETE) {
+			tail_or_corrupt(s, o, p, n, pos, fc, w == FRAME_INCOMPLETE, fi.why);
+			break;
+		}
+		if (wm && pos < o->wm_len && pos + fi.frame_len > o->wm_len) {
+			corrupt(s, pos, "frame crosses the durable watermark");
 			break;
 		}
 		const char *why;
 		char *content = frame_decode(fc, p + pos, &fi, &why);
 		if (!content) {
-			corrupt(s, pos, why);
+			tail_or_corrupt(s, o, p, n, pos, fc, false, why);
 			break;
 		}
 		if (!interpreting) {
@@ -309,8 +342,16 @@ struct scan *scan_buffer(const uint8_t *p, size_t n)
 		s->contents[s->n_contents++] = content;
 		struct scan_frame fr = {.offset = pos, .len = fi.frame_len};
 		if (interpret(s, &ev_cap, content, (size_t)fi.content_size, pos, &fr) < 0) {
-			if (s->status == SCAN_CORRUPT)
+			if (s->status == SCAN_CORRUPT) {
+				if (wm && pos >= o->wm_len) {
+					/* Above the watermark a bad frame is where the
+					 * torn tail starts, not committed damage. */
+					s->status = SCAN_OK;
+					cerr_clear(&s->err);
+					tail_or_corrupt(s, o, p, n, pos, fc, false, "");
+				}
 				break;
+			}
 			interpreting = false; /* unsupported: keep checking integrity */
 			pos += fi.frame_len;
 			continue;
@@ -332,6 +373,11 @@ struct scan *scan_buffer(const uint8_t *p, size_t n)
 
 int scan_fd(int fd, struct scan **out, struct cerr *err)
 {
+	return scan_fd_opts(fd, NULL, out, err);
+}
+
+int scan_fd_opts(int fd, const struct scan_opts *o, struct scan **out, struct cerr *err)
+{
 	struct stat st;
 	if (fsops->fstat(fd, &st) < 0)
 		return cerr_set(err, CERR_IO, errno, "cannot stat log");
@@ -343,7 +389,14 @@ int scan_fd(int fd, struct scan **out, struct cerr *err)
 		return cerr_set(err, CERR_IO, errno, "cannot read log");
 	}
 	/* A file that shrank while we read is scanned as what we got. */
-	struct scan *s = scan_buffer(p, (size_t)got);
+	struct scan_opts wo;
+	if (o && o->watermark && (o->dev != st.st_dev || o->ino != st.st_ino)) {
+		/* The watermark belongs to another file: structural rules only. */
+		wo = *o;
+		wo.watermark = false;
+		o = &wo;
+	}
+	struct scan *s = scan_buffer_opts(p, (size_t)got, o);
 	free(p);
 	s->dev = st.st_dev;
 	s->ino = st.st_ino;

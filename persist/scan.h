@@ -71,12 +71,28 @@ struct scan {
 	size_t n_contents;
 };
 
+/* A durable watermark (from the catalog): the byte length and next seq
+ * last acknowledged for this file. Damage below it is always corruption;
+ * above it the first invalid point starts a torn tail, even when a power
+ * loss left zeros or garbage there. */
+struct scan_opts {
+	bool watermark;
+	uint64_t wm_len;
+	uint64_t wm_seq;
+	dev_t dev;  /* the file the watermark is for (scan_fd_opts checks it) */
+	ino_t ino;
+};
+
 /* Scan the file open at fd. Returns 0 with *out set for every log, however
  * damaged (see status); -1 with CERR_IO only when the file cannot be read.
  * The caller frees *out with scan_free. */
 int scan_fd(int fd, struct scan **out, struct cerr *err);
+/* The same with options (NULL: none); a watermark for another file
+ * (dev/ino differ) is ignored. */
+int scan_fd_opts(int fd, const struct scan_opts *o, struct scan **out, struct cerr *err);
 /* Scan bytes in memory (fuzzing, tests). Never fails; free with scan_free. */
 struct scan *scan_buffer(const uint8_t *p, size_t n);
+struct scan *scan_buffer_opts(const uint8_t *p, size_t n, const struct scan_opts *o);
 void scan_free(struct scan *s);
 /* The most recently started turn that is still open, or NULL. */
 const char *scan_open_turn(const struct scan *s);

@@ -65,17 +65,20 @@ int store_root_fd(const struct store *st)
 	return st->rootfd;
 }
 
+/* A session is a real directory (not a symlink) holding a log file. */
 static bool has_log(int keyfd, const char *id)
 {
 	char path[512];
-	snprintf(path, sizeof path, "%s/%s", id, LOG_FILE);
 	struct stat st;
+	if (fsops->fstatat(keyfd, id, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+		return false;
+	snprintf(path, sizeof path, "%s/%s", id, LOG_FILE);
 	return fsops->fstatat(keyfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 /* Call fn for each <key>/<id> directory in area that holds a log file. */
 static int each_session(struct store *st, const char *area,
-			int (*fn)(void *ctx, const char *key, const char *id), void *ctx,
+			int (*fn)(void *ctx, int keyfd, const char *key, const char *id), void *ctx,
 			struct cerr *err)
 {
 	int areafd = safefs_opendir(st->rootfd, area, false, NULL, err);
@@ -103,7 +106,7 @@ static int each_session(struct store *st, const char *area,
 		while (ret == 0 && (se = readdir(kd))) {
 			if (!pathkey_valid_id(se->d_name) || !has_log(dirfd(kd), se->d_name))
 				continue;
-			ret = fn(ctx, de->d_name, se->d_name);
+			ret = fn(ctx, dirfd(kd), de->d_name, se->d_name);
 		}
 		closedir(kd);
 	}
@@ -118,7 +121,7 @@ struct list_ctx {
 	bool exact_seen;
 };
 
-static int collect(void *vctx, const char *key, const char *id)
+static int collect(void *vctx, int keyfd, const char *key, const char *id)
 {
 	struct list_ctx *c = vctx;
 	if (c->prefix && strncmp(id, c->prefix, strlen(c->prefix)) != 0)
@@ -206,7 +209,8 @@ missing:
 	return -1;
 }
 
-int store_trash(struct store *st, const struct session_ref *ref, struct cerr *err)
+int store_trash(struct store *st, const struct session_ref *ref, int64_t *deleted_at_ms,
+		struct cerr *err)
 {
 	int keyfd = -1, dirfd = -1, lockfd = -1, trashfd = -1, tkeyfd = -1, ret = -1;
 	if (store_open_session_dir(st, ref, false, &keyfd, &dirfd, err) < 0)
@@ -227,6 +231,9 @@ int store_trash(struct store *st, const struct session_ref *ref, struct cerr *er
 			cerr_set(err, CERR_IO, errno, "cannot move session '%s' to the trash", ref->id);
 		goto out;
 	}
+	struct stat moved;
+	if (deleted_at_ms && fsops->fstat(dirfd, &moved) == 0)
+		*deleted_at_ms = (int64_t)moved.st_ctim.tv_sec * 1000 + moved.st_ctim.tv_nsec / 1000000;
 	if (safefs_fsync_dir(tkeyfd, "trash", err) < 0 || safefs_fsync_dir(keyfd, ref->key, err) < 0) {
 		err->outcome_unknown = true; /* moved, but maybe not durably */
 		goto out;
@@ -239,4 +246,51 @@ out:
 	fs_close_quiet(dirfd);
 	fs_close_quiet(keyfd);
 	return ret;
+}
+
+struct entries_ctx {
+	struct store_entry *v;
+	size_t n, cap;
+	bool trash;
+};
+
+static int collect_entry(void *vctx, int keyfd, const char *key, const char *id)
+{
+	struct entries_ctx *c = vctx;
+	char path[512];
+	struct stat fst, dst;
+	snprintf(path, sizeof path, "%s/%s", id, LOG_FILE);
+	if (fsops->fstatat(keyfd, path, &fst, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0; /* vanished meanwhile */
+	if (c->n == c->cap) {
+		c->cap = c->cap ? c->cap * 2 : 256;
+		c->v = xreallocarray(c->v, c->cap, sizeof *c->v);
+	}
+	struct store_entry *e = &c->v[c->n++];
+	memset(e, 0, sizeof *e);
+	snprintf(e->ref.id, sizeof e->ref.id, "%s", id);
+	snprintf(e->ref.key, sizeof e->ref.key, "%s", key);
+	e->trash = c->trash;
+	e->dev = fst.st_dev;
+	e->ino = fst.st_ino;
+	e->size = (uint64_t)fst.st_size;
+	if (c->trash && fsops->fstatat(keyfd, id, &dst, AT_SYMLINK_NOFOLLOW) == 0)
+		e->dir_ctime_ms = (int64_t)dst.st_ctim.tv_sec * 1000 + dst.st_ctim.tv_nsec / 1000000;
+	return 0;
+}
+
+int store_list_entries(struct store *st, struct store_entry **out, size_t *n, struct cerr *err)
+{
+	struct entries_ctx c = {0};
+	if (each_session(st, STORE_SESSIONS, collect_entry, &c, err) < 0)
+		goto fail;
+	c.trash = true;
+	if (each_session(st, STORE_TRASH, collect_entry, &c, err) < 0)
+		goto fail;
+	*out = c.v;
+	*n = c.n;
+	return 0;
+fail:
+	free(c.v);
+	return -1;
 }

@@ -12,6 +12,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include "base/err.h"
 #include "persist/pathkey.h"
@@ -47,12 +49,28 @@ int store_resolve(struct store *st, const char *id_or_prefix, struct session_ref
  * *refs is a new array the caller frees (may be NULL when *n is 0). */
 int store_list(struct store *st, const char *area, struct session_ref **refs, size_t *n,
 	       struct cerr *err);
+/* A session found on disk, with its log file's identity and size. */
+struct store_entry {
+	struct session_ref ref;
+	bool trash;          /* found under trash/ */
+	dev_t dev;
+	ino_t ino;
+	uint64_t size;
+	int64_t dir_ctime_ms; /* the session directory's ctime (when trashed) */
+};
+
+/* Every session of both areas with its log's stat. Caller frees *out. */
+int store_list_entries(struct store *st, struct store_entry **out, size_t *n, struct cerr *err);
+
 /* Open sessions/<key>/ and sessions/<key>/<id>/ (creating both 0700 with
  * create). The caller closes *keyfd and *dirfd. */
 int store_open_session_dir(struct store *st, const struct session_ref *ref, bool create,
 			   int *keyfd, int *dirfd, struct cerr *err);
 /* Move a whole session directory to trash/<key>/<id> under its writer lock,
- * syncing both parent directories. A lock held elsewhere: CERR_LOCKED. */
-int store_trash(struct store *st, const struct session_ref *ref, struct cerr *err);
+ * syncing both parent directories. A lock held elsewhere: CERR_LOCKED.
+ * *deleted_at_ms (may be NULL) gets the moved directory's ctime, which a
+ * rebuild of the catalog reads back as the deletion time. */
+int store_trash(struct store *st, const struct session_ref *ref, int64_t *deleted_at_ms,
+		struct cerr *err);
 
 #endif

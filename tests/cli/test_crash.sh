@@ -210,10 +210,11 @@ for ((k = 0; k < 30; k++)); do
 	wait "$pid" 2>/dev/null
 	pid_id=$(sed -n 's/^ID //p' "$T/run.out")
 	pid_ack=$(sed -n 's/^ACK //p' "$T/run.out" | tail -n 1)
-	if [ -n "$pid_id" ]; then
-		out=$("$CAIRN" --data-dir "$P" inspect --json "$pid_id" 2>&1)
-		next=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["next_seq"])' "$out" 2>/dev/null)
-		if [ "${next:-0}" -lt "${pid_ack:-0}" ]; then problem "new session $pid_id: $out (acknowledged $pid_ack)"; fi
+	# Once it said ID the session exists, with every acknowledged batch.
+	if [ -n "$pid_id" ] &&
+		! "$CAIRN" --data-dir "$P" log cat "$pid_id" 2>/dev/null |
+		"$W" --check "${pid_ack:-1}" "$pid_id" >"$T/check.out" 2>&1; then
+		problem "new session $pid_id (acknowledged ${pid_ack:-none}): $(head -c 300 "$T/check.out")"
 	fi
 done
 bad=0

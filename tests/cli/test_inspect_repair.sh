@@ -318,7 +318,8 @@ expect_code 3 "a session directory without a log is not a session" "$CAIRN" insp
 cp "$T/ok.zst" "$f"
 lock="$(dirname "$f")/session.lock"
 mkfifo "$T/release"
-flock -n "$lock" cat "$T/release" >/dev/null &
+# (flock -w, not -n: the probe below may hold the lock for an instant.)
+flock -w 10 "$lock" cat "$T/release" >/dev/null &
 holder=$!
 for _ in $(seq 500); do flock -n "$lock" true || break; sleep 0.01; done
 check "another process holds session.lock" bash -c '! flock -n "$1" true' _ "$lock"

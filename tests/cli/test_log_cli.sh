@@ -126,9 +126,19 @@ nid=${OUT%% *}
 check "--no-cwd: key _no-cwd" test -f "$CAIRN_HOME/sessions/_no-cwd/$nid/session.jsonl.zst"
 expect_code 0 "... log cat" "$CAIRN" log cat "$nid"
 check "--no-cwd: header cwd is null" pyl 'L[0]["data"]["cwd"] is None'
+before_ls=$(ls -A "$T")
 expect_code 0 "a hostile --cwd stays inside the root" "$CAIRN" log append --new --cwd "/../../$T/esc/../.." <<<"$MSG"
-check "... only sessions/<key>/<id> was created" \
-	bash -c '[ "$(find "$1" -mindepth 1 -maxdepth 1 | wc -l)" -eq 1 ] && [ -n "$(ls "$1"/sessions/*/"$2"/session.jsonl.zst)" ]' _ "$CAIRN_HOME" "${OUT%% *}"
+hid=${OUT%% *}
+check "... the session is at sessions/<one key>/<id>" \
+	bash -c 'm=("$1"/sessions/*/"$2"/session.jsonl.zst); [ -f "${m[0]}" ]' _ "$CAIRN_HOME" "$hid"
+check "... nothing was created outside the root" bash -c '[ ! -e "$1/esc" ] && [ "$(ls -A "$1")" = "$2" ]' _ "$T" "$before_ls"
+
+expect_code 0 "a 5000-byte --cwd" "$CAIRN" log append --new --cwd "/$(printf 'a%.0s' {1..5000})/x" <<<"$MSG"
+lid=${OUT%% *}
+check "... gets a bounded project key (at most 160 bytes)" \
+	bash -c 'm=("$1"/sessions/*/"$2"); k=$(basename "$(dirname "${m[0]}")"); [ -d "${m[0]}" ] && [ "${#k}" -le 160 ]' _ "$CAIRN_HOME" "$lid"
+expect_code 0 "... and keeps the whole cwd in its header" "$CAIRN" log cat "$lid"
+check "... header cwd" pyl 'len(L[0]["data"]["cwd"])==5003'
 
 # Modes whatever the umask: every directory 0700, every file 0600.
 for um in 000 077 022; do
@@ -139,7 +149,7 @@ for um in 000 077 022; do
 	expect_code 0 "umask $um: log append ID" "$CAIRN" --data-dir "$R" log append "${OUT%% *}" --expect-seq 2 <<<"$MSG"
 	umask "$old"
 	check "umask $um: directories 0700 (root, sessions, key, id)" \
-		test "$(find "$R" -type d | wc -l)" -eq 4 -a -z "$(find "$R" -type d ! -perm 700)"
+		test "$(find "$R" -type d | wc -l)" -ge 4 -a -z "$(find "$R" -type d ! -perm 700)"
 	check "umask $um: files 0600 (log and lock)" \
 		test -n "$(find "$R" -name session.lock -perm 600)" -a -z "$(find "$R" -type f ! -perm 600)"
 done
@@ -185,6 +195,8 @@ bad=(
 	'tool/result unknown status|{"type":"tool/result","turn":"t1","data":{"call_id":"c","status":"maybe"}}'
 	'turn/end without outcome|{"type":"turn/end","turn":"t1","data":{}}'
 	'turn/start without turn|{"type":"turn/start","data":{}}'
+	"turn id over 128 bytes|{\"type\":\"turn/start\",\"turn\":\"$(printf 't%.0s' {1..129})\",\"data\":{}}"
+	'empty turn id|{"type":"turn/start","turn":"","data":{}}'
 	'data not an object|{"type":"user/message","data":"x"}'
 	'valid line then a bad one|{"type":"user/message","data":{"text":"ok"}}\n{"type":"user/message","data":{}}'
 )

@@ -311,7 +311,7 @@ static void run_script(struct script *sc)
 	/* Delete B. */
 	struct session_ref ref;
 	assert_int_equal(store_resolve(sc->st, sc->id_b, &ref, &err), 0);
-	if (store_trash(sc->st, &ref, &err) != 0)
+	if (store_trash(sc->st, &ref, NULL, &err) != 0)
 		fail_msg("trash: %s", err.msg);
 	sc->trashed = true;
 

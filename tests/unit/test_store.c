@@ -228,7 +228,7 @@ static void check_modes(struct fx *f, mode_t mask)
 	assert_int_equal(store_resolve(st, "perm", &ref, &err), 0);
 	assert_int_equal(mode_of(P(f, "%s/a/root/sessions/-p-q/perm/session.jsonl.zst", base)), 0600);
 	assert_int_equal(mode_of(P(f, "%s/a/root/sessions/-p-q/perm/session.lock", base)), 0600);
-	assert_int_equal(store_trash(st, &ref, &err), 0);
+	assert_int_equal(store_trash(st, &ref, NULL, &err), 0);
 	umask(022);
 	static const char *const dirs[] = {
 		"", "/a", "/a/root", "/a/root/sessions", "/a/root/sessions/-p-q",
@@ -466,6 +466,17 @@ static void test_safefs_helpers(void **state)
 	FAILS(safefs_openfile(d, "lf", O_RDWR | O_CREAT, &err), CERR_IO);
 	assert_int_equal(mkfifo(P(f, "root/d/fifo"), 0600), 0);
 	FAILS(safefs_openfile(d, "fifo", O_RDWR, &err), CERR_IO);
+	/* read-only, as inspect opens: must fail, not wait for a writer */
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(3);
+		_exit(safefs_openfile(d, "fifo", O_RDONLY, &err) < 0 ? (int)err.cls : 0);
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status)); /* killed by SIGALRM: open() blocked */
+	assert_int_equal(WEXITSTATUS(status), CERR_IO);
 	/* a read-only open verifies and changes nothing; a write open tightens */
 	assert_int_equal(chmod(P(f, "root/d/f"), 0644), 0);
 	fd = safefs_openfile(d, "f", O_RDONLY, &err);
@@ -689,7 +700,7 @@ static void test_trash(void **state)
 	struct session_ref ref;
 	struct cerr err;
 	assert_int_equal(store_resolve(f->st, "gone", &ref, &err), 0);
-	assert_int_equal(store_trash(f->st, &ref, &err), 0);
+	assert_int_equal(store_trash(f->st, &ref, NULL, &err), 0);
 	assert_false(exists(P(f, "root/sessions/-w/gone")));
 	assert_true(exists(P(f, "root/sessions/-w/kept/session.jsonl.zst")));
 	assert_true(exists(P(f, "root/trash/-w/gone/session.lock")));
@@ -714,10 +725,10 @@ static void test_trash(void **state)
 	assert_string_equal(refs[0].id, "kept");
 	free(refs);
 	/* again: no such session any more */
-	FAILS(store_trash(f->st, &ref, &err), CERR_MISSING);
+	FAILS(store_trash(f->st, &ref, NULL, &err), CERR_MISSING);
 	/* a new session with the same id can't overwrite the trashed one */
 	mk_ok(f->st, "gone", "/w");
-	FAILS(store_trash(f->st, &ref, &err), CERR_CONFLICT);
+	FAILS(store_trash(f->st, &ref, NULL, &err), CERR_CONFLICT);
 	assert_true(exists(P(f, "root/sessions/-w/gone/session.jsonl.zst")));
 	assert_int_equal(store_resolve(f->st, "gone", &ref, &err), 0);
 }
@@ -749,7 +760,7 @@ static void test_trash_refused_while_locked(void **state)
 	char c;
 	assert_int_equal(read(go[0], &c, 1), 1);
 	assert_int_equal(c, 'y');
-	FAILS(store_trash(f->st, &ref, &err), CERR_LOCKED);
+	FAILS(store_trash(f->st, &ref, NULL, &err), CERR_LOCKED);
 	assert_true(exists(P(f, "root/sessions/_no-cwd/busy/session.jsonl.zst")));
 	assert_false(exists(P(f, "root/trash/_no-cwd/busy")));
 	assert_int_equal(write(done[1], "x", 1), 1);
@@ -760,9 +771,9 @@ static void test_trash_refused_while_locked(void **state)
 	/* held by this process through a log handle: refused too */
 	struct log *lg;
 	assert_int_equal(log_open(f->st, "busy", &lg, &err), 0);
-	FAILS(store_trash(f->st, &ref, &err), CERR_LOCKED);
+	FAILS(store_trash(f->st, &ref, NULL, &err), CERR_LOCKED);
 	log_close(lg);
-	assert_int_equal(store_trash(f->st, &ref, &err), 0);
+	assert_int_equal(store_trash(f->st, &ref, NULL, &err), 0);
 	assert_true(exists(P(f, "root/trash/_no-cwd/busy/session.jsonl.zst")));
 	FAILS(store_resolve(f->st, "busy", &ref, &err), CERR_MISSING);
 }

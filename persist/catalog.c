@@ -1,0 +1,1026 @@
+/* catalog.c — the SQLite catalog: schema, projection of log events into
+ * session rows and full-text documents, watermarks, and reconciliation with
+ * the session directories. Listing and search queries live in
+ * catalog_query.c. */
+#include "persist/catalog.h"
+#include "persist/catalog_int.h"
+#include "base/buf.h"
+#include "base/json.h"
+#include "base/strmap.h"
+#include "base/xalloc.h"
+#include "persist/fsops.h"
+#include "persist/safefs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <utf8proc.h>
+
+static const char schema_sql[] =
+	"CREATE TABLE sessions ("
+	"  id TEXT PRIMARY KEY,"
+	"  project_key TEXT NOT NULL,"
+	"  cwd TEXT,"
+	"  auto_title TEXT,"          /* derived from the first prompt */
+	"  title TEXT,"               /* explicit (session/meta), or NULL */
+	"  created_at INTEGER NOT NULL DEFAULT 0,"
+	"  updated_at INTEGER NOT NULL DEFAULT 0,"
+	"  turns INTEGER NOT NULL DEFAULT 0,"
+	"  last_prompt TEXT,"
+	"  provider TEXT,"
+	"  model TEXT,"
+	"  pinned INTEGER NOT NULL DEFAULT 0,"
+	"  deleted_at INTEGER,"
+	"  proj_status TEXT NOT NULL DEFAULT 'idle'," /* what the log says */
+	"  status_override TEXT,"     /* running / unsaved, set by a writer */
+	"  error TEXT,"
+	"  open_turns TEXT NOT NULL DEFAULT '[]',"
+	"  forked_from TEXT,"
+	"  forked_turn TEXT,"
+	"  content_version INTEGER NOT NULL DEFAULT 0," /* = projected next seq */
+	"  proj_dev INTEGER, proj_ino INTEGER, proj_len INTEGER,"
+	"  wm_len INTEGER, wm_seq INTEGER, wm_dev INTEGER, wm_ino INTEGER"
+	");"
+	"CREATE INDEX sessions_order ON sessions(pinned DESC, updated_at DESC);"
+	"CREATE TABLE docs ("
+	"  docid INTEGER PRIMARY KEY,"
+	"  session TEXT NOT NULL,"
+	"  turn TEXT NOT NULL,"
+	"  role TEXT NOT NULL,"
+	"  body TEXT NOT NULL,"
+	"  UNIQUE(session, turn, role)"
+	");"
+	"CREATE VIRTUAL TABLE fts_words USING fts5(body, content='docs', content_rowid='docid',"
+	"  tokenize='unicode61 remove_diacritics 2');"
+	"CREATE VIRTUAL TABLE fts_tri USING fts5(body, content='docs', content_rowid='docid',"
+	"  tokenize='trigram');"
+	"CREATE TRIGGER docs_ai AFTER INSERT ON docs BEGIN"
+	"  INSERT INTO fts_words(rowid, body) VALUES (new.docid, new.body);"
+	"  INSERT INTO fts_tri(rowid, body) VALUES (new.docid, new.body);"
+	"END;"
+	"CREATE TRIGGER docs_ad AFTER DELETE ON docs BEGIN"
+	"  INSERT INTO fts_words(fts_words, rowid, body) VALUES ('delete', old.docid, old.body);"
+	"  INSERT INTO fts_tri(fts_tri, rowid, body) VALUES ('delete', old.docid, old.body);"
+	"END;"
+	"CREATE TRIGGER docs_au AFTER UPDATE ON docs BEGIN"
+	"  INSERT INTO fts_words(fts_words, rowid, body) VALUES ('delete', old.docid, old.body);"
+	"  INSERT INTO fts_tri(fts_tri, rowid, body) VALUES ('delete', old.docid, old.body);"
+	"  INSERT INTO fts_words(rowid, body) VALUES (new.docid, new.body);"
+	"  INSERT INTO fts_tri(rowid, body) VALUES (new.docid, new.body);"
+	"END;"
+	"CREATE TABLE claims ("
+	"  client_submit_id TEXT PRIMARY KEY,"
+	"  session TEXT NOT NULL,"
+	"  turn TEXT NOT NULL,"
+	"  state TEXT NOT NULL"
+	");"
+	"CREATE INDEX claims_session ON claims(session, turn);";
+
+int cat_fail(struct catalog *c, struct cerr *err, int rc, const char *what)
+{
+	enum cerr_class cls = CERR_IO;
+	if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
+		cls = CERR_LOCKED;
+	return cerr_set(err, cls, 0, "catalog: %s: %s", what, c && c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+}
+
+int cat_exec(struct catalog *c, const char *sql, struct cerr *err)
+{
+	char *msg = NULL;
+	int rc = sqlite3_exec(c->db, sql, NULL, NULL, &msg);
+	if (rc != SQLITE_OK) {
+		enum cerr_class cls = rc == SQLITE_BUSY || rc == SQLITE_LOCKED ? CERR_LOCKED : CERR_IO;
+		cerr_set(err, cls, 0, "catalog: %s", msg ? msg : sqlite3_errstr(rc));
+		sqlite3_free(msg);
+		return -1;
+	}
+	return 0;
+}
+
+sqlite3_stmt *cat_prepare(struct catalog *c, const char *sql, struct cerr *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(c->db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK) {
+		cat_fail(c, err, rc, "prepare");
+		return NULL;
+	}
+	return st;
+}
+
+char *cat_col_str(sqlite3_stmt *st, int i)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+	return t ? xstrdup((const char *)t) : NULL;
+}
+
+void cat_bind_str(sqlite3_stmt *st, int i, const char *s)
+{
+	if (s)
+		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+/* The -wal and -shm files take the database file's mode in SQLite's unix
+ * VFS; check them anyway, as they may predate us. */
+static int tighten_sidecars(struct catalog *c, struct cerr *err)
+{
+	static const char *const side[] = {CATALOG_FILE "-wal", CATALOG_FILE "-shm"};
+	for (size_t i = 0; i < 2; i++) {
+		int fd = safefs_openfile(c->rootfd, side[i], O_RDWR, err);
+		if (fd < 0) {
+			if (err->cls == CERR_MISSING)
+				continue;
+			return -1;
+		}
+		fs_close_quiet(fd);
+	}
+	return 0;
+}
+
+int catalog_open(struct store *st, struct catalog **out, struct cerr *err)
+{
+	int fd = safefs_openfile(store_root_fd(st), CATALOG_FILE, O_RDWR | O_CREAT, err);
+	if (fd < 0)
+		return -1;
+	fs_close_quiet(fd);
+	struct catalog *c = xcalloc(1, sizeof *c);
+	c->rootfd = store_root_fd(st);
+	c->path = xasprintf("%s/%s", store_root(st), CATALOG_FILE);
+	int rc = sqlite3_open_v2(c->path, &c->db,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW, NULL);
+	if (rc != SQLITE_OK) {
+		cat_fail(c, err, rc, "open");
+		goto fail;
+	}
+	sqlite3_busy_timeout(c->db, 5000);
+	sqlite3_extended_result_codes(c->db, 0);
+	/* WAL so readers never block the writer; NORMAL because the catalog is
+	 * a projection of fsynced logs: losing its last commits to a power loss
+	 * only makes it lag (watermarks included), never lead. */
+	if (cat_exec(c, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+			"PRAGMA wal_autocheckpoint=1000; PRAGMA foreign_keys=OFF;", err) < 0)
+		goto fail;
+	sqlite3_stmt *q = cat_prepare(c, "PRAGMA user_version", err);
+	if (!q)
+		goto fail;
+	int version = sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int(q, 0) : -1;
+	sqlite3_finalize(q);
+	if (version > CATALOG_SCHEMA) {
+		cerr_set(err, CERR_UNSUPPORTED, 0,
+			 "catalog '%s' has schema %d, newer than this cairn's %d ('cairn doctor --reindex' rebuilds it)",
+			 c->path, version, CATALOG_SCHEMA);
+		goto fail;
+	}
+	if (version < CATALOG_SCHEMA) {
+		if (cat_exec(c, "BEGIN IMMEDIATE", err) < 0)
+			goto fail;
+		q = cat_prepare(c, "PRAGMA user_version", err);
+		version = q && sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int(q, 0) : -1;
+		sqlite3_finalize(q);
+		if (version == 0 && (cat_exec(c, schema_sql, err) < 0 ||
+				     cat_exec(c, "PRAGMA user_version=1", err) < 0)) {
+			sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+			goto fail;
+		}
+		if (cat_exec(c, "COMMIT", err) < 0)
+			goto fail;
+	}
+	if (tighten_sidecars(c, err) < 0)
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	catalog_close(c);
+	return -1;
+}
+
+void catalog_close(struct catalog *c)
+{
+	if (!c)
+		return;
+	if (c->db) {
+		sqlite3_exec(c->db, "PRAGMA wal_checkpoint(PASSIVE)", NULL, NULL, NULL);
+		sqlite3_close_v2(c->db);
+	}
+	free(c->path);
+	free(c);
+}
+
+int catalog_begin(struct catalog *c, struct cerr *err)
+{
+	if (cat_exec(c, "BEGIN IMMEDIATE", err) < 0)
+		return -1;
+	c->in_tx = true;
+	return 0;
+}
+
+int catalog_commit(struct catalog *c, struct cerr *err)
+{
+	c->in_tx = false;
+	if (cat_exec(c, "COMMIT", err) < 0) {
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+void catalog_rollback(struct catalog *c)
+{
+	c->in_tx = false;
+	sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* Run fn inside the caller's transaction, or in one of its own. */
+static int in_tx(struct catalog *c, struct cerr *err, int (*fn)(struct catalog *, void *, struct cerr *),
+		 void *arg)
+{
+	if (c->in_tx)
+		return fn(c, arg, err);
+	if (catalog_begin(c, err) < 0)
+		return -1;
+	if (fn(c, arg, err) < 0) {
+		catalog_rollback(c);
+		return -1;
+	}
+	return catalog_commit(c, err);
+}
+
+/* ---- titles ---- */
+
+char *catalog_title_of(const char *prompt, size_t max)
+{
+	struct buf b = BUF_INIT;
+	size_t chars = 0;
+	bool space = false, cut = false;
+	const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)prompt;
+	utf8proc_ssize_t left = (utf8proc_ssize_t)strlen(prompt);
+	while (left > 0) {
+		utf8proc_int32_t cp;
+		utf8proc_ssize_t r = utf8proc_iterate(p, left, &cp);
+		if (r <= 0) {
+			p++, left--;
+			continue;
+		}
+		utf8proc_category_t cat = utf8proc_category(cp);
+		bool ws = cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r' || cat == UTF8PROC_CATEGORY_ZS ||
+			  cat == UTF8PROC_CATEGORY_ZL || cat == UTF8PROC_CATEGORY_ZP;
+		bool ctl = !ws && (cat == UTF8PROC_CATEGORY_CC || cat == UTF8PROC_CATEGORY_CF);
+		if (ws) {
+			space = b.len > 0;
+		} else if (!ctl) {
+			if (chars + (space ? 1 : 0) >= max) {
+				cut = true;
+				break;
+			}
+			if (space) {
+				buf_addc(&b, ' ');
+				chars++;
+				space = false;
+			}
+			buf_add(&b, p, (size_t)r);
+			chars++;
+		}
+		p += r;
+		left -= r;
+	}
+	if (cut) {
+		/* Leave room for the ellipsis at a character boundary. */
+		while (b.len && chars >= max) {
+			do
+				b.len--;
+			while (b.len && ((unsigned char)b.p[b.len] & 0xC0) == 0x80);
+			chars--;
+		}
+		while (b.len && b.p[b.len - 1] == ' ')
+			b.len--;
+		b.p[b.len] = '\0';
+		buf_adds(&b, "\xE2\x80\xA6");
+	}
+	return buf_detach(&b, NULL);
+}
+
+/* ---- the projection ---- */
+
+void row_release(struct row *r)
+{
+	free(r->cwd), free(r->auto_title), free(r->title), free(r->last_prompt);
+	free(r->provider), free(r->model), free(r->forked_from), free(r->forked_turn);
+	free(r->error), free(r->proj_status);
+	cJSON_Delete(r->open_turns);
+	for (size_t i = 0; i < r->n_docs; i++) {
+		free(r->docs[i].turn);
+		buf_release(&r->docs[i].text);
+	}
+	free(r->docs);
+	memset(r, 0, sizeof *r);
+}
+
+static void set_str(char **dst, const char *s)
+{
+	free(*dst);
+	*dst = s ? xstrdup(s) : NULL;
+}
+
+static const char *str_field(const cJSON *data, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(data, name);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+#define DOC_MAX (64 * 1024) /* text indexed per event */
+
+static void add_doc(struct row *r, const char *turn, const char *role, const char *text)
+{
+	struct doc *d = NULL;
+	for (size_t i = r->n_docs; i-- > 0;)
+		if (strcmp(r->docs[i].turn, turn) == 0 && strcmp(r->docs[i].role, role) == 0) {
+			d = &r->docs[i];
+			break;
+		}
+	if (!d) {
+		r->docs = xreallocarray(r->docs, r->n_docs + 1, sizeof *r->docs);
+		d = &r->docs[r->n_docs++];
+		d->turn = xstrdup(turn);
+		d->role = role;
+		buf_init(&d->text);
+	}
+	size_t n = strlen(text);
+	if (n > DOC_MAX) {
+		n = DOC_MAX;
+		while (n && ((unsigned char)text[n] & 0xC0) == 0x80)
+			n--; /* whole characters only */
+	}
+	/* Streamed assistant chunks join as they came; other texts are
+	 * separate messages. */
+	if (d->text.len && strcmp(role, "assistant") != 0)
+		buf_addc(&d->text, '\n');
+	buf_add(&d->text, text, n);
+}
+
+static void open_turn_remove(struct row *r, const char *turn)
+{
+	int i = 0;
+	for (cJSON *t = r->open_turns->child; t; t = t->next, i++)
+		if (strcmp(t->valuestring, turn) == 0) {
+			cJSON_DeleteItemFromArray(r->open_turns, i);
+			return;
+		}
+}
+
+/* Apply one event to the row (and collect its text and claims). */
+void row_apply(struct row *r, uint64_t seq, int64_t t, const char *type, const char *turn,
+	       const cJSON *data, bool known)
+{
+	r->next_seq = seq + 1;
+	if (t > r->updated_at)
+		r->updated_at = t;
+	if (!known)
+		return; /* an unknown ignorable event counts, but says nothing */
+	const char *tk = turn ? turn : "";
+	if (strcmp(type, "session/header") == 0) {
+		set_str(&r->cwd, str_field(data, "cwd"));
+		set_str(&r->provider, str_field(data, "provider"));
+		set_str(&r->model, str_field(data, "model"));
+		int64_t created = 0;
+		json_get_int(cJSON_GetObjectItemCaseSensitive(data, "created_at"), -JSON_MAX_SAFE_INT,
+			     JSON_MAX_SAFE_INT, &created);
+		r->created_at = created;
+		const cJSON *fork = cJSON_GetObjectItemCaseSensitive(data, "forked_from");
+		set_str(&r->forked_from, str_field(fork, "session"));
+		set_str(&r->forked_turn, str_field(fork, "turn"));
+	} else if (strcmp(type, "session/meta") == 0) {
+		const cJSON *title = cJSON_GetObjectItemCaseSensitive(data, "title");
+		if (cJSON_IsString(title)) {
+			char *norm = catalog_title_of(title->valuestring, 200);
+			set_str(&r->title, *norm ? norm : NULL);
+			free(norm);
+		} else if (cJSON_IsNull(title)) {
+			set_str(&r->title, NULL);
+		}
+		const cJSON *pin = cJSON_GetObjectItemCaseSensitive(data, "pinned");
+		if (cJSON_IsBool(pin))
+			r->pinned = cJSON_IsTrue(pin);
+	} else if (strcmp(type, "session/settings") == 0) {
+		if (cJSON_GetObjectItemCaseSensitive(data, "provider"))
+			set_str(&r->provider, str_field(data, "provider"));
+		if (cJSON_GetObjectItemCaseSensitive(data, "model"))
+			set_str(&r->model, str_field(data, "model"));
+	} else if (strcmp(type, "turn/start") == 0) {
+		r->turns++;
+		open_turn_remove(r, tk);
+		cJSON_AddItemToArray(r->open_turns, cJSON_CreateString(tk));
+		const char *claim = str_field(data, "client_submit_id");
+		if (claim) {
+			r->claims = xreallocarray(r->claims, r->n_claims + 1, sizeof *r->claims);
+			r->claims[r->n_claims++] = (struct claim){xstrdup(claim), xstrdup(tk), NULL};
+		}
+	} else if (strcmp(type, "turn/end") == 0) {
+		open_turn_remove(r, tk);
+		const char *outcome = str_field(data, "outcome");
+		r->ends = xreallocarray(r->ends, r->n_ends + 1, sizeof *r->ends);
+		r->ends[r->n_ends++] = (struct claim){NULL, xstrdup(tk), xstrdup(outcome ? outcome : "")};
+	} else if (strcmp(type, "user/message") == 0) {
+		const char *text = str_field(data, "text");
+		char *prompt = catalog_title_of(text, CATALOG_PREVIEW_MAX);
+		if (!r->auto_title && *prompt) {
+			char *title = catalog_title_of(text, CATALOG_TITLE_MAX);
+			set_str(&r->auto_title, title);
+			free(title);
+		}
+		set_str(&r->last_prompt, prompt);
+		free(prompt);
+		add_doc(r, tk, "user", text);
+	} else if (strcmp(type, "assistant/text") == 0) {
+		add_doc(r, tk, "assistant", str_field(data, "text"));
+	} else if (strcmp(type, "tool/result") == 0) {
+		const cJSON *out = cJSON_GetObjectItemCaseSensitive(data, "output");
+		if (cJSON_IsString(out)) {
+			add_doc(r, tk, "tool", out->valuestring);
+		} else if (out && !cJSON_IsNull(out)) {
+			char *s = json_print(out);
+			add_doc(r, tk, "tool", s);
+			free(s);
+		}
+	}
+}
+
+void row_release_claims(struct row *r)
+{
+	for (size_t i = 0; i < r->n_claims; i++)
+		free(r->claims[i].id), free(r->claims[i].turn);
+	for (size_t i = 0; i < r->n_ends; i++)
+		free(r->ends[i].turn), free(r->ends[i].state);
+	free(r->claims), free(r->ends);
+	r->claims = r->ends = NULL;
+	r->n_claims = r->n_ends = 0;
+}
+
+/* Write the row, its new text and claims. replace: the docs and claims of
+ * the session are replaced rather than extended. */
+static int row_store(struct catalog *c, const struct row *r, bool replace, struct cerr *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+	if (replace) {
+		st = cat_prepare(c, "DELETE FROM docs WHERE session = ?1", err);
+		if (!st)
+			return -1;
+		cat_bind_str(st, 1, r->id);
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE)
+			return cat_fail(c, err, rc, "clear documents");
+		st = cat_prepare(c, "DELETE FROM claims WHERE session = ?1", err);
+		if (!st)
+			return -1;
+		cat_bind_str(st, 1, r->id);
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE)
+			return cat_fail(c, err, rc, "clear claims");
+	}
+	char *open = json_print(r->open_turns);
+	const char *proj_status = r->proj_status ? r->proj_status :
+				  cJSON_GetArraySize(r->open_turns) ? "interrupted" : "idle";
+	st = cat_prepare(c,
+		"INSERT INTO sessions (id, project_key, cwd, auto_title, title, created_at, updated_at,"
+		" turns, last_prompt, provider, model, pinned, deleted_at, proj_status, error,"
+		" open_turns, forked_from, forked_turn, content_version, proj_dev, proj_ino, proj_len)"
+		" VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22)"
+		" ON CONFLICT(id) DO UPDATE SET project_key=?2, cwd=?3, auto_title=?4, title=?5,"
+		" created_at=?6, updated_at=?7, turns=?8, last_prompt=?9, provider=?10, model=?11,"
+		" pinned=?12, deleted_at=?13, proj_status=?14, error=?15, open_turns=?16,"
+		" forked_from=?17, forked_turn=?18, content_version=?19, proj_dev=?20, proj_ino=?21,"
+		" proj_len=?22", err);
+	if (!st) {
+		free(open);
+		return -1;
+	}
+	cat_bind_str(st, 1, r->id);
+	cat_bind_str(st, 2, r->key);
+	cat_bind_str(st, 3, r->cwd);
+	cat_bind_str(st, 4, r->auto_title);
+	cat_bind_str(st, 5, r->title);
+	sqlite3_bind_int64(st, 6, r->created_at);
+	sqlite3_bind_int64(st, 7, r->updated_at);
+	sqlite3_bind_int64(st, 8, r->turns);
+	cat_bind_str(st, 9, r->last_prompt);
+	cat_bind_str(st, 10, r->provider);
+	cat_bind_str(st, 11, r->model);
+	sqlite3_bind_int(st, 12, r->pinned);
+	if (r->deleted_at)
+		sqlite3_bind_int64(st, 13, r->deleted_at);
+	else
+		sqlite3_bind_null(st, 13);
+	cat_bind_str(st, 14, proj_status);
+	cat_bind_str(st, 15, r->error);
+	cat_bind_str(st, 16, open);
+	cat_bind_str(st, 17, r->forked_from);
+	cat_bind_str(st, 18, r->forked_turn);
+	sqlite3_bind_int64(st, 19, (sqlite3_int64)r->next_seq);
+	sqlite3_bind_int64(st, 20, (sqlite3_int64)r->dev);
+	sqlite3_bind_int64(st, 21, (sqlite3_int64)r->ino);
+	sqlite3_bind_int64(st, 22, (sqlite3_int64)r->len);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	free(open);
+	if (rc != SQLITE_DONE)
+		return cat_fail(c, err, rc, "store session");
+	for (size_t i = 0; i < r->n_docs; i++) {
+		const struct doc *d = &r->docs[i];
+		if (!d->text.len)
+			continue;
+		const char *sep = strcmp(d->role, "assistant") == 0 ? "" : "\n";
+		st = cat_prepare(c,
+			"INSERT INTO docs (session, turn, role, body) VALUES (?1, ?2, ?3, ?4)"
+			" ON CONFLICT(session, turn, role) DO UPDATE SET body = body || ?5 || ?4", err);
+		if (!st)
+			return -1;
+		cat_bind_str(st, 1, r->id);
+		cat_bind_str(st, 2, d->turn);
+		cat_bind_str(st, 3, d->role);
+		sqlite3_bind_text(st, 4, d->text.p, (int)d->text.len, SQLITE_STATIC);
+		cat_bind_str(st, 5, sep);
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE)
+			return cat_fail(c, err, rc, "store text");
+	}
+	for (size_t i = 0; i < r->n_claims; i++) {
+		st = cat_prepare(c, "INSERT OR REPLACE INTO claims (client_submit_id, session, turn, state)"
+				    " VALUES (?1, ?2, ?3, 'open')", err);
+		if (!st)
+			return -1;
+		cat_bind_str(st, 1, r->claims[i].id);
+		cat_bind_str(st, 2, r->id);
+		cat_bind_str(st, 3, r->claims[i].turn);
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE)
+			return cat_fail(c, err, rc, "store claim");
+	}
+	for (size_t i = 0; i < r->n_ends; i++) {
+		st = cat_prepare(c, "UPDATE claims SET state = ?3 WHERE session = ?1 AND turn = ?2", err);
+		if (!st)
+			return -1;
+		cat_bind_str(st, 1, r->id);
+		cat_bind_str(st, 2, r->ends[i].turn);
+		cat_bind_str(st, 3, r->ends[i].state);
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE)
+			return cat_fail(c, err, rc, "settle claim");
+	}
+	return 0;
+}
+
+static int write_watermark(struct catalog *c, const char *id, const struct cat_watermark *wm,
+			   struct cerr *err)
+{
+	if (!wm || !wm->known)
+		return 0;
+	/* Never backwards on the same file; a new file (salvage, replaced
+	 * log) starts its own watermark. */
+	sqlite3_stmt *st = cat_prepare(c,
+		"UPDATE sessions SET wm_len = ?2, wm_seq = ?3, wm_dev = ?4, wm_ino = ?5 WHERE id = ?1"
+		" AND (wm_len IS NULL OR wm_dev IS NOT ?4 OR wm_ino IS NOT ?5 OR wm_len <= ?2)", err);
+	if (!st)
+		return -1;
+	cat_bind_str(st, 1, id);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)wm->len);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)wm->next_seq);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)wm->dev);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)wm->ino);
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, "store watermark");
+}
+
+struct project_scan_args {
+	const struct session_ref *ref;
+	const struct scan *s;
+	int64_t deleted_at;
+	const struct cat_watermark *wm;
+};
+
+static int do_project_scan(struct catalog *c, void *arg, struct cerr *err)
+{
+	struct project_scan_args *a = arg;
+	const struct scan *s = a->s;
+	struct row r = {0};
+	snprintf(r.id, sizeof r.id, "%s", a->ref->id);
+	snprintf(r.key, sizeof r.key, "%s", a->ref->key);
+	r.open_turns = cJSON_CreateArray();
+	r.deleted_at = a->deleted_at;
+	r.dev = s->dev;
+	r.ino = s->ino;
+	r.len = s->file_len;
+	for (size_t i = 0; i < s->n_events; i++) {
+		const struct event *ev = &s->events[i];
+		row_apply(&r, ev->seq, ev->t, ev->type, ev->turn, ev->data, ev->kind != NULL);
+	}
+	if (s->status == SCAN_CORRUPT || s->status == SCAN_UNSUPPORTED) {
+		set_str(&r.proj_status, scan_status_name(s->status));
+		set_str(&r.error, s->err.msg);
+	}
+	r.next_seq = s->next_seq;
+	int ret = row_store(c, &r, true, err);
+	if (ret == 0 && (s->status == SCAN_OK || s->status == SCAN_TORN)) {
+		/* What was read whole and valid up to good_len is durable on
+		 * disk now or was acknowledged earlier; the caller passes the
+		 * watermark it can vouch for. */
+		ret = write_watermark(c, r.id, a->wm, err);
+	}
+	row_release_claims(&r);
+	row_release(&r);
+	return ret;
+}
+
+int catalog_project_scan(struct catalog *c, const struct session_ref *ref, const struct scan *s,
+			 int64_t deleted_at, const struct cat_watermark *wm, struct cerr *err)
+{
+	struct project_scan_args a = {ref, s, deleted_at, wm};
+	return in_tx(c, err, do_project_scan, &a);
+}
+
+/* Load the projection state of a row for incremental updates. */
+int row_load(struct catalog *c, const char *id, struct row *r, bool *found, struct cerr *err)
+{
+	memset(r, 0, sizeof *r);
+	*found = false;
+	sqlite3_stmt *st = cat_prepare(c,
+		"SELECT project_key, cwd, auto_title, title, created_at, updated_at, turns, last_prompt,"
+		" provider, model, pinned, deleted_at, proj_status, error, open_turns, forked_from,"
+		" forked_turn, content_version, proj_dev, proj_ino, proj_len FROM sessions WHERE id = ?1",
+		err);
+	if (!st)
+		return -1;
+	cat_bind_str(st, 1, id);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*found = true;
+		snprintf(r->id, sizeof r->id, "%s", id);
+		snprintf(r->key, sizeof r->key, "%s", (const char *)sqlite3_column_text(st, 0));
+		r->cwd = cat_col_str(st, 1);
+		r->auto_title = cat_col_str(st, 2);
+		r->title = cat_col_str(st, 3);
+		r->created_at = sqlite3_column_int64(st, 4);
+		r->updated_at = sqlite3_column_int64(st, 5);
+		r->turns = sqlite3_column_int64(st, 6);
+		r->last_prompt = cat_col_str(st, 7);
+		r->provider = cat_col_str(st, 8);
+		r->model = cat_col_str(st, 9);
+		r->pinned = sqlite3_column_int(st, 10) != 0;
+		r->deleted_at = sqlite3_column_int64(st, 11);
+		char *ps = cat_col_str(st, 12);
+		if (ps && (strcmp(ps, "corrupt") == 0 || strcmp(ps, "unsupported") == 0))
+			r->proj_status = ps;
+		else
+			free(ps);
+		r->error = cat_col_str(st, 13);
+		const char *open = (const char *)sqlite3_column_text(st, 14);
+		r->open_turns = open ? cJSON_Parse(open) : NULL;
+		if (!cJSON_IsArray(r->open_turns)) {
+			cJSON_Delete(r->open_turns);
+			r->open_turns = cJSON_CreateArray();
+		}
+		r->forked_from = cat_col_str(st, 15);
+		r->forked_turn = cat_col_str(st, 16);
+		r->next_seq = (uint64_t)sqlite3_column_int64(st, 17);
+		r->dev = (dev_t)sqlite3_column_int64(st, 18);
+		r->ino = (ino_t)sqlite3_column_int64(st, 19);
+		r->len = (uint64_t)sqlite3_column_int64(st, 20);
+		rc = SQLITE_DONE;
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, "load session");
+}
+
+struct batch_args {
+	const char *id;
+	uint64_t first_seq;
+	int64_t batch_t;
+	const struct log_event *evs;
+	size_t n;
+	const struct cat_watermark *wm;
+	uint64_t version;
+};
+
+static int do_project_batch(struct catalog *c, void *arg, struct cerr *err)
+{
+	struct batch_args *a = arg;
+	struct row r;
+	bool found;
+	if (row_load(c, a->id, &r, &found, err) < 0)
+		return -1;
+	int ret = -1;
+	if (!found) {
+		cerr_set(err, CERR_MISSING, 0, "catalog has no session '%s'", a->id);
+		goto out;
+	}
+	if (r.next_seq != a->first_seq) {
+		cerr_set(err, CERR_CONFLICT, 0, "catalog has session '%s' at version %llu, not %llu",
+			 a->id, (unsigned long long)r.next_seq, (unsigned long long)a->first_seq);
+		goto out;
+	}
+	for (size_t i = 0; i < a->n; i++) {
+		const struct log_event *e = &a->evs[i];
+		cJSON *empty = NULL;
+		const cJSON *data = e->data ? e->data : (empty = cJSON_CreateObject());
+		row_apply(&r, a->first_seq + i, e->t ? e->t : a->batch_t, e->type, e->turn, data,
+			  vocab_find(e->type) != NULL);
+		cJSON_Delete(empty);
+	}
+	if (a->wm && a->wm->known) {
+		r.dev = a->wm->dev;
+		r.ino = a->wm->ino;
+		r.len = a->wm->len;
+	}
+	ret = row_store(c, &r, false, err);
+	if (ret == 0)
+		ret = write_watermark(c, a->id, a->wm, err);
+	a->version = r.next_seq;
+out:
+	row_release_claims(&r);
+	row_release(&r);
+	return ret;
+}
+
+int catalog_project_batch(struct catalog *c, const char *id, uint64_t first_seq, int64_t batch_t,
+			  const struct log_event *evs, size_t n, const struct cat_watermark *wm,
+			  uint64_t *version, struct cerr *err)
+{
+	struct batch_args a = {id, first_seq, batch_t, evs, n, wm, 0};
+	if (in_tx(c, err, do_project_batch, &a) < 0)
+		return -1;
+	if (version)
+		*version = a.version;
+	return 0;
+}
+
+struct wm_args {
+	const char *id;
+	const struct cat_watermark *wm;
+};
+
+static int do_set_watermark(struct catalog *c, void *arg, struct cerr *err)
+{
+	struct wm_args *a = arg;
+	return write_watermark(c, a->id, a->wm, err);
+}
+
+int catalog_set_watermark(struct catalog *c, const char *id, const struct cat_watermark *wm,
+			  struct cerr *err)
+{
+	struct wm_args a = {id, wm};
+	return in_tx(c, err, do_set_watermark, &a);
+}
+
+int catalog_get_watermark(struct catalog *c, const char *id, struct cat_watermark *wm,
+			  struct cerr *err)
+{
+	memset(wm, 0, sizeof *wm);
+	sqlite3_stmt *st = cat_prepare(c, "SELECT wm_len, wm_seq, wm_dev, wm_ino FROM sessions"
+					  " WHERE id = ?1 AND wm_len IS NOT NULL", err);
+	if (!st)
+		return -1;
+	cat_bind_str(st, 1, id);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		wm->known = true;
+		wm->len = (uint64_t)sqlite3_column_int64(st, 0);
+		wm->next_seq = (uint64_t)sqlite3_column_int64(st, 1);
+		wm->dev = (dev_t)sqlite3_column_int64(st, 2);
+		wm->ino = (ino_t)sqlite3_column_int64(st, 3);
+		rc = SQLITE_DONE;
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, "load watermark");
+}
+
+/* One-statement updates keyed by session id. */
+static int update_one(struct catalog *c, const char *sql, const char *id, const char *text,
+		      int64_t num, bool use_num, struct cerr *err)
+{
+	sqlite3_stmt *st = cat_prepare(c, sql, err);
+	if (!st)
+		return -1;
+	cat_bind_str(st, 1, id);
+	if (use_num) {
+		if (num)
+			sqlite3_bind_int64(st, 2, num);
+		else
+			sqlite3_bind_null(st, 2);
+	} else {
+		cat_bind_str(st, 2, text);
+	}
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return cat_fail(c, err, rc, "update session");
+	if (sqlite3_changes(c->db) == 0)
+		return cerr_set(err, CERR_MISSING, 0, "catalog has no session '%s'", id);
+	return 0;
+}
+
+int catalog_set_status(struct catalog *c, const char *id, const char *status, struct cerr *err)
+{
+	return update_one(c, "UPDATE sessions SET status_override = ?2 WHERE id = ?1", id, status, 0,
+			  false, err);
+}
+
+int catalog_set_deleted(struct catalog *c, const char *id, int64_t deleted_at, struct cerr *err)
+{
+	return update_one(c, "UPDATE sessions SET deleted_at = ?2 WHERE id = ?1", id, NULL, deleted_at,
+			  true, err);
+}
+
+static int do_forget(struct catalog *c, void *arg, struct cerr *err)
+{
+	static const char *const sql[] = {"DELETE FROM docs WHERE session = ?1",
+					  "DELETE FROM claims WHERE session = ?1",
+					  "DELETE FROM sessions WHERE id = ?1"};
+	for (size_t i = 0; i < 3; i++) {
+		sqlite3_stmt *st = cat_prepare(c, sql[i], err);
+		if (!st)
+			return -1;
+		cat_bind_str(st, 1, arg);
+		int rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE)
+			return cat_fail(c, err, rc, "forget session");
+	}
+	return 0;
+}
+
+int catalog_forget(struct catalog *c, const char *id, struct cerr *err)
+{
+	return in_tx(c, err, do_forget, (void *)id);
+}
+
+static int do_clear(struct catalog *c, void *arg, struct cerr *err)
+{
+	return cat_exec(c, "DELETE FROM docs; DELETE FROM claims; DELETE FROM sessions;", err);
+}
+
+int catalog_clear(struct catalog *c, struct cerr *err)
+{
+	return in_tx(c, err, do_clear, NULL);
+}
+
+/* ---- reconciliation with the directories ---- */
+
+struct known {
+	char *id;
+	char *key;
+	uint64_t dev, ino, len;
+	bool deleted, seen;
+	struct cat_watermark wm;
+};
+
+/* Read one session's log for projection, with its watermark. */
+static int project_entry(struct catalog *c, struct store *st, const struct store_entry *e,
+			 const struct cat_watermark *wm, struct cerr *err)
+{
+	char path[PATHKEY_MAX + SESSION_ID_MAX + 64];
+	snprintf(path, sizeof path, "%s/%s/%s/%s", e->trash ? STORE_TRASH : STORE_SESSIONS,
+		 e->ref.key, e->ref.id, LOG_FILE);
+	int fd = fsops->openat(store_root_fd(st), path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+	if (fd < 0)
+		return 0; /* vanished or unreadable: the next sync sees it again */
+	struct scan *s;
+	struct scan_opts o = {0};
+	if (wm && wm->known)
+		o = (struct scan_opts){true, wm->len, wm->next_seq, wm->dev, wm->ino};
+	int ret = scan_fd_opts(fd, &o, &s, err);
+	fs_close_quiet(fd);
+	if (ret < 0)
+		return -1;
+	if (!s->id || strcmp(s->id, e->ref.id) != 0) {
+		if (s->status == SCAN_OK || s->status == SCAN_TORN) {
+			s->status = SCAN_CORRUPT;
+			cerr_set(&s->err, CERR_CORRUPT, 0, "log holds session '%s', not '%s'",
+				 s->id ? s->id : "?", e->ref.id);
+		}
+	}
+	int64_t deleted_at = e->trash ? (e->dir_ctime_ms ? e->dir_ctime_ms : 1) : 0;
+	ret = catalog_project_scan(c, &e->ref, s, deleted_at, NULL, err);
+	scan_free(s);
+	return ret;
+}
+
+int catalog_sync(struct catalog *c, struct store *st, size_t *changed, struct cerr *err)
+{
+	struct store_entry *ents = NULL;
+	size_t n = 0, nk = 0, count = 0;
+	struct known *k = NULL;
+	struct strmap map;
+	strmap_init(&map);
+	int ret = -1;
+	if (changed)
+		*changed = 0;
+	if (store_list_entries(st, &ents, &n, err) < 0)
+		return -1;
+	sqlite3_stmt *q = cat_prepare(c, "SELECT id, project_key, proj_dev, proj_ino, proj_len,"
+					 " deleted_at IS NOT NULL, wm_len, wm_seq, wm_dev, wm_ino,"
+					 " wm_len IS NOT NULL FROM sessions", err);
+	if (!q)
+		goto out;
+	size_t cap = 0;
+	int rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		if (nk == cap) {
+			cap = cap ? cap * 2 : 256;
+			k = xreallocarray(k, cap, sizeof *k);
+		}
+		struct known *r = &k[nk++];
+		memset(r, 0, sizeof *r);
+		r->id = cat_col_str(q, 0);
+		r->key = cat_col_str(q, 1);
+		r->dev = (uint64_t)sqlite3_column_int64(q, 2);
+		r->ino = (uint64_t)sqlite3_column_int64(q, 3);
+		r->len = (uint64_t)sqlite3_column_int64(q, 4);
+		r->deleted = sqlite3_column_int(q, 5) != 0;
+		r->wm.known = sqlite3_column_int(q, 10) != 0;
+		r->wm.len = (uint64_t)sqlite3_column_int64(q, 6);
+		r->wm.next_seq = (uint64_t)sqlite3_column_int64(q, 7);
+		r->wm.dev = (dev_t)sqlite3_column_int64(q, 8);
+		r->wm.ino = (ino_t)sqlite3_column_int64(q, 9);
+	}
+	sqlite3_finalize(q);
+	if (rc != SQLITE_DONE) {
+		cat_fail(c, err, rc, "read sessions");
+		goto out;
+	}
+	for (size_t i = 0; i < nk; i++)
+		strmap_put(&map, k[i].id, i);
+	bool began = false;
+	for (size_t i = 0; i < n; i++) {
+		const struct store_entry *e = &ents[i];
+		size_t at;
+		struct known *r = strmap_get(&map, e->ref.id, &at) ? &k[at] : NULL;
+		if (r) {
+			if (r->seen)
+				continue; /* the same id live and in the trash: live wins */
+			r->seen = true;
+			if (r->dev == (uint64_t)e->dev && r->ino == (uint64_t)e->ino && r->len == e->size &&
+			    r->deleted == e->trash && strcmp(r->key, e->ref.key) == 0)
+				continue;
+		}
+		if (!began && catalog_begin(c, err) < 0)
+			goto out;
+		began = true;
+		if (project_entry(c, st, e, r ? &r->wm : NULL, err) < 0) {
+			catalog_rollback(c);
+			goto out;
+		}
+		count++;
+	}
+	for (size_t i = 0; i < nk; i++) {
+		if (k[i].seen)
+			continue;
+		if (!began && catalog_begin(c, err) < 0)
+			goto out;
+		began = true;
+		if (catalog_forget(c, k[i].id, err) < 0) {
+			catalog_rollback(c);
+			goto out;
+		}
+		count++;
+	}
+	if (began && catalog_commit(c, err) < 0)
+		goto out;
+	if (changed)
+		*changed = count;
+	ret = 0;
+out:
+	for (size_t i = 0; i < nk; i++)
+		free(k[i].id), free(k[i].key);
+	free(k);
+	strmap_release(&map);
+	free(ents);
+	return ret;
+}
+
+int catalog_integrity(struct catalog *c, bool *ok, char **msg, struct cerr *err)
+{
+	sqlite3_stmt *st = cat_prepare(c, "PRAGMA integrity_check", err);
+	if (!st)
+		return -1;
+	int rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		sqlite3_finalize(st);
+		return cat_fail(c, err, rc, "integrity check");
+	}
+	*msg = cat_col_str(st, 0);
+	*ok = *msg && strcmp(*msg, "ok") == 0;
+	sqlite3_finalize(st);
+	return 0;
+}

@@ -1,0 +1,133 @@
+/* catalog.h — <root>/index.db: the SQLite projection of every session log
+ * that the browser, search and startup recovery read without opening logs.
+ *
+ * Everything in it is derived from the logs (title and pin come from
+ * session/meta events), so `cairn doctor --reindex` can rebuild it. It also
+ * holds each session's durable watermark (byte length and next seq last
+ * acknowledged after an fsync), which lets a reader tell damage from a torn
+ * tail where zstd alone cannot. WAL mode, synchronous=NORMAL: a power loss
+ * may lose the last commits, which only makes the catalog lag the logs.
+ * Errors follow base/err.h; SQLite busy beyond the timeout is CERR_LOCKED. */
+#ifndef CAIRN_CATALOG_H
+#define CAIRN_CATALOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/err.h"
+#include "persist/log.h"
+#include "persist/scan.h"
+#include "persist/store.h"
+
+#define CATALOG_FILE "index.db"
+#define CATALOG_SCHEMA 1     /* PRAGMA user_version; not the log format */
+#define CATALOG_TITLE_MAX 80 /* characters of a title derived from a prompt */
+#define CATALOG_PREVIEW_MAX 200
+#define CATALOG_SEARCH_LIMIT 50
+
+struct catalog;
+
+/* One session as listed. Strings are owned by the struct (cat_session_release). */
+struct cat_session {
+	char *id, *project_key, *cwd, *title, *last_prompt, *provider, *model;
+	char *status;        /* idle | running | interrupted | unsaved | corrupt | unsupported */
+	char *error;         /* why, for corrupt and unsupported; else NULL */
+	char *forked_from, *forked_turn;
+	int64_t created_at, updated_at, deleted_at; /* deleted_at 0: not deleted */
+	int64_t turns;
+	bool pinned, title_explicit;
+	uint64_t durable_len, durable_seq, content_version;
+};
+
+struct cat_hit {
+	char *session, *turn, *role, *snippet, *title;
+	int64_t updated_at;
+};
+
+/* The durable watermark of one session's log file. */
+struct cat_watermark {
+	bool known;
+	uint64_t len, next_seq;
+	dev_t dev;
+	ino_t ino;
+};
+
+/* Open (creating 0600, with -wal and -shm 0600) the catalog of st. Caller
+ * closes it. A newer schema than this build's is CERR_UNSUPPORTED. */
+int catalog_open(struct store *st, struct catalog **out, struct cerr *err);
+/* Checkpoint (passive) and close; NULL-safe. */
+void catalog_close(struct catalog *c);
+
+/* Explicit write transactions (BEGIN IMMEDIATE); the project/set functions
+ * below run in the current one, or in their own when none is open. */
+int catalog_begin(struct catalog *c, struct cerr *err);
+int catalog_commit(struct catalog *c, struct cerr *err);
+void catalog_rollback(struct catalog *c);
+
+/* Replace everything known about one session by the projection of a full
+ * scan of its log (any status: corrupt and unsupported logs are listed with
+ * that status). deleted_at 0: live, else when it went to the trash. The
+ * watermark is set from the scan when st_ok (the file was read whole). */
+int catalog_project_scan(struct catalog *c, const struct session_ref *ref, const struct scan *s,
+			 int64_t deleted_at, const struct cat_watermark *wm, struct cerr *err);
+/* Project a batch just appended (seqs first_seq.., t of events without
+ * one: batch_t) onto the session's row, and record the new watermark. The
+ * row must be at content_version == first_seq (else CERR_CONFLICT); a
+ * session without a row is projected from its header first by the caller
+ * (catalog_project_scan). On success *version is the new content version. */
+int catalog_project_batch(struct catalog *c, const char *id, uint64_t first_seq, int64_t batch_t,
+			  const struct log_event *evs, size_t n, const struct cat_watermark *wm,
+			  uint64_t *version, struct cerr *err);
+/* Record a newer durable watermark (never moves it backwards on one file). */
+int catalog_set_watermark(struct catalog *c, const char *id, const struct cat_watermark *wm,
+			  struct cerr *err);
+/* The recorded watermark of id (wm->known false when none). */
+int catalog_get_watermark(struct catalog *c, const char *id, struct cat_watermark *wm,
+			  struct cerr *err);
+/* Set a status the logs cannot tell (running, unsaved) or clear it back to
+ * what the projection says (status NULL). */
+int catalog_set_status(struct catalog *c, const char *id, const char *status, struct cerr *err);
+/* Mark deleted (deleted_at != 0) or restored (0). */
+int catalog_set_deleted(struct catalog *c, const char *id, int64_t deleted_at, struct cerr *err);
+/* Forget a session (purge). */
+int catalog_forget(struct catalog *c, const char *id, struct cerr *err);
+/* Remove every row (reindex). */
+int catalog_clear(struct catalog *c, struct cerr *err);
+
+/* Bring the catalog in line with the session directories: project what is
+ * new or changed on disk (by file identity and length), mark trashed ones,
+ * forget vanished ones. *changed (may be NULL) counts re-projected sessions. */
+int catalog_sync(struct catalog *c, struct store *st, size_t *changed, struct cerr *err);
+
+/* Sessions for listing: pinned first, then by last activity, newest first.
+ * project NULL: every project, else those whose cwd or key matches. limit
+ * 0: no limit. Caller frees *out with cat_sessions_free. */
+int catalog_list(struct catalog *c, bool with_deleted, bool only_deleted, const char *project,
+		 size_t limit, struct cat_session **out, size_t *n, struct cerr *err);
+int catalog_get(struct catalog *c, const char *id, struct cat_session *out, struct cerr *err);
+void cat_session_release(struct cat_session *s);
+void cat_sessions_free(struct cat_session *s, size_t n);
+
+/* Full-text search of message text: plain words and "quoted phrases", all
+ * required; ranked by relevance then recency. Text without spaces (Chinese,
+ * Japanese) is matched through a trigram index. limit 0: the default.
+ * An empty query is CERR_USAGE. Caller frees with cat_hits_free. */
+int catalog_search(struct catalog *c, const char *query, size_t limit, bool with_deleted,
+		   struct cat_hit **out, size_t *n, struct cerr *err);
+void cat_hits_free(struct cat_hit *h, size_t n);
+
+/* Submit claims: which turn a client_submit_id became, and its state
+ * (open, completed, canceled, failed, interrupted). *found false if none. */
+int catalog_claim(struct catalog *c, const char *client_submit_id, bool *found, char **session,
+		  char **turn, char **state, struct cerr *err);
+
+/* PRAGMA integrity_check: *ok and a message ("ok" or the first problem);
+ * caller frees *msg. */
+int catalog_integrity(struct catalog *c, bool *ok, char **msg, struct cerr *err);
+/* The derived title of a prompt: whitespace collapsed, controls dropped,
+ * at most max characters (an ellipsis marks a cut). Caller frees. */
+char *catalog_title_of(const char *prompt, size_t max);
+
+#endif

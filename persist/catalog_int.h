@@ -1,0 +1,61 @@
+/* catalog_int.h — what catalog.c and catalog_query.c share; not for other
+ * modules. */
+#ifndef CAIRN_CATALOG_INT_H
+#define CAIRN_CATALOG_INT_H
+
+#include <sqlite3.h>
+
+#include "base/buf.h"
+#include "persist/catalog.h"
+
+struct catalog {
+	sqlite3 *db;
+	char *path;
+	int rootfd;   /* borrowed from the store */
+	bool in_tx;
+};
+
+/* A document being built: all text of one role in one turn. */
+struct doc {
+	char *turn;
+	const char *role; /* static: user, assistant, tool */
+	struct buf text;
+};
+
+struct claim {
+	char *id, *turn, *state;
+};
+
+/* The projection state of one session row. */
+struct row {
+	char id[SESSION_ID_MAX + 1];
+	char key[PATHKEY_MAX + 1];
+	char *cwd, *auto_title, *title, *last_prompt, *provider, *model;
+	char *forked_from, *forked_turn, *error, *proj_status;
+	bool pinned;
+	int64_t created_at, updated_at, turns, deleted_at;
+	cJSON *open_turns;
+	uint64_t next_seq, len;
+	dev_t dev;
+	ino_t ino;
+	struct doc *docs;
+	size_t n_docs;
+	struct claim *claims, *ends;
+	size_t n_claims, n_ends;
+};
+
+int cat_fail(struct catalog *c, struct cerr *err, int rc, const char *what);
+int cat_exec(struct catalog *c, const char *sql, struct cerr *err);
+sqlite3_stmt *cat_prepare(struct catalog *c, const char *sql, struct cerr *err);
+/* Column i as a new string (NULL for SQL NULL); caller frees. */
+char *cat_col_str(sqlite3_stmt *st, int i);
+/* Bind a string (copied) or NULL. */
+void cat_bind_str(sqlite3_stmt *st, int i, const char *s);
+
+void row_apply(struct row *r, uint64_t seq, int64_t t, const char *type, const char *turn,
+	       const cJSON *data, bool known);
+int row_load(struct catalog *c, const char *id, struct row *r, bool *found, struct cerr *err);
+void row_release(struct row *r);
+void row_release_claims(struct row *r);
+
+#endif
