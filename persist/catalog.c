@@ -889,20 +889,33 @@ struct known {
 static int project_entry(struct catalog *c, struct store *st, const struct store_entry *e,
 			 const struct cat_watermark *wm, struct cerr *err)
 {
-	char path[PATHKEY_MAX + SESSION_ID_MAX + 64];
-	snprintf(path, sizeof path, "%s/%s/%s/%s", e->trash ? STORE_TRASH : STORE_SESSIONS,
-		 e->ref.key, e->ref.id, LOG_FILE);
-	int fd = fsops->openat(store_root_fd(st), path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
-	if (fd < 0)
-		return 0; /* vanished or unreadable: the next sync sees it again */
-	struct scan *s;
+	struct scan *s = NULL;
 	struct scan_opts o = {0};
+	struct cerr oe;
+	int ret = -1;
 	if (wm && wm->known)
 		o = (struct scan_opts){true, wm->len, wm->next_seq, wm->dev, wm->ino};
-	int ret = scan_fd_opts(fd, &o, &s, err);
-	fs_close_quiet(fd);
-	if (ret < 0)
-		return -1;
+	/* Every level opened without following symlinks. */
+	int areafd = safefs_opendir(store_root_fd(st), e->trash ? STORE_TRASH : STORE_SESSIONS, false,
+				    NULL, &oe);
+	int keyfd = areafd < 0 ? -1 : safefs_opendir(areafd, e->ref.key, false, NULL, &oe);
+	int dirfd = keyfd < 0 ? -1 : safefs_opendir(keyfd, e->ref.id, false, NULL, &oe);
+	int fd = dirfd < 0 ? -1 : safefs_openfile(dirfd, LOG_FILE, O_RDONLY, &oe);
+	fs_close_quiet(dirfd);
+	fs_close_quiet(keyfd);
+	fs_close_quiet(areafd);
+	if (fd >= 0) {
+		ret = scan_fd_opts(fd, &o, &s, &oe);
+		fs_close_quiet(fd);
+	}
+	if (ret < 0) {
+		if (oe.cls == CERR_MISSING)
+			return 0; /* vanished meanwhile: the next sync sees it */
+		/* Listing is tolerant: a session that cannot be read is listed
+		 * with the reason, as a corrupt one. */
+		s = scan_buffer(NULL, 0);
+		cerr_set(&s->err, CERR_CORRUPT, 0, "%s", oe.msg);
+	}
 	if (!s->id || strcmp(s->id, e->ref.id) != 0) {
 		if (s->status == SCAN_OK || s->status == SCAN_TORN) {
 			s->status = SCAN_CORRUPT;

@@ -65,13 +65,13 @@ int store_root_fd(const struct store *st)
 	return st->rootfd;
 }
 
-/* A session is a real directory (not a symlink) holding a log file. */
+/* A session directory holding a log file. A symlink in its place is found
+ * too, so that opening it fails closed with a clear error instead of the
+ * session seeming missing. */
 static bool has_log(int keyfd, const char *id)
 {
 	char path[512];
 	struct stat st;
-	if (fsops->fstatat(keyfd, id, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
-		return false;
 	snprintf(path, sizeof path, "%s/%s", id, LOG_FILE);
 	return fsops->fstatat(keyfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
