@@ -1,5 +1,6 @@
 /* cli.c — shared subcommand plumbing. */
 #include "app/cli.h"
+#include "app/cmds.h"
 #include "base/json.h"
 #include "base/xalloc.h"
 #include "persist/fsops.h"
@@ -105,7 +106,20 @@ int cli_read_log(struct cli *c, const char *arg, struct scan **out, char **path_
 		if (fd < 0)
 			goto fail;
 	}
-	if (scan_fd(fd, out, err) < 0)
+	struct scan_opts wm = {0};
+	{
+		/* Under the root (by id or by path) the catalog's durable
+		 * watermark applies; anywhere else the structural rules alone. */
+		struct store *st = NULL;
+		struct cerr ignore;
+		if (cli_open_store(c, false, &st, &ignore) == 0) {
+			char *sid = *want_id ? xstrdup(want_id) : cli_session_of_path(st, arg);
+			cli_watermark(st, sid, &wm);
+			free(sid);
+			store_close(st);
+		}
+	}
+	if (scan_fd_opts(fd, &wm, out, err) < 0)
 		goto fail;
 	struct scan *s = *out;
 	if (*want_id && s->id && strcmp(s->id, want_id) != 0) {

@@ -156,7 +156,8 @@ static int log_append_cmd(struct cli *c, int argc, char **argv)
 	size_t n = 0;
 	struct store *st = NULL;
 	struct log *lg = NULL;
-	char *cwd = NULL;
+	char *cwd = NULL, *sid = NULL;
+	struct scan_opts wm;
 	int code = 0;
 	if (read_stdin(&in, &err) < 0 || parse_batch(&in, &roots, &evs, &n, &err) < 0)
 		goto fail;
@@ -170,7 +171,11 @@ static int log_append_cmd(struct cli *c, int argc, char **argv)
 			goto fail;
 		expect = log_next_seq(lg);
 	} else if (cli_is_path(target)) {
-		if (log_open_path(target, &lg, &err) < 0)
+		struct cerr ignore;
+		if (cli_open_store(c, false, &st, &ignore) == 0)
+			sid = cli_session_of_path(st, target);
+		cli_watermark(st, sid, &wm);
+		if (log_open_path_opts(target, &wm, &lg, &err) < 0)
 			goto fail;
 	} else {
 		struct session_ref ref;
@@ -179,12 +184,18 @@ static int log_append_cmd(struct cli *c, int argc, char **argv)
 				cerr_set(&err, CERR_MISSING, 0, "no session '%s'", target);
 			goto fail;
 		}
-		if (store_resolve(st, target, &ref, &err) < 0 || log_open(st, ref.id, &lg, &err) < 0)
+		if (store_resolve(st, target, &ref, &err) < 0)
+			goto fail;
+		sid = xstrdup(ref.id);
+		cli_watermark(st, sid, &wm);
+		if (log_open_opts(st, ref.id, &wm, &lg, &err) < 0)
 			goto fail;
 	}
 	uint64_t next;
 	if (log_append(lg, expect, evs, n, &next, &err) < 0)
 		goto fail;
+	if (n > 0)
+		cli_note_durable(st, is_new ? log_id(lg) : sid, log_durable(lg));
 	if (log_cut_bytes(lg))
 		fprintf(stderr, "cairn: cut a torn tail of %llu bytes before appending\n",
 			(unsigned long long)log_cut_bytes(lg));
@@ -207,6 +218,7 @@ out:
 	cJSON_Delete(roots);
 	free(evs);
 	free(cwd);
+	free(sid);
 	buf_release(&in);
 	return code;
 }

@@ -11,11 +11,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Open for writing with the catalog's watermark; *sid gets the session id
+ * when the log is under the root (caller frees). */
 static int open_for_write(struct cli *c, const char *arg, struct store **st, struct log **lg,
-			  struct cerr *err)
+			  char **sid, struct cerr *err)
 {
-	if (cli_is_path(arg))
-		return log_open_path(arg, lg, err);
+	struct scan_opts wm;
+	*sid = NULL;
+	if (cli_is_path(arg)) {
+		struct cerr ignore;
+		if (cli_open_store(c, false, st, &ignore) == 0)
+			*sid = cli_session_of_path(*st, arg);
+		cli_watermark(*st, *sid, &wm);
+		return log_open_path_opts(arg, &wm, lg, err);
+	}
 	struct session_ref ref;
 	if (cli_open_store(c, false, st, err) < 0) {
 		if (err->cls == CERR_MISSING)
@@ -24,7 +33,9 @@ static int open_for_write(struct cli *c, const char *arg, struct store **st, str
 	}
 	if (store_resolve(*st, arg, &ref, err) < 0)
 		return -1;
-	return log_open(*st, ref.id, lg, err);
+	*sid = xstrdup(ref.id);
+	cli_watermark(*st, *sid, &wm);
+	return log_open_opts(*st, ref.id, &wm, lg, err);
 }
 
 static void print_report(const struct repair_report *r, const char *id, const char *path,
@@ -116,6 +127,7 @@ static int salvage(struct cli *c, const char *arg, bool json)
 	}
 	char id[SESSION_ID_MAX + 1];
 	snprintf(id, sizeof id, "%s", log_id(lg));
+	cli_note_durable(st, id, log_durable(lg));
 	log_close(lg);
 	lg = NULL;
 	/* Close what the prefix left open, as any repair would. */
@@ -123,6 +135,8 @@ static int salvage(struct cli *c, const char *arg, bool json)
 	if (s->n_frames > 1 &&
 	    (log_open(st, id, &lg, &err) < 0 || repair_log(lg, &rep, &err) < 0))
 		goto fail;
+	if (rep.appended)
+		cli_note_durable(st, id, log_durable(lg));
 	if (json) {
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "id", id);
@@ -178,15 +192,19 @@ int cmd_repair(struct cli *c, int argc, char **argv)
 	struct log *lg = NULL;
 	struct repair_report rep = {0};
 	struct cerr err;
+	char *sid = NULL;
 	int code = 0;
-	if (open_for_write(c, arg, &st, &lg, &err) < 0 || repair_log(lg, &rep, &err) < 0) {
+	if (open_for_write(c, arg, &st, &lg, &sid, &err) < 0 || repair_log(lg, &rep, &err) < 0) {
 		code = cli_fail(&err);
 		if (err.cls == CERR_CORRUPT)
 			fprintf(stderr, "cairn: the log was not changed; 'cairn repair --salvage %s' copies "
 					"its valid prefix into a new session\n", arg);
 	} else {
+		if (rep.cut_bytes || rep.appended)
+			cli_note_durable(st, sid, log_durable(lg));
 		print_report(&rep, log_id(lg), log_path(lg), json);
 	}
+	free(sid);
 	cJSON_Delete(rep.closers);
 	log_close(lg);
 	store_close(st);

@@ -5,10 +5,32 @@
 #include <cjson/cJSON.h>
 
 #include "app/cli.h"
+#include "persist/log.h"
 
 int cmd_log(struct cli *c, int argc, char **argv);
 int cmd_inspect(struct cli *c, int argc, char **argv);
 int cmd_repair(struct cli *c, int argc, char **argv);
+int cmd_sessions(struct cli *c, int argc, char **argv);
+int cmd_search(struct cli *c, int argc, char **argv);
+
+struct catalog;
+struct cat_session;
+/* Open the store and its catalog, reconciled with the directories. */
+int cli_open_catalog(struct cli *c, bool create, struct store **st, struct catalog **cat,
+		     struct cerr *err);
+/* The session id of a log path inside st's sessions/ (NULL otherwise);
+ * caller frees. */
+char *cli_session_of_path(struct store *st, const char *path);
+/* The durable watermark the catalog holds for id (o->watermark false when
+ * none or no catalog). Never fails. */
+void cli_watermark(struct store *st, const char *id, struct scan_opts *o);
+/* After a durable write: reconcile the catalog and record the watermark;
+ * a failure is a warning (the log is the truth, the catalog may lag). */
+void cli_note_durable(struct store *st, const char *id, struct log_revision dur);
+/* A positive integer option value. */
+int cli_parse_limit(const char *s, size_t *out);
+/* The --json object of a listed session. Caller frees. */
+cJSON *session_json(const struct cat_session *s);
 
 /* The `inspect --json` object of a scan; path may be NULL. Caller frees. */
 cJSON *inspect_json(const struct scan *s, const char *path);

@@ -46,6 +46,7 @@ struct log {
 	uint64_t synced_len;    /* the file length at this handle's last sync */
 	struct cursor cur;
 	struct scan *scan;
+	struct scan_opts wm;    /* durable watermark for every read */
 	uint64_t cut_bytes;
 	struct frame_codec *fc;
 };
@@ -95,6 +96,19 @@ const struct scan *log_scan(const struct log *lg)
 	return lg->scan;
 }
 
+struct log_revision log_durable(const struct log *lg)
+{
+	struct log_revision r = {0};
+	if (lg->published && lg->synced_known && !lg->poisoned && lg->cur.valid &&
+	    lg->synced_len == lg->cur.len) {
+		r.dev = lg->cur.dev;
+		r.ino = lg->cur.ino;
+		r.len = lg->cur.len;
+		r.next_seq = lg->cur.next_seq;
+	}
+	return r;
+}
+
 uint64_t log_cut_bytes(const struct log *lg)
 {
 	return lg->cut_bytes;
@@ -130,7 +144,7 @@ static int reread(struct log *lg, struct cerr *err)
 		return -1;
 	}
 	struct scan *s;
-	if (scan_fd(lg->fd, &s, err) < 0)
+	if (scan_fd_opts(lg->fd, &lg->wm, &s, err) < 0)
 		return -1;
 	/* After a failed sync the page cache may hold bytes the disk never
 	 * got (their pages can be marked clean anyway). They were never
@@ -143,7 +157,7 @@ static int reread(struct log *lg, struct cerr *err)
 		scan_free(s);
 		if (cut_failed)
 			return cerr_set(err, CERR_IO, e, "cannot cut unsynced bytes of '%s'", lg->path);
-		if (scan_fd(lg->fd, &s, err) < 0)
+		if (scan_fd_opts(lg->fd, &lg->wm, &s, err) < 0)
 			return -1;
 	}
 	scan_free(lg->scan);
@@ -186,8 +200,21 @@ int log_reread(struct log *lg, struct cerr *err)
 
 int log_open(struct store *st, const char *id, struct log **out, struct cerr *err)
 {
+	return log_open_opts(st, id, NULL, out, err);
+}
+
+int log_open_path(const char *path, struct log **out, struct cerr *err)
+{
+	return log_open_path_opts(path, NULL, out, err);
+}
+
+int log_open_opts(struct store *st, const char *id, const struct scan_opts *wm, struct log **out,
+		  struct cerr *err)
+{
 	struct log *lg = log_alloc();
 	lg->st = st;
+	if (wm)
+		lg->wm = *wm;
 	if (!pathkey_valid_id(id)) {
 		log_close(lg);
 		return cerr_set(err, CERR_USAGE, 0, "'%s' is not a session id", id);
@@ -213,9 +240,12 @@ fail:
 	return -1;
 }
 
-int log_open_path(const char *path, struct log **out, struct cerr *err)
+int log_open_path_opts(const char *path, const struct scan_opts *wm, struct log **out,
+		       struct cerr *err)
 {
 	struct log *lg = log_alloc();
+	if (wm)
+		lg->wm = *wm;
 	char *d = xstrdup(path), *b = xstrdup(path);
 	lg->path = xstrdup(path);
 	lg->fname = xstrdup(basename(b));

@@ -53,6 +53,13 @@ int log_create(struct store *st, const char *id, const char *cwd, const cJSON *e
 int log_open(struct store *st, const char *id, struct log **out, struct cerr *err);
 /* Same for a log file anywhere; locks session.lock in its directory. */
 int log_open_path(const char *path, struct log **out, struct cerr *err);
+/* Both with the durable watermark the catalog recorded (NULL: none): every
+ * read of this handle then classifies damage below it as corruption and
+ * garbage above it as a torn tail. */
+int log_open_opts(struct store *st, const char *id, const struct scan_opts *wm, struct log **out,
+		  struct cerr *err);
+int log_open_path_opts(const char *path, const struct scan_opts *wm, struct log **out,
+		       struct cerr *err);
 
 /* Append evs[0..n) as one frame if the log's next seq is expected_next_seq
  * (else CERR_CONFLICT). A torn tail left by a crashed writer is cut first.
@@ -87,6 +94,10 @@ const char *log_path(const struct log *lg);
 const struct scan *log_scan(const struct log *lg);
 /* The revision of the last full read. */
 struct log_revision log_revision_of(const struct log *lg);
+/* What this handle last acknowledged as durable (file identity, length,
+ * next seq): the durable watermark to record in the catalog. len 0 when it
+ * acknowledged nothing yet. */
+struct log_revision log_durable(const struct log *lg);
 /* Bytes of torn tail this handle has cut so far. */
 uint64_t log_cut_bytes(const struct log *lg);
 /* Release the lock and free; NULL-safe. */

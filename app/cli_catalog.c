@@ -1,0 +1,71 @@
+/* cli_catalog.c — how commands that touch logs keep the catalog in step:
+ * they read with the durable watermark it recorded, and after a durable
+ * write they record the new one (after the log's fsync, never before). */
+#include "app/cli.h"
+#include "app/cmds.h"
+#include "base/xalloc.h"
+#include "persist/catalog.h"
+#include "persist/fsops.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+char *cli_session_of_path(struct store *st, const char *path)
+{
+	char root[PATH_MAX], file[PATH_MAX];
+	if (!st || !realpath(store_root(st), root) || !realpath(path, file))
+		return NULL;
+	size_t n = strlen(root);
+	/* <root>/sessions/<key>/<id>/<file> */
+	if (strncmp(file, root, n) != 0 || strncmp(file + n, "/" STORE_SESSIONS "/", 10) != 0)
+		return NULL;
+	const char *key = file + n + 10;
+	const char *id = strchr(key, '/');
+	const char *name = id ? strchr(id + 1, '/') : NULL;
+	if (!id || !name || strchr(name + 1, '/'))
+		return NULL;
+	char *sid = xstrndup(id + 1, (size_t)(name - id - 1));
+	if (!pathkey_valid_id(sid)) {
+		free(sid);
+		return NULL;
+	}
+	return sid;
+}
+
+static bool have_catalog(struct store *st)
+{
+	struct stat sb;
+	return fsops->fstatat(store_root_fd(st), CATALOG_FILE, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+void cli_watermark(struct store *st, const char *id, struct scan_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	if (!st || !id || !have_catalog(st))
+		return;
+	struct catalog *cat;
+	struct cerr err;
+	struct cat_watermark wm;
+	if (catalog_open(st, &cat, &err) < 0)
+		return;
+	if (catalog_get_watermark(cat, id, &wm, &err) == 0 && wm.known)
+		*o = (struct scan_opts){true, wm.len, wm.next_seq, wm.dev, wm.ino};
+	catalog_close(cat);
+}
+
+void cli_note_durable(struct store *st, const char *id, struct log_revision dur)
+{
+	if (!st || !id)
+		return;
+	struct catalog *cat = NULL;
+	struct cerr err;
+	struct cat_watermark wm = {dur.len > 0, dur.len, dur.next_seq, dur.dev, dur.ino};
+	if (catalog_open(st, &cat, &err) < 0 || catalog_sync(cat, st, NULL, &err) < 0 ||
+	    (wm.known && catalog_set_watermark(cat, id, &wm, &err) < 0))
+		fprintf(stderr, "cairn: warning: the log is durable, but the catalog was not updated: %s\n",
+			err.msg);
+	catalog_close(cat);
+}

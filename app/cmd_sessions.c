@@ -1,0 +1,237 @@
+/* cmd_sessions.c — `cairn sessions` (the catalog's list) and `cairn search`
+ * (full-text search). Both reconcile the catalog with the session
+ * directories first, so sessions written by any means are listed. */
+#include "app/cli.h"
+#include "app/cmds.h"
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/xalloc.h"
+#include "persist/catalog.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int cli_open_catalog(struct cli *c, bool create, struct store **st, struct catalog **cat,
+		     struct cerr *err)
+{
+	*st = NULL;
+	*cat = NULL;
+	if (cli_open_store(c, create, st, err) < 0)
+		return -1;
+	if (catalog_open(*st, cat, err) < 0 || catalog_sync(*cat, *st, NULL, err) < 0) {
+		catalog_close(*cat);
+		store_close(*st);
+		*cat = NULL;
+		*st = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+int cli_parse_limit(const char *s, size_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (!*s || *end || errno || s[0] == '-' || v == 0)
+		return -1;
+	*out = (size_t)v;
+	return 0;
+}
+
+static void add_opt_str(cJSON *o, const char *name, const char *v)
+{
+	if (v)
+		cJSON_AddStringToObject(o, name, v);
+	else
+		cJSON_AddNullToObject(o, name);
+}
+
+cJSON *session_json(const struct cat_session *s)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "id", s->id);
+	add_opt_str(o, "title", s->title);
+	add_opt_str(o, "cwd", s->cwd);
+	cJSON_AddStringToObject(o, "project_key", s->project_key);
+	cJSON_AddNumberToObject(o, "created_at", (double)s->created_at);
+	cJSON_AddNumberToObject(o, "updated_at", (double)s->updated_at);
+	cJSON_AddNumberToObject(o, "turns", (double)s->turns);
+	cJSON_AddBoolToObject(o, "pinned", s->pinned);
+	cJSON_AddStringToObject(o, "status", s->status);
+	if (s->deleted_at)
+		cJSON_AddNumberToObject(o, "deleted_at", (double)s->deleted_at);
+	else
+		cJSON_AddNullToObject(o, "deleted_at");
+	add_opt_str(o, "last_prompt", s->last_prompt);
+	add_opt_str(o, "provider", s->provider);
+	add_opt_str(o, "model", s->model);
+	if (s->forked_from) {
+		cJSON *f = cJSON_AddObjectToObject(o, "forked_from");
+		cJSON_AddStringToObject(f, "session", s->forked_from);
+		add_opt_str(f, "turn", s->forked_turn);
+	} else {
+		cJSON_AddNullToObject(o, "forked_from");
+	}
+	cJSON_AddNumberToObject(o, "next_seq", (double)s->content_version);
+	cJSON_AddNumberToObject(o, "content_version", (double)s->content_version);
+	add_opt_str(o, "error", s->error);
+	return o;
+}
+
+/* "5s", "3m", "2h", "4d", "7w" ago. */
+static void age(char *out, size_t n, int64_t then)
+{
+	int64_t d = (clock_unix_ms() - then) / 1000;
+	if (then <= 0)
+		snprintf(out, n, "-");
+	else if (d < 60)
+		snprintf(out, n, "%llds", (long long)(d < 0 ? 0 : d));
+	else if (d < 3600)
+		snprintf(out, n, "%lldm", (long long)d / 60);
+	else if (d < 86400)
+		snprintf(out, n, "%lldh", (long long)d / 3600);
+	else if (d < 86400 * 14)
+		snprintf(out, n, "%lldd", (long long)d / 86400);
+	else
+		snprintf(out, n, "%lldw", (long long)d / (86400 * 7));
+}
+
+static char *absolute(const char *dir)
+{
+	if (dir[0] == '/')
+		return xstrdup(dir);
+	char cwd[PATH_MAX];
+	return getcwd(cwd, sizeof cwd) ? xasprintf("%s/%s", cwd, dir) : xstrdup(dir);
+}
+
+int cmd_sessions(struct cli *c, int argc, char **argv)
+{
+	const struct command *me = cli_find("sessions");
+	bool json = false, all = false, trash = false;
+	size_t limit = 0;
+	char *project = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			json = true;
+		else if (strcmp(argv[i], "--all") == 0)
+			all = true;
+		else if (strcmp(argv[i], "--trash") == 0)
+			trash = true;
+		else if (strcmp(argv[i], "--project") == 0 && i + 1 < argc) {
+			free(project);
+			project = absolute(argv[++i]);
+		} else if (strcmp(argv[i], "--limit") == 0 && i + 1 < argc) {
+			if (cli_parse_limit(argv[++i], &limit) < 0) {
+				free(project);
+				return cli_usage(me, "--limit needs a positive integer");
+			}
+		} else {
+			free(project);
+			return cli_usage(me, "unexpected argument '%s'", argv[i]);
+		}
+	}
+	struct store *st;
+	struct catalog *cat;
+	struct cerr err;
+	struct cat_session *v = NULL;
+	size_t n = 0;
+	int code = 0;
+	if (cli_open_catalog(c, true, &st, &cat, &err) < 0 ||
+	    catalog_list(cat, all, trash, project, limit, &v, &n, &err) < 0) {
+		code = cli_fail(&err);
+		goto out;
+	}
+	if (json) {
+		cJSON *a = cJSON_CreateArray();
+		for (size_t i = 0; i < n; i++)
+			cJSON_AddItemToArray(a, session_json(&v[i]));
+		cli_print_json(a);
+	} else if (n == 0) {
+		printf("no sessions%s\n", trash ? " in the trash" : "");
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			const struct cat_session *s = &v[i];
+			char a[16];
+			age(a, sizeof a, s->updated_at);
+			printf("%s %s %4s %3lld %-11s %s%s%s\n", s->id, s->pinned ? "*" : " ", a,
+			       (long long)s->turns, s->deleted_at ? "deleted" : s->status,
+			       s->title ? s->title : "(untitled)", s->cwd ? "  " : "", s->cwd ? s->cwd : "");
+		}
+	}
+out:
+	cat_sessions_free(v, n);
+	catalog_close(cat);
+	store_close(st);
+	free(project);
+	return code;
+}
+
+int cmd_search(struct cli *c, int argc, char **argv)
+{
+	const struct command *me = cli_find("search");
+	bool json = false, all = false;
+	size_t limit = 0;
+	struct buf q = BUF_INIT;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			json = true;
+		else if (strcmp(argv[i], "--all") == 0)
+			all = true;
+		else if (strcmp(argv[i], "--limit") == 0 && i + 1 < argc) {
+			if (cli_parse_limit(argv[++i], &limit) < 0) {
+				buf_release(&q);
+				return cli_usage(me, "--limit needs a positive integer");
+			}
+		} else if (argv[i][0] == '-' && argv[i][1] == '-' && strcmp(argv[i], "--") != 0) {
+			buf_release(&q);
+			return cli_usage(me, "unknown option '%s'", argv[i]);
+		} else {
+			if (q.len)
+				buf_addc(&q, ' ');
+			buf_adds(&q, argv[i]);
+		}
+	}
+	if (!q.len)
+		return cli_usage(me, "missing QUERY");
+	struct store *st;
+	struct catalog *cat;
+	struct cerr err;
+	struct cat_hit *h = NULL;
+	size_t n = 0;
+	int code = 0;
+	if (cli_open_catalog(c, true, &st, &cat, &err) < 0 ||
+	    catalog_search(cat, q.p, limit, all, &h, &n, &err) < 0) {
+		code = cli_fail(&err);
+		goto out;
+	}
+	if (json) {
+		cJSON *a = cJSON_CreateArray();
+		for (size_t i = 0; i < n; i++) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "session", h[i].session);
+			cJSON_AddStringToObject(o, "turn", h[i].turn);
+			cJSON_AddStringToObject(o, "role", h[i].role);
+			cJSON_AddStringToObject(o, "snippet", h[i].snippet ? h[i].snippet : "");
+			add_opt_str(o, "title", h[i].title);
+			cJSON_AddNumberToObject(o, "updated_at", (double)h[i].updated_at);
+			cJSON_AddItemToArray(a, o);
+		}
+		cli_print_json(a);
+	} else if (n == 0) {
+		printf("no matches\n");
+	} else {
+		for (size_t i = 0; i < n; i++)
+			printf("%s %s %s: %s\n", h[i].session, *h[i].turn ? h[i].turn : "-", h[i].role,
+			       h[i].snippet ? h[i].snippet : "");
+	}
+out:
+	cat_hits_free(h, n);
+	catalog_close(cat);
+	store_close(st);
+	buf_release(&q);
+	return code;
+}

@@ -1,0 +1,395 @@
+/* catalog_query.c — reading the catalog: listing, one session, full-text
+ * search (word index, or trigrams for text without spaces) and submit
+ * claims. */
+#include "persist/catalog.h"
+#include "persist/catalog_int.h"
+#include "base/buf.h"
+#include "base/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <utf8proc.h>
+
+#define SESSION_COLS                                                                               \
+	"id, project_key, cwd, COALESCE(title, auto_title), last_prompt, provider, model,"          \
+	" COALESCE(status_override, proj_status), error, forked_from, forked_turn, created_at,"     \
+	" updated_at, COALESCE(deleted_at, 0), turns, pinned, title IS NOT NULL,"                  \
+	" COALESCE(wm_len, 0), COALESCE(wm_seq, 0), content_version"
+
+static void read_session(sqlite3_stmt *st, struct cat_session *s)
+{
+	s->id = cat_col_str(st, 0);
+	s->project_key = cat_col_str(st, 1);
+	s->cwd = cat_col_str(st, 2);
+	s->title = cat_col_str(st, 3);
+	s->last_prompt = cat_col_str(st, 4);
+	s->provider = cat_col_str(st, 5);
+	s->model = cat_col_str(st, 6);
+	s->status = cat_col_str(st, 7);
+	s->error = cat_col_str(st, 8);
+	s->forked_from = cat_col_str(st, 9);
+	s->forked_turn = cat_col_str(st, 10);
+	s->created_at = sqlite3_column_int64(st, 11);
+	s->updated_at = sqlite3_column_int64(st, 12);
+	s->deleted_at = sqlite3_column_int64(st, 13);
+	s->turns = sqlite3_column_int64(st, 14);
+	s->pinned = sqlite3_column_int(st, 15) != 0;
+	s->title_explicit = sqlite3_column_int(st, 16) != 0;
+	s->durable_len = (uint64_t)sqlite3_column_int64(st, 17);
+	s->durable_seq = (uint64_t)sqlite3_column_int64(st, 18);
+	s->content_version = (uint64_t)sqlite3_column_int64(st, 19);
+}
+
+void cat_session_release(struct cat_session *s)
+{
+	if (!s)
+		return;
+	free(s->id), free(s->project_key), free(s->cwd), free(s->title), free(s->last_prompt);
+	free(s->provider), free(s->model), free(s->status), free(s->error);
+	free(s->forked_from), free(s->forked_turn);
+	memset(s, 0, sizeof *s);
+}
+
+void cat_sessions_free(struct cat_session *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		cat_session_release(&s[i]);
+	free(s);
+}
+
+int catalog_list(struct catalog *c, bool with_deleted, bool only_deleted, const char *project,
+		 size_t limit, struct cat_session **out, size_t *n, struct cerr *err)
+{
+	*out = NULL;
+	*n = 0;
+	char *key = project ? pathkey_project(project) : NULL;
+	sqlite3_stmt *st = cat_prepare(c,
+		"SELECT " SESSION_COLS " FROM sessions"
+		" WHERE (?1 OR deleted_at IS NULL) AND (NOT ?2 OR deleted_at IS NOT NULL)"
+		" AND (?3 IS NULL OR cwd = ?3 OR project_key = ?4)"
+		" ORDER BY pinned DESC, updated_at DESC, id DESC LIMIT ?5", err);
+	if (!st) {
+		free(key);
+		return -1;
+	}
+	sqlite3_bind_int(st, 1, with_deleted || only_deleted);
+	sqlite3_bind_int(st, 2, only_deleted);
+	cat_bind_str(st, 3, project);
+	cat_bind_str(st, 4, key);
+	sqlite3_bind_int64(st, 5, limit ? (sqlite3_int64)limit : -1);
+	size_t cap = 0;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			*out = xreallocarray(*out, cap, sizeof **out);
+		}
+		read_session(st, &(*out)[(*n)++]);
+	}
+	sqlite3_finalize(st);
+	free(key);
+	if (rc != SQLITE_DONE) {
+		cat_sessions_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+		return cat_fail(c, err, rc, "list sessions");
+	}
+	return 0;
+}
+
+int catalog_get(struct catalog *c, const char *id, struct cat_session *out, struct cerr *err)
+{
+	memset(out, 0, sizeof *out);
+	sqlite3_stmt *st = cat_prepare(c, "SELECT " SESSION_COLS " FROM sessions WHERE id = ?1", err);
+	if (!st)
+		return -1;
+	cat_bind_str(st, 1, id);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		read_session(st, out);
+	sqlite3_finalize(st);
+	if (rc == SQLITE_ROW)
+		return 0;
+	if (rc == SQLITE_DONE)
+		return cerr_set(err, CERR_MISSING, 0, "catalog has no session '%s'", id);
+	return cat_fail(c, err, rc, "read session");
+}
+
+void cat_hits_free(struct cat_hit *h, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(h[i].session), free(h[i].turn), free(h[i].role);
+		free(h[i].snippet), free(h[i].title);
+	}
+	free(h);
+}
+
+/* ---- queries ---- */
+
+struct terms {
+	char **v;
+	size_t n;
+};
+
+/* Split a query into plain words and "quoted phrases" (an unclosed quote
+ * runs to the end). */
+static void split_terms(const char *q, struct terms *t)
+{
+	t->v = NULL;
+	t->n = 0;
+	const char *p = q;
+	while (*p) {
+		while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+			p++;
+		if (!*p)
+			break;
+		const char *start, *end;
+		if (*p == '"') {
+			start = ++p;
+			end = strchr(p, '"');
+			if (!end)
+				end = p + strlen(p);
+			p = *end ? end + 1 : end;
+		} else {
+			start = p;
+			while (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r' && *p != '"')
+				p++;
+			end = p;
+		}
+		/* trim inside quotes */
+		while (start < end && (*start == ' ' || *start == '\t'))
+			start++;
+		while (end > start && (end[-1] == ' ' || end[-1] == '\t'))
+			end--;
+		if (end > start) {
+			t->v = xreallocarray(t->v, t->n + 1, sizeof *t->v);
+			t->v[t->n++] = xstrndup(start, (size_t)(end - start));
+		}
+	}
+}
+
+static void terms_free(struct terms *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->v[i]);
+	free(t->v);
+}
+
+/* Scripts written without spaces between words: the word tokenizer sees a
+ * whole run as one token, so such terms go through the trigram index. */
+static bool needs_trigram(const char *s, size_t *chars)
+{
+	bool tri = false;
+	*chars = 0;
+	const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)s;
+	utf8proc_ssize_t left = (utf8proc_ssize_t)strlen(s);
+	while (left > 0) {
+		utf8proc_int32_t cp;
+		utf8proc_ssize_t r = utf8proc_iterate(p, left, &cp);
+		if (r <= 0)
+			break;
+		(*chars)++;
+		if ((cp >= 0x0E00 && cp <= 0x0EFF) ||  /* Thai, Lao */
+		    (cp >= 0x1000 && cp <= 0x109F) ||  /* Myanmar */
+		    (cp >= 0x1780 && cp <= 0x17FF) ||  /* Khmer */
+		    (cp >= 0x2E80 && cp <= 0x9FFF) ||  /* CJK, kana */
+		    (cp >= 0xAC00 && cp <= 0xD7AF) ||  /* Hangul */
+		    (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0xFF00 && cp <= 0xFFEF) ||
+		    (cp >= 0x20000 && cp <= 0x3FFFF))
+			tri = true;
+		p += r;
+		left -= r;
+	}
+	return tri;
+}
+
+/* An FTS5 string literal: the term in double quotes, quotes doubled. Every
+ * term is a literal, so no user input is ever FTS5 syntax. */
+static void add_fts_literal(struct buf *b, const char *term)
+{
+	buf_addc(b, '"');
+	for (const char *p = term; *p; p++) {
+		if (*p == '"')
+			buf_addc(b, '"');
+		buf_addc(b, *p);
+	}
+	buf_addc(b, '"');
+}
+
+/* A LIKE pattern matching term anywhere, with %, _ and \ escaped. */
+static char *like_pattern(const char *term)
+{
+	struct buf b = BUF_INIT;
+	buf_addc(&b, '%');
+	for (const char *p = term; *p; p++) {
+		if (*p == '%' || *p == '_' || *p == '\\')
+			buf_addc(&b, '\\');
+		buf_addc(&b, *p);
+	}
+	buf_addc(&b, '%');
+	return buf_detach(&b, NULL);
+}
+
+/* A snippet around the first occurrence of needle in body (bytes, kept on
+ * character boundaries), the match in [brackets]. */
+static char *make_snippet(const char *body, const char *needle)
+{
+	const char *m = strcasestr(body, needle);
+	size_t blen = strlen(body), nlen = strlen(needle);
+	if (!m) {
+		m = body;
+		nlen = 0;
+	}
+	size_t at = (size_t)(m - body), from = at > 60 ? at - 60 : 0, to = at + nlen + 60;
+	if (to > blen)
+		to = blen;
+	while (from > 0 && ((unsigned char)body[from] & 0xC0) == 0x80)
+		from--;
+	while (to < blen && ((unsigned char)body[to] & 0xC0) == 0x80)
+		to++;
+	struct buf b = BUF_INIT;
+	if (from > 0)
+		buf_adds(&b, "\xE2\x80\xA6");
+	buf_add(&b, body + from, at - from);
+	if (nlen) {
+		buf_addc(&b, '[');
+		buf_add(&b, m, nlen);
+		buf_addc(&b, ']');
+	}
+	buf_add(&b, m + nlen, to - at - nlen);
+	if (to < blen)
+		buf_adds(&b, "\xE2\x80\xA6");
+	for (size_t i = 0; i < b.len; i++)
+		if (b.p[i] == '\n' || b.p[i] == '\r' || b.p[i] == '\t')
+			b.p[i] = ' ';
+	return buf_detach(&b, NULL);
+}
+
+int catalog_search(struct catalog *c, const char *query, size_t limit, bool with_deleted,
+		   struct cat_hit **out, size_t *n, struct cerr *err)
+{
+	*out = NULL;
+	*n = 0;
+	struct terms t;
+	split_terms(query, &t);
+	if (t.n == 0) {
+		terms_free(&t);
+		return cerr_set(err, CERR_USAGE, 0, "empty search query");
+	}
+	bool tri = false;
+	for (size_t i = 0; i < t.n; i++) {
+		size_t chars;
+		if (needs_trigram(t.v[i], &chars))
+			tri = true;
+	}
+	/* Word index: every term a phrase literal. Trigram index: terms of 3+
+	 * characters as literals (substring match), shorter ones by LIKE. */
+	struct buf match = BUF_INIT, sql = BUF_INIT;
+	char **likes = xcalloc(t.n, sizeof *likes);
+	size_t n_likes = 0;
+	const char *short_term = NULL;
+	for (size_t i = 0; i < t.n; i++) {
+		size_t chars;
+		needs_trigram(t.v[i], &chars);
+		if (tri && chars < 3) {
+			likes[n_likes++] = like_pattern(t.v[i]);
+			if (!short_term)
+				short_term = t.v[i];
+			continue;
+		}
+		if (match.len)
+			buf_adds(&match, " AND ");
+		add_fts_literal(&match, t.v[i]);
+	}
+	const char *fts = tri ? "fts_tri" : "fts_words";
+	if (match.len) {
+		buf_printf(&sql,
+			   "SELECT d.session, d.turn, d.role, snippet(%s, 0, '[', ']', '\xE2\x80\xA6', 12),"
+			   " COALESCE(s.title, s.auto_title), s.updated_at, d.body"
+			   " FROM %s JOIN docs d ON d.docid = %s.rowid JOIN sessions s ON s.id = d.session"
+			   " WHERE %s MATCH ?1",
+			   fts, fts, fts, fts);
+	} else {
+		buf_adds(&sql, "SELECT d.session, d.turn, d.role, NULL, COALESCE(s.title, s.auto_title),"
+			       " s.updated_at, d.body FROM docs d JOIN sessions s ON s.id = d.session"
+			       " WHERE ?1 IS NULL");
+	}
+	for (size_t i = 0; i < n_likes; i++)
+		buf_printf(&sql, " AND d.body LIKE ?%zu ESCAPE '\\'", i + 3);
+	buf_adds(&sql, with_deleted ? "" : " AND s.deleted_at IS NULL");
+	buf_printf(&sql, " ORDER BY %s s.updated_at DESC, d.docid DESC LIMIT ?2",
+		   match.len ? "rank," : "");
+	int ret = -1;
+	sqlite3_stmt *st = cat_prepare(c, sql.p, err);
+	if (!st)
+		goto out;
+	if (match.len)
+		sqlite3_bind_text(st, 1, match.p, (int)match.len, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, 1);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)(limit ? limit : CATALOG_SEARCH_LIMIT));
+	for (size_t i = 0; i < n_likes; i++)
+		sqlite3_bind_text(st, (int)i + 3, likes[i], -1, SQLITE_STATIC);
+	size_t cap = 0;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			*out = xreallocarray(*out, cap, sizeof **out);
+		}
+		struct cat_hit *h = &(*out)[(*n)++];
+		h->session = cat_col_str(st, 0);
+		h->turn = cat_col_str(st, 1);
+		h->role = cat_col_str(st, 2);
+		h->snippet = cat_col_str(st, 3);
+		h->title = cat_col_str(st, 4);
+		h->updated_at = sqlite3_column_int64(st, 5);
+		if (!h->snippet || short_term || tri) {
+			/* No FTS snippet for LIKE matches: cut one around the
+			 * short term. */
+			free(h->snippet);
+			const char *body = (const char *)sqlite3_column_text(st, 6);
+			h->snippet = make_snippet(body ? body : "", short_term ? short_term : t.v[0]);
+		}
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		cat_hits_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+		cat_fail(c, err, rc, "search");
+		goto out;
+	}
+	ret = 0;
+out:
+	for (size_t i = 0; i < n_likes; i++)
+		free(likes[i]);
+	free(likes);
+	buf_release(&match);
+	buf_release(&sql);
+	terms_free(&t);
+	return ret;
+}
+
+int catalog_claim(struct catalog *c, const char *client_submit_id, bool *found, char **session,
+		  char **turn, char **state, struct cerr *err)
+{
+	*found = false;
+	*session = *turn = *state = NULL;
+	sqlite3_stmt *st = cat_prepare(c, "SELECT session, turn, state FROM claims"
+					  " WHERE client_submit_id = ?1", err);
+	if (!st)
+		return -1;
+	cat_bind_str(st, 1, client_submit_id);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*found = true;
+		*session = cat_col_str(st, 0);
+		*turn = cat_col_str(st, 1);
+		*state = cat_col_str(st, 2);
+		rc = SQLITE_DONE;
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, "read claim");
+}
