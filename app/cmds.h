@@ -12,6 +12,13 @@ int cmd_inspect(struct cli *c, int argc, char **argv);
 int cmd_repair(struct cli *c, int argc, char **argv);
 int cmd_sessions(struct cli *c, int argc, char **argv);
 int cmd_search(struct cli *c, int argc, char **argv);
+int cmd_rename(struct cli *c, int argc, char **argv);
+int cmd_pin(struct cli *c, int argc, char **argv);
+int cmd_unpin(struct cli *c, int argc, char **argv);
+int cmd_rm(struct cli *c, int argc, char **argv);
+int cmd_restore(struct cli *c, int argc, char **argv);
+int cmd_purge(struct cli *c, int argc, char **argv);
+int cmd_doctor(struct cli *c, int argc, char **argv);
 
 struct catalog;
 struct cat_session;

@@ -237,6 +237,21 @@ void catalog_rollback(struct catalog *c)
 	sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
+int catalog_savepoint(struct catalog *c, struct cerr *err)
+{
+	return cat_exec(c, "SAVEPOINT item", err);
+}
+
+void catalog_savepoint_rollback(struct catalog *c)
+{
+	sqlite3_exec(c->db, "ROLLBACK TO item; RELEASE item", NULL, NULL, NULL);
+}
+
+void catalog_savepoint_release(struct catalog *c)
+{
+	sqlite3_exec(c->db, "RELEASE item", NULL, NULL, NULL);
+}
+
 /* Run fn inside the caller's transaction, or in one of its own. */
 static int in_tx(struct catalog *c, struct cerr *err, int (*fn)(struct catalog *, void *, struct cerr *),
 		 void *arg)

@@ -65,6 +65,11 @@ void catalog_close(struct catalog *c);
 int catalog_begin(struct catalog *c, struct cerr *err);
 int catalog_commit(struct catalog *c, struct cerr *err);
 void catalog_rollback(struct catalog *c);
+/* A savepoint inside the current transaction, to undo one item's changes
+ * alone: catalog_savepoint, then _rollback (undo) or _release (keep). */
+int catalog_savepoint(struct catalog *c, struct cerr *err);
+void catalog_savepoint_rollback(struct catalog *c);
+void catalog_savepoint_release(struct catalog *c);
 
 /* Replace everything known about one session by the projection of a full
  * scan of its log (any status: corrupt and unsupported logs are listed with

@@ -13,6 +13,7 @@
 #include "persist/lock.h"
 #include "persist/safefs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -21,6 +22,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 struct cursor {
 	bool valid;
@@ -47,6 +49,7 @@ struct log {
 	struct cursor cur;
 	struct scan *scan;
 	struct scan_opts wm;    /* durable watermark for every read */
+	int64_t batch_t;        /* the time given to the last batch's events */
 	uint64_t cut_bytes;
 	struct frame_codec *fc;
 };
@@ -107,6 +110,11 @@ struct log_revision log_durable(const struct log *lg)
 		r.next_seq = lg->cur.next_seq;
 	}
 	return r;
+}
+
+int64_t log_batch_time(const struct log *lg)
+{
+	return lg->batch_t;
 }
 
 uint64_t log_cut_bytes(const struct log *lg)
@@ -263,6 +271,12 @@ int log_open_path_opts(const char *path, const struct scan_opts *wm, struct log 
 			 "cannot open '%s'", path);
 		goto fail;
 	}
+	if (!S_ISREG(st.st_mode)) {
+		/* Refused before anything (a lock file) is created beside it. */
+		cerr_set(err, CERR_IO, 0, "'%s' is %s", path,
+			 S_ISLNK(st.st_mode) ? "a symlink" : "not a regular file");
+		goto fail;
+	}
 	lg->lockfd = lock_take(-1, lg->fname, lg->dirfd, err);
 	if (lg->lockfd < 0 || reread(lg, err) < 0)
 		goto fail;
@@ -308,9 +322,8 @@ int log_create(struct store *st, const char *id, const char *cwd, const cJSON *e
  * the same parser readers use, so the store never writes what it would
  * reject. */
 static int build_batch(struct buf *content, uint64_t seq, const struct log_event *evs, size_t n,
-		       struct cerr *err)
+		       int64_t now, struct cerr *err)
 {
-	int64_t now = clock_unix_ms();
 	for (size_t i = 0; i < n; i++) {
 		const struct log_event *e = &evs[i];
 		if (!e->type || !vocab_valid_type_name(e->type))
@@ -364,6 +377,28 @@ static void header_line(struct log *lg, struct buf *out)
 	cJSON_Delete(data);
 }
 
+/* Staging files a writer killed during its first publication left behind.
+ * Only the lock holder publishes, and we hold the lock: they are dead. */
+static void remove_stale_staging(int dirfd)
+{
+	int dupfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	DIR *d = dupfd < 0 ? NULL : fdopendir(dupfd);
+	if (!d) {
+		if (dupfd >= 0)
+			close(dupfd);
+		return;
+	}
+	static const char prefix[] = "." LOG_FILE ".";
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (n > sizeof prefix + 3 && strncmp(de->d_name, prefix, sizeof prefix - 1) == 0 &&
+		    strcmp(de->d_name + n - 4, ".tmp") == 0)
+			fsops->unlinkat(dirfd, de->d_name, 0);
+	}
+	closedir(d);
+}
+
 /* First publication: header frame + batch frame written to a staging file,
  * synced, renamed into place without overwriting, directory synced. */
 static int publish(struct log *lg, const struct buf *frames, uint64_t next_seq, struct cerr *err)
@@ -386,6 +421,7 @@ static int publish(struct log *lg, const struct buf *frames, uint64_t next_seq, 
 	struct stat st;
 	if (fsops->fstatat(lg->dirfd, lg->fname, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		return cerr_set(err, CERR_CONFLICT, 0, "session '%s' already exists", lg->id);
+	remove_stale_staging(lg->dirfd);
 	fd = safefs_openfile(lg->dirfd, staging, O_RDWR | O_CREAT | O_EXCL, err);
 	if (fd < 0)
 		return -1;
@@ -511,12 +547,15 @@ int log_append(struct log *lg, uint64_t expected, const struct log_event *evs, s
 			goto encode_failed;
 		buf_reset(&content);
 	}
-	if (build_batch(&content, seq, evs, n, err) < 0)
+	int64_t now = clock_unix_ms();
+	if (build_batch(&content, seq, evs, n, now, err) < 0)
 		goto out;
 	if (frame_encode(lg->fc, content.p, content.len, &frames) < 0)
 		goto encode_failed;
 	if (!lg->published) {
 		ret = publish(lg, &frames, seq + n, err);
+		if (ret == 0)
+			lg->batch_t = now;
 		goto out;
 	}
 	if (fs_pwrite_all(lg->fd, frames.p, frames.len, (off_t)lg->cur.len) < 0) {
@@ -536,6 +575,7 @@ int log_append(struct log *lg, uint64_t expected, const struct log_event *evs, s
 	}
 	lg->cur.len += frames.len;
 	lg->cur.next_seq = seq + n;
+	lg->batch_t = now;
 	lg->synced_known = true;
 	lg->synced_len = lg->cur.len;
 	ret = 0;

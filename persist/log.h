@@ -98,6 +98,8 @@ struct log_revision log_revision_of(const struct log *lg);
  * next seq): the durable watermark to record in the catalog. len 0 when it
  * acknowledged nothing yet. */
 struct log_revision log_durable(const struct log *lg);
+/* The t the last successful append gave its events that had none. */
+int64_t log_batch_time(const struct log *lg);
 /* Bytes of torn tail this handle has cut so far. */
 uint64_t log_cut_bytes(const struct log *lg);
 /* Release the lock and free; NULL-safe. */

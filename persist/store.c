@@ -151,10 +151,16 @@ int store_list(struct store *st, const char *area, struct session_ref **refs, si
 
 int store_resolve(struct store *st, const char *q, struct session_ref *ref, struct cerr *err)
 {
+	return store_resolve_in(st, STORE_SESSIONS, q, ref, err);
+}
+
+int store_resolve_in(struct store *st, const char *area, const char *q, struct session_ref *ref,
+		     struct cerr *err)
+{
 	if (!*q || strlen(q) > SESSION_ID_MAX || !pathkey_valid_id(q))
 		return cerr_set(err, CERR_USAGE, 0, "'%s' is not a session id", q);
 	struct list_ctx c = {.prefix = q};
-	if (each_session(st, STORE_SESSIONS, collect, &c, err) < 0) {
+	if (each_session(st, area, collect, &c, err) < 0) {
 		free(c.refs);
 		return -1;
 	}
@@ -293,4 +299,116 @@ int store_list_entries(struct store *st, struct store_entry **out, size_t *n, st
 fail:
 	free(c.v);
 	return -1;
+}
+
+int store_restore(struct store *st, const struct session_ref *ref, struct cerr *err)
+{
+	int trashfd = -1, tkeyfd = -1, dirfd = -1, lockfd = -1, areafd = -1, keyfd = -1, ret = -1;
+	if (!pathkey_valid_id(ref->id) || !pathkey_valid_key(ref->key))
+		return cerr_set(err, CERR_USAGE, 0, "invalid session '%s'", ref->id);
+	trashfd = safefs_opendir(st->rootfd, STORE_TRASH, false, NULL, err);
+	if (trashfd < 0)
+		goto missing;
+	tkeyfd = safefs_opendir(trashfd, ref->key, false, NULL, err);
+	if (tkeyfd < 0)
+		goto missing;
+	dirfd = safefs_opendir(tkeyfd, ref->id, false, NULL, err);
+	if (dirfd < 0)
+		goto missing;
+	lockfd = lock_take(tkeyfd, ref->id, dirfd, err);
+	if (lockfd < 0)
+		goto out;
+	areafd = safefs_opendir(st->rootfd, STORE_SESSIONS, true, NULL, err);
+	if (areafd < 0)
+		goto out;
+	keyfd = safefs_opendir(areafd, ref->key, true, NULL, err);
+	if (keyfd < 0)
+		goto out;
+	if (fsops->rename_noreplace(tkeyfd, ref->id, keyfd, ref->id) < 0) {
+		if (errno == EEXIST)
+			cerr_set(err, CERR_CONFLICT, 0, "a live session '%s' already exists", ref->id);
+		else
+			cerr_set(err, CERR_IO, errno, "cannot restore session '%s'", ref->id);
+		goto out;
+	}
+	if (safefs_fsync_dir(keyfd, ref->key, err) < 0 || safefs_fsync_dir(tkeyfd, "trash", err) < 0) {
+		err->outcome_unknown = true;
+		goto out;
+	}
+	ret = 0;
+	goto out;
+missing:
+	if (err->cls == CERR_MISSING)
+		cerr_set(err, CERR_MISSING, 0, "no session '%s' in the trash", ref->id);
+out:
+	lock_release(lockfd);
+	fs_close_quiet(keyfd);
+	fs_close_quiet(areafd);
+	fs_close_quiet(dirfd);
+	fs_close_quiet(tkeyfd);
+	fs_close_quiet(trashfd);
+	return ret;
+}
+
+int store_purge(struct store *st, const struct session_ref *ref, struct cerr *err)
+{
+	int trashfd = -1, tkeyfd = -1, dirfd = -1, lockfd = -1, ret = -1;
+	DIR *d = NULL;
+	if (!pathkey_valid_id(ref->id) || !pathkey_valid_key(ref->key))
+		return cerr_set(err, CERR_USAGE, 0, "invalid session '%s'", ref->id);
+	trashfd = safefs_opendir(st->rootfd, STORE_TRASH, false, NULL, err);
+	tkeyfd = trashfd < 0 ? -1 : safefs_opendir(trashfd, ref->key, false, NULL, err);
+	dirfd = tkeyfd < 0 ? -1 : safefs_opendir(tkeyfd, ref->id, false, NULL, err);
+	if (dirfd < 0) {
+		if (err->cls == CERR_MISSING)
+			cerr_set(err, CERR_MISSING, 0, "no session '%s' in the trash", ref->id);
+		goto out;
+	}
+	lockfd = lock_take(tkeyfd, ref->id, dirfd, err);
+	if (lockfd < 0)
+		goto out;
+	/* Everything in the directory goes, the lock file last: a process
+	 * that opens the lock meanwhile finds the directory gone when it
+	 * re-checks (lock_take). */
+	int dupfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	d = dupfd < 0 ? NULL : fdopendir(dupfd);
+	if (!d) {
+		if (dupfd >= 0)
+			close(dupfd);
+		cerr_set(err, CERR_IO, errno, "cannot list session '%s'", ref->id);
+		goto out;
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    strcmp(de->d_name, LOCK_FILE) == 0)
+			continue;
+		if (fsops->unlinkat(dirfd, de->d_name, 0) < 0 && errno != ENOENT) {
+			cerr_set(err, CERR_IO, errno, "cannot remove '%s' of session '%s'", de->d_name,
+				 ref->id);
+			goto out;
+		}
+	}
+	if (fsops->unlinkat(dirfd, LOCK_FILE, 0) < 0 && errno != ENOENT) {
+		cerr_set(err, CERR_IO, errno, "cannot remove the lock of session '%s'", ref->id);
+		goto out;
+	}
+	if (fsops->unlinkat(tkeyfd, ref->id, AT_REMOVEDIR) < 0) {
+		cerr_set(err, CERR_IO, errno, "cannot remove session '%s'", ref->id);
+		goto out;
+	}
+	if (safefs_fsync_dir(tkeyfd, "trash", err) < 0) {
+		err->outcome_unknown = true;
+		goto out;
+	}
+	fsops->unlinkat(trashfd, ref->key, AT_REMOVEDIR); /* an empty project: fine if not */
+	ret = 0;
+out:
+	if (d)
+		closedir(d);
+	lock_release(lockfd);
+	fs_close_quiet(dirfd);
+	fs_close_quiet(tkeyfd);
+	fs_close_quiet(trashfd);
+	return ret;
 }

@@ -45,6 +45,9 @@ int store_root_fd(const struct store *st);
  * No match: CERR_MISSING. Several: CERR_USAGE listing the candidates. */
 int store_resolve(struct store *st, const char *id_or_prefix, struct session_ref *ref,
 		  struct cerr *err);
+/* The same among the sessions of one area (STORE_SESSIONS or STORE_TRASH). */
+int store_resolve_in(struct store *st, const char *area, const char *id_or_prefix,
+		     struct session_ref *ref, struct cerr *err);
 /* Every session with a log file in area STORE_SESSIONS or STORE_TRASH.
  * *refs is a new array the caller frees (may be NULL when *n is 0). */
 int store_list(struct store *st, const char *area, struct session_ref **refs, size_t *n,
@@ -72,5 +75,12 @@ int store_open_session_dir(struct store *st, const struct session_ref *ref, bool
  * rebuild of the catalog reads back as the deletion time. */
 int store_trash(struct store *st, const struct session_ref *ref, int64_t *deleted_at_ms,
 		struct cerr *err);
+
+/* Put a trashed session back at sessions/<key>/<id> (never over a live
+ * one: CERR_CONFLICT), under its lock, syncing both directories. */
+int store_restore(struct store *st, const struct session_ref *ref, struct cerr *err);
+/* Remove a trashed session's directory for good, lock file included,
+ * under its lock (held elsewhere: CERR_LOCKED); the parent is synced. */
+int store_purge(struct store *st, const struct session_ref *ref, struct cerr *err);
 
 #endif

@@ -30,7 +30,7 @@ for t in "$BUILD"/tests/test_*; do
 	out=$(cd "$(mktemp -d)" && CMOCKA_MESSAGE_OUTPUT=TAP timeout 900 "$OLDPWD/$t" 2>&1)
 	count "$(basename "$t")" $? "$out"
 done
-for s in tests/cli/*.sh; do
+for s in tests/cli/test_*.sh; do
 	[ -f "$s" ] || continue
 	out=$(timeout 900 bash "$s" 2>&1)
 	count "$(basename "$s")" $? "$out"

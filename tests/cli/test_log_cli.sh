@@ -280,6 +280,11 @@ cp "$P/sessions/_no-cwd/yy/session.jsonl.zst" "$T/before"
 expect_code 4 "a log whose header id is not its directory's: append refused (4)" \
 	"$CAIRN" --data-dir "$P" log append yy --expect-seq 2 <<<"$MSG"
 check "... unchanged" cmp -s "$P/sessions/_no-cwd/yy/session.jsonl.zst" "$T/before"
+expect_code 4 "... inspect by id reports it corrupt" "$CAIRN" --data-dir "$P" inspect --json yy
+check "... naming the session it holds" pyj 'v["status"]=="corrupt" and "zz" in v["error"]["message"]'
+expect_code 4 "... log cat by id refuses it" "$CAIRN" --data-dir "$P" log cat yy
+expect_code 4 "... repair refuses it" "$CAIRN" --data-dir "$P" repair yy
+check "... still unchanged" cmp -s "$P/sessions/_no-cwd/yy/session.jsonl.zst" "$T/before"
 expect_code 2 "an id with '..' is a usage error" "$CAIRN" log cat 'a..b'
 expect_code 2 "'..' as an id is a usage error" "$CAIRN" inspect ..
 expect_code 2 "a 65-character id is a usage error" "$CAIRN" log cat "$(printf 'a%.0s' {1..65})"

@@ -1,0 +1,86 @@
+/* fifo.h — the persistence FIFO: one writer thread executes save items in
+ * the order they were posted; the libuv loop thread posts them and gets each
+ * one's completion back through uv_async (DESIGN §2, §3, §6).
+ *
+ * Calling sequence (loop thread):
+ *   fifo_new(loop, root) -> fifo_post(item, cb) ... -> fifo_flush (optional)
+ *   -> fifo_close(deadline) -> run the loop until the close callback.
+ * Every posted item completes exactly once, on the loop thread, with a
+ * receipt (next seq, content version) or a classified error; the item is
+ * freed after its callback returns. Per session, items run in post order;
+ * after a failed item the session's later items fail fast until a full
+ * save recovers it, so nothing is ever written after a gap. Adjacent
+ * history items of one session may be merged into one append; a full save
+ * is never merged. Items that reach the writer together share one catalog
+ * transaction (group commit). */
+#ifndef CAIRN_FIFO_H
+#define CAIRN_FIFO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+#include <uv.h>
+
+#include "base/err.h"
+
+struct fifo;
+struct fifo_item;
+
+enum fifo_kind {
+	FIFO_HISTORY,   /* append a transcript batch (expected seq) */
+	FIFO_FULL_SAVE, /* append the final batch + commit the projection (seq and version) */
+	FIFO_META,      /* title / pin as a session/meta event */
+	FIFO_DELETE,    /* move to the trash */
+	FIFO_RESTORE,   /* back from the trash */
+	FIFO_PURGE,     /* remove from the trash for good */
+};
+
+struct fifo_receipt {
+	uint64_t next_seq;        /* the log's next seq after this item */
+	uint64_t content_version; /* the catalog's version of the session */
+	int64_t deleted_at;       /* FIFO_DELETE: when */
+};
+
+/* Called once per item on the loop thread; err is NULL on success. The item
+ * and everything it owns are freed after the call returns. */
+typedef void (*fifo_done_cb)(struct fifo_item *it, void *ctx, const struct fifo_receipt *r,
+			     const struct cerr *err);
+
+/* Items. events is a JSON array of {"type","turn"?,"data"?,"ignorable"?}
+ * objects and is owned by the item from then on. */
+struct fifo_item *fifo_history(const char *session, uint64_t expected_seq, cJSON *events);
+struct fifo_item *fifo_full_save(const char *session, uint64_t expected_seq,
+				 uint64_t expected_version, cJSON *events);
+/* meta: {"title": string|null} and/or {"pinned": bool}; owned by the item. */
+struct fifo_item *fifo_meta(const char *session, cJSON *meta);
+struct fifo_item *fifo_delete(const char *session);
+struct fifo_item *fifo_restore(const char *session);
+struct fifo_item *fifo_purge(const char *session);
+/* Let a history or full save create the session when it does not exist
+ * yet (its first append publishes the header with this cwd, NULL: none). */
+void fifo_item_create(struct fifo_item *it, const char *cwd);
+enum fifo_kind fifo_item_kind(const struct fifo_item *it);
+const char *fifo_item_session(const struct fifo_item *it);
+
+/* Start the writer for the data root `root` (its own store and catalog
+ * connection). Returns NULL with err on failure. */
+struct fifo *fifo_new(uv_loop_t *loop, const char *root, struct cerr *err);
+/* Post an item (ownership passes to the FIFO). Fails only after
+ * fifo_close began: then cb never runs and the item is freed. */
+int fifo_post(struct fifo *f, struct fifo_item *it, fifo_done_cb cb, void *ctx, struct cerr *err);
+/* Wait (blocking the caller) until every item posted before the call for
+ * session (NULL: all sessions) is durable, or until deadline_ms of
+ * clock_mono_ns()/1e6 passes. Returns 0 when done, 1 on timeout (nothing
+ * is lost; wait again later). Completions are still delivered by the loop. */
+int fifo_flush(struct fifo *f, const char *session, uint64_t deadline_ms);
+/* Flush until deadline_ms, then stop the writer, deliver every pending
+ * completion and close the async handle (run the loop to finish it; f is
+ * freed by then). Returns 1 without closing when the flush timed out: the
+ * FIFO keeps ownership and the caller may call fifo_close again. */
+int fifo_close(struct fifo *f, uint64_t deadline_ms);
+/* Test hook: pause the writer before it takes its next batch (true) or let
+ * it go (false), so tests can queue items that reach it together. */
+void fifo_pause(struct fifo *f, bool paused);
+
+#endif
