@@ -32,6 +32,20 @@ ev() { echo "{\"seq\":$1,\"t\":2,\"type\":\"$2\"$3,\"data\":$4}"; }
 # append ID SEQ BATCH: log append that must succeed (sets OUT).
 append() { expect_code 0 "append to $1 at seq $2" "$CAIRN" log append "$1" --expect-seq "$2" <<<"$3"; }
 
+# Most checks below rewind and tear logs by hand, which only a crash can do,
+# and only to a write that was never acknowledged. With the catalog, every
+# acknowledged byte is under the durable watermark, where such damage is
+# corruption (the last section tests that); so until then each command runs
+# without a catalog, under the log store's structural rules alone.
+export CAIRN_REAL=$CAIRN
+CAIRN=$T/cairn-nocat
+cat >"$CAIRN" <<'SH'
+#!/bin/sh
+rm -f "$CAIRN_HOME/index.db" "$CAIRN_HOME/index.db-wal" "$CAIRN_HOME/index.db-shm"
+exec "$CAIRN_REAL" "$@"
+SH
+chmod +x "$CAIRN"
+
 # A turn with three tool calls: c1 never started, c2 started, c3 finished.
 B1='{"type":"turn/start","turn":"t1","data":{}}
 {"type":"user/message","turn":"t1","data":{"text":"run the tools"}}
@@ -338,5 +352,37 @@ rm -f "$(dirname "$f")/other.zst"
 wait "$holder"
 expect_code 0 "after the holder exits, repair works" "$CAIRN" repair "$id"
 expect_code 0 "... and append" "$CAIRN" log append "$id" --expect-seq 13 <<<"$B3"
+
+# --- the durable watermark (with the catalog) --------------------------------
+
+CAIRN=$CAIRN_REAL
+expect_code 0 "watermark: a new session" "$CAIRN" log append --new --no-cwd <<<"$B1"
+wid=${OUT%% *}
+wf=$(logfile "$wid")
+append "$wid" 9 "$B2"
+cp "$wf" "$T/wm-ok.zst"
+truncate -s -3 "$wf"
+cp "$wf" "$T/wm-cut.zst"
+expect_code 4 "an acknowledged final frame cut short is corrupt, not torn" "$CAIRN" inspect --json "$wid"
+check "... status corrupt, class corrupt" pyj 'v["status"]=="corrupt" and v["error"]["class"]=="corrupt"'
+expect_code 4 "... repair refuses it" "$CAIRN" repair "$wid"
+check "... byte-identical" cmp -s "$wf" "$T/wm-cut.zst"
+expect_code 0 "... the same bytes outside the root are only torn" "$CAIRN" inspect --json "$T/wm-cut.zst"
+check "... status torn" pyj 'v["status"]=="torn"'
+expect_code 0 "listing stays tolerant of a corrupt session" "$CAIRN" sessions --json
+check "... it is listed as corrupt" pyj 'any(s["id"]==A[0] and s["status"]=="corrupt" for s in v)' "$wid"
+cp "$T/wm-ok.zst" "$wf"
+head -c 64 /dev/zero >>"$wf"
+expect_code 0 "zeros after the acknowledged frames (power loss) are a torn tail" "$CAIRN" inspect --json "$wid"
+check "... status torn, 64 torn bytes" pyj 'v["status"]=="torn" and v["torn_bytes"]==64 and v["next_seq"]==10'
+expect_code 0 "... repair cuts them" "$CAIRN" repair --json "$wid"
+check "... and closes the turn" pyj 'v["cut_bytes"]==64 and len(v["appended"])==3'
+expect_code 0 "... then the log is ok" "$CAIRN" inspect --json "$wid"
+check "... status ok" pyj 'v["status"]=="ok" and v["next_seq"]==13'
+printf 'garbage' >>"$wf"
+expect_code 0 "garbage after the repaired log is a torn tail too" "$CAIRN" inspect --json "$wid"
+check "... torn_bytes 7" pyj 'v["status"]=="torn" and v["torn_bytes"]==7'
+expect_code 0 "... and an append cuts it first" "$CAIRN" log append "$wid" --expect-seq 13 <<<"$B3"
+check "... saying so" grep -q 'torn tail' <<<"$ERR"
 
 finish
