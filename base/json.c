@@ -59,6 +59,21 @@ static const char *lex_check(const char *s, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 		if (in_str) {
+			/* Skip 8 plain string bytes at a time: none a quote, a
+			 * backslash or a control character (SWAR tests). */
+			while (i + 8 <= n) {
+				uint64_t w;
+				memcpy(&w, s + i, 8);
+				const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+				uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+				uint64_t special = ((q - ones) & ~q) | ((b - ones) & ~b) | ((w - ones * 0x20) & ~w);
+				if (special & high)
+					break;
+				i += 8;
+			}
+			if (i >= n)
+				break;
+			c = (unsigned char)s[i];
 			if (c == '"') {
 				in_str = false;
 			} else if (c == '\\') {

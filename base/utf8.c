@@ -1,6 +1,9 @@
 /* utf8.c — UTF-8 validation on top of utf8proc_iterate. */
 #include "base/utf8.h"
 
+#include <stdint.h>
+#include <string.h>
+
 #include <utf8proc.h>
 
 bool utf8_valid(const char *s, size_t n, size_t *bad_at)
@@ -8,7 +11,15 @@ bool utf8_valid(const char *s, size_t n, size_t *bad_at)
 	const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)s;
 	size_t i = 0;
 	while (i < n) {
-		/* ASCII fast path: most of a log is ASCII JSON. */
+		/* ASCII fast paths: most of a log is ASCII JSON. */
+		if (i + 8 <= n) {
+			uint64_t w;
+			memcpy(&w, p + i, 8);
+			if (!(w & 0x8080808080808080ull)) {
+				i += 8;
+				continue;
+			}
+		}
 		if (p[i] < 0x80) {
 			i++;
 			continue;

@@ -132,14 +132,19 @@ void cat_bind_str(sqlite3_stmt *st, int i, const char *s)
 static int tighten_sidecars(struct catalog *c, struct cerr *err)
 {
 	static const char *const side[] = {CATALOG_FILE "-wal", CATALOG_FILE "-shm"};
+	/* Never open them: closing any fd of a file drops every POSIX lock
+	 * this process holds on it, SQLite's -shm locks included. */
 	for (size_t i = 0; i < 2; i++) {
-		int fd = safefs_openfile(c->rootfd, side[i], O_RDWR, err);
-		if (fd < 0) {
-			if (err->cls == CERR_MISSING)
+		struct stat st;
+		if (fsops->fstatat(c->rootfd, side[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno == ENOENT)
 				continue;
-			return -1;
+			return cerr_set(err, CERR_IO, errno, "cannot stat '%s'", side[i]);
 		}
-		fs_close_quiet(fd);
+		if (!S_ISREG(st.st_mode) || st.st_uid != geteuid())
+			return cerr_set(err, CERR_IO, 0, "'%s' is not a regular file of ours", side[i]);
+		if ((st.st_mode & 07777) != 0600 && fchmodat(c->rootfd, side[i], 0600, 0) < 0)
+			return cerr_set(err, CERR_IO, errno, "cannot set mode of '%s'", side[i]);
 	}
 	return 0;
 }

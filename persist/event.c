@@ -20,12 +20,25 @@ int event_parse(const char *line, size_t n, uint64_t expect_seq, struct event *e
 		return cerr_set(err, CERR_CORRUPT, 0, "event %llu: %s", (unsigned long long)expect_seq,
 				why);
 	int64_t seq, t;
-	const cJSON *jseq = cJSON_GetObjectItemCaseSensitive(root, "seq");
-	const cJSON *jt = cJSON_GetObjectItemCaseSensitive(root, "t");
-	const cJSON *jtype = cJSON_GetObjectItemCaseSensitive(root, "type");
-	const cJSON *jturn = cJSON_GetObjectItemCaseSensitive(root, "turn");
-	const cJSON *jign = cJSON_GetObjectItemCaseSensitive(root, "ignorable");
-	cJSON *jdata = cJSON_GetObjectItemCaseSensitive(root, "data");
+	/* One pass over the envelope's keys (duplicates were rejected). */
+	const cJSON *jseq = NULL, *jt = NULL, *jtype = NULL, *jturn = NULL, *jign = NULL;
+	cJSON *jdata = NULL;
+	for (cJSON *k = cJSON_IsObject(root) ? root->child : NULL; k; k = k->next) {
+		const char *name = k->string;
+		switch (name[0]) {
+		case 's': if (strcmp(name, "seq") == 0) jseq = k; break;
+		case 't':
+			if (name[1] == '\0')
+				jt = k;
+			else if (strcmp(name, "type") == 0)
+				jtype = k;
+			else if (strcmp(name, "turn") == 0)
+				jturn = k;
+			break;
+		case 'i': if (strcmp(name, "ignorable") == 0) jign = k; break;
+		case 'd': if (strcmp(name, "data") == 0) jdata = k; break;
+		}
+	}
 	if (!cJSON_IsObject(root))
 		why = "not a JSON object";
 	else if (!json_get_int(jseq, 0, JSON_MAX_SAFE_INT, &seq))

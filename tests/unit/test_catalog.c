@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -374,6 +375,7 @@ static pid_t child_holding(struct fx *f, int hold_ms)
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
+		child_init();
 		struct store *st;
 		struct catalog *c;
 		struct cerr e;
@@ -396,10 +398,21 @@ static pid_t child_holding(struct fx *f, int hold_ms)
 	return pid;
 }
 
+/* In a forked child: a crash ends it (cmocka's handlers would go on
+ * running the parent's tests there). */
+static void child_init(void)
+{
+	static const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		signal(sigs[i], SIG_DFL);
+}
+
 static void expect_exit0(pid_t pid)
 {
 	int ws;
 	assert_int_equal(waitpid(pid, &ws, 0), pid);
+	if (WIFSIGNALED(ws))
+		fail_msg("child killed by signal %d", WTERMSIG(ws));
 	assert_true(WIFEXITED(ws));
 	assert_int_equal(WEXITSTATUS(ws), 0);
 }
@@ -508,8 +521,10 @@ static void test_concurrent_processes(void **state)
 	make(f, "sB", "/p", NULL, (const char *const[]){"[{'type':'session/meta','data':{}}]", NULL});
 	pid_t pid = fork();
 	assert_true(pid >= 0);
-	if (pid == 0)
+	if (pid == 0) {
+		child_init();
 		_exit(writer(f->root, "sA", 60) ? 1 : 0);
+	}
 	int bad = writer(f->root, "sB", 60);
 	expect_exit0(pid);
 	assert_int_equal(bad, 0);
@@ -806,4 +821,430 @@ static void test_statuses(void **state)
 	list(f, false, false, NULL, 0, "sTorn sBad sOpen sOther sIdle sUns sEmpty");
 	list(f, false, false, "/p/u", 0, "sUns"); /* no cwd known: found by its key */
 	assert_int_equal(sync_ok(f), 0);
+}
+
+/* ---- listing and reconciliation ---- */
+
+static void test_list_order_and_filters(void **state)
+{
+	struct fx *f = *state;
+	make(f, "a", "/p/x", NULL, (const char *const[]){"[" USER("a") ",{'type':'step/end','turn':'t','t':100}]", NULL});
+	make(f, "b", "/p/x", NULL, (const char *const[]){"[{'type':'turn/start','turn':'t','t':300}]", NULL});
+	make(f, "c", "/p/y", NULL, (const char *const[]){"[{'type':'turn/start','turn':'t','t':20}]",
+							  "[{'type':'session/meta','data':{'pinned':true},'t':200}]", NULL});
+	make(f, "d", "/p/x", NULL, (const char *const[]){"[{'type':'turn/start','turn':'t','t':400}]", NULL});
+	make(f, "e", "/p/y", NULL, (const char *const[]){"[{'type':'session/meta','data':{'pinned':true},'t':150}]", NULL});
+	struct session_ref ref = {"d", "-p-x"};
+	int64_t ms = 0;
+	struct cerr err;
+	assert_int_equal(store_trash(f->st, &ref, &ms, &err), 0);
+	assert_true(ms > 0);
+	assert_int_equal(sync_ok(f), 5);
+	list(f, false, false, NULL, 0, "c e b a");
+	list(f, true, false, NULL, 0, "c e d b a");
+	list(f, false, true, NULL, 0, "d");
+	list(f, true, true, NULL, 0, "d");
+	list(f, false, false, "/p/x", 0, "b a");
+	list(f, true, false, "/p/x", 0, "d b a");
+	list(f, false, false, "/p/y", 0, "c e");
+	list(f, false, false, "/p/nothing", 0, "");
+	list(f, false, false, NULL, 2, "c e");
+	list(f, true, false, NULL, 3, "c e d");
+	list(f, false, false, "/p/x", 1, "b");
+	struct cat_session s;
+	get(f, "d", &s);
+	assert_int_equal(s.deleted_at, ms);
+	assert_int_equal(s.updated_at, T0 + 400);
+	cat_session_release(&s);
+	get(f, "a", &s);
+	assert_int_equal(s.updated_at, T0 + 100);
+	assert_int_equal(s.deleted_at, 0);
+	cat_session_release(&s);
+}
+
+static void test_sync_lifecycle(void **state)
+{
+	struct fx *f = *state;
+	make(f, "s1", "/p", NULL, (const char *const[]){
+		"[{'type':'turn/start','turn':'t1','data':{'client_submit_id':'k1'}}," USER("one") "]", NULL});
+	assert_int_equal(sync_ok(f), 1);
+	assert_int_equal(sync_ok(f), 0); /* nothing changed */
+	struct log *lg = open_log(f, "s1");
+	add(lg, "[{'type':'turn/end','turn':'t1','data':{'outcome':'completed'}},"
+		" {'type':'turn/start','turn':'t2'}," USER("grown") "]");
+	log_close(lg);
+	assert_int_equal(sync_ok(f), 1); /* the log grew: re-projected */
+	struct cat_session s;
+	get(f, "s1", &s);
+	assert_int_equal(s.turns, 2);
+	assert_string_equal(s.last_prompt, "grown");
+	assert_int_equal(s.content_version, 6);
+	cat_session_release(&s);
+	assert_int_equal(sync_ok(f), 0);
+	/* Trash: marked with the ctime the store reported. */
+	struct session_ref ref = {"s1", "-p"};
+	int64_t ms = 0;
+	struct cerr err;
+	assert_int_equal(store_trash(f->st, &ref, &ms, &err), 0);
+	assert_int_equal(sync_ok(f), 1);
+	get(f, "s1", &s);
+	assert_int_equal(s.deleted_at, ms);
+	assert_string_equal(s.last_prompt, "grown");
+	cat_session_release(&s);
+	list(f, false, false, NULL, 0, "");
+	list(f, false, true, NULL, 0, "s1");
+	assert_int_equal(sync_ok(f), 0);
+	/* Restored by hand: live again. */
+	char from[512], to[512];
+	path_of(f, STORE_TRASH, "/p", "s1", NULL, from, sizeof from);
+	path_of(f, STORE_SESSIONS, "/p", "s1", NULL, to, sizeof to);
+	assert_int_equal(rename(from, to), 0);
+	assert_int_equal(sync_ok(f), 1);
+	get(f, "s1", &s);
+	assert_int_equal(s.deleted_at, 0);
+	cat_session_release(&s);
+	/* Gone for good: the row, its text and its claims are forgotten. */
+	nftw(to, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	assert_int_equal(sync_ok(f), 1);
+	assert_int_equal(catalog_get(cat(f), "s1", &s, &err), -1);
+	assert_int_equal(err.cls, CERR_MISSING);
+	list(f, true, false, NULL, 0, "");
+	sqlite3 *db = raw_open(f->root);
+	char *c = raw_text(db, "SELECT (SELECT count(*) FROM docs) + (SELECT count(*) FROM claims)");
+	assert_string_equal(c, "0");
+	free(c);
+	sqlite3_close(db);
+	assert_int_equal(sync_ok(f), 0);
+}
+
+/* Append json to lg and project it as the write path does: the header
+ * first when this append published the log, then the batch with the new
+ * durable watermark. Returns the new content version. */
+static uint64_t add_projected(struct fx *f, struct log *lg, const char *key, const char *json)
+{
+	struct batch b;
+	batch_parse(&b, json);
+	uint64_t first = log_next_seq(lg), next, ver = 0;
+	struct cerr err;
+	if (log_append(lg, first, b.evs, b.n, &next, &err) < 0)
+		fail_msg("append: %s", err.msg);
+	if (first == 1) {
+		struct session_ref ref;
+		snprintf(ref.id, sizeof ref.id, "%s", log_id(lg));
+		snprintf(ref.key, sizeof ref.key, "%s", key);
+		size_t n;
+		uint8_t *bytes = slurp(log_path(lg), &n);
+		struct scan *all = scan_buffer(bytes, n);
+		struct scan *hdr = scan_buffer(bytes, all->frames[0].len);
+		assert_int_equal(hdr->status, SCAN_OK);
+		assert_int_equal(hdr->next_seq, 1);
+		if (catalog_project_scan(cat(f), &ref, hdr, 0, NULL, &err) < 0)
+			fail_msg("project header: %s", err.msg);
+		scan_free(hdr);
+		scan_free(all);
+		free(bytes);
+	}
+	struct log_revision d = log_durable(lg);
+	assert_int_equal(d.next_seq, next);
+	assert_true(d.len > 0);
+	struct cat_watermark wm = {true, d.len, d.next_seq, d.dev, d.ino};
+	if (catalog_project_batch(cat(f), log_id(lg), first, 0, b.evs, b.n, &wm, &ver, &err) < 0)
+		fail_msg("project batch at %llu: %s", (unsigned long long)first, err.msg);
+	assert_int_equal(ver, next);
+	batch_free(&b);
+	return ver;
+}
+
+static void expect_wm(struct fx *f, const char *id, uint64_t len, uint64_t seq, ino_t ino)
+{
+	struct cat_watermark wm;
+	struct cerr err;
+	assert_int_equal(catalog_get_watermark(cat(f), id, &wm, &err), 0);
+	assert_true(wm.known);
+	assert_int_equal(wm.len, len);
+	assert_int_equal(wm.next_seq, seq);
+	assert_int_equal(wm.ino, ino);
+}
+
+static void test_project_batch(void **state)
+{
+	struct fx *f = *state;
+	struct log *lg;
+	struct cerr err;
+	assert_int_equal(log_create(f->st, "sB", "/p", NULL, &lg, &err), 0);
+	assert_int_equal(add_projected(f, lg, "-p", "[{'type':'turn/start','turn':'t1'}," USER("hello batch") "]"), 3);
+	assert_int_equal(add_projected(f, lg, "-p", "[{'type':'turn/end','turn':'t1','data':{'outcome':'completed'}}]"), 4);
+	struct log_revision d = log_durable(lg);
+	struct cat_session s;
+	get(f, "sB", &s);
+	assert_int_equal(s.content_version, 4);
+	assert_int_equal(s.durable_len, d.len);
+	assert_int_equal(s.durable_seq, 4);
+	assert_string_equal(s.title, "hello batch");
+	assert_string_equal(s.status, "idle");
+	assert_int_equal(s.turns, 1);
+	cat_session_release(&s);
+	expect_wm(f, "sB", d.len, 4, d.ino);
+	/* Only at content_version == first_seq. */
+	struct batch b;
+	batch_parse(&b, "[" USER("stale") "]");
+	struct cat_watermark wm = {true, d.len, d.next_seq, d.dev, d.ino};
+	uint64_t ver = 77;
+	assert_int_equal(catalog_project_batch(cat(f), "sB", 3, 0, b.evs, b.n, &wm, &ver, &err), -1);
+	assert_int_equal(err.cls, CERR_CONFLICT);
+	assert_int_equal(catalog_project_batch(cat(f), "sB", 5, 0, b.evs, b.n, &wm, &ver, &err), -1);
+	assert_int_equal(err.cls, CERR_CONFLICT);
+	assert_int_equal(catalog_project_batch(cat(f), "nope", 4, 0, b.evs, b.n, &wm, &ver, &err), -1);
+	assert_int_equal(err.cls, CERR_MISSING);
+	/* In an explicit transaction that is rolled back: no trace. */
+	assert_int_equal(catalog_begin(cat(f), &err), 0);
+	assert_int_equal(catalog_project_batch(cat(f), "sB", 4, 0, b.evs, b.n, &wm, &ver, &err), 0);
+	assert_int_equal(ver, 5);
+	catalog_rollback(cat(f));
+	get(f, "sB", &s);
+	assert_int_equal(s.content_version, 4);
+	assert_string_equal(s.last_prompt, "hello batch");
+	cat_session_release(&s);
+	batch_free(&b);
+	/* The watermark never moves back on one file; a new file resets it. */
+	struct cat_watermark lower = {true, d.len - 1, 3, d.dev, d.ino};
+	assert_int_equal(catalog_set_watermark(cat(f), "sB", &lower, &err), 0);
+	expect_wm(f, "sB", d.len, 4, d.ino);
+	struct cat_watermark other = {true, 10, 2, d.dev, d.ino + 1};
+	assert_int_equal(catalog_set_watermark(cat(f), "sB", &other, &err), 0);
+	expect_wm(f, "sB", 10, 2, d.ino + 1);
+	assert_int_equal(catalog_set_watermark(cat(f), "sB", &wm, &err), 0);
+	expect_wm(f, "sB", d.len, 4, d.ino);
+	assert_int_equal(sync_ok(f), 0); /* the batches left the file's identity */
+	log_close(lg);
+}
+
+static void expect_claim(struct fx *f, const char *id, const char *session, const char *turn,
+			 const char *state)
+{
+	bool found = true;
+	char *s, *t, *st;
+	struct cerr err;
+	assert_int_equal(catalog_claim(cat(f), id, &found, &s, &t, &st, &err), 0);
+	assert_int_equal(found, session != NULL);
+	if (session) {
+		assert_string_equal(s, session);
+		assert_string_equal(t, turn);
+		assert_string_equal(st, state);
+	}
+	free(s), free(t), free(st);
+}
+
+static void test_claims_and_status(void **state)
+{
+	struct fx *f = *state;
+	make(f, "sC", "/p", NULL, (const char *const[]){
+		"[{'type':'turn/start','turn':'t1','data':{'client_submit_id':'sub-1'}}," USER("q") "]",
+		"[{'type':'turn/end','turn':'t1','data':{'outcome':'canceled'}},"
+		" {'type':'turn/start','turn':'t2','data':{'client_submit_id':'sub-2'}}]", NULL});
+	sync_ok(f);
+	expect_claim(f, "sub-1", "sC", "t1", "canceled");
+	expect_claim(f, "sub-2", "sC", "t2", "open");
+	expect_claim(f, "sub-3", NULL, NULL, NULL);
+	struct log *lg = open_log(f, "sC");
+	add(lg, "[{'type':'turn/end','turn':'t2','data':{'outcome':'completed'}},"
+		" {'type':'turn/start','turn':'t3','data':{'client_submit_id':'sub-3'}}]");
+	assert_int_equal(sync_ok(f), 1);
+	expect_claim(f, "sub-2", "sC", "t2", "completed");
+	expect_claim(f, "sub-3", "sC", "t3", "open");
+	add(lg, "[{'type':'turn/end','turn':'t3','data':{'outcome':'interrupted'}}]");
+	log_close(lg);
+	sync_ok(f);
+	expect_claim(f, "sub-3", "sC", "t3", "interrupted");
+	/* Status override and clear. */
+	struct cerr err;
+	assert_int_equal(catalog_set_status(cat(f), "sC", "running", &err), 0);
+	expect_status(f, "sC", "running", NULL);
+	assert_int_equal(sync_ok(f), 0);
+	expect_status(f, "sC", "running", NULL); /* a sync keeps the override */
+	assert_int_equal(catalog_set_status(cat(f), "sC", "unsaved", &err), 0);
+	expect_status(f, "sC", "unsaved", NULL);
+	assert_int_equal(catalog_set_status(cat(f), "sC", NULL, &err), 0);
+	expect_status(f, "sC", "idle", NULL);
+	assert_int_equal(catalog_set_status(cat(f), "nope", "running", &err), -1);
+	assert_int_equal(err.cls, CERR_MISSING);
+	assert_int_equal(catalog_set_deleted(cat(f), "nope", 5, &err), -1);
+	assert_int_equal(err.cls, CERR_MISSING);
+	bool ok = false;
+	char *msg = NULL;
+	assert_int_equal(catalog_integrity(cat(f), &ok, &msg, &err), 0);
+	assert_true(ok);
+	assert_string_equal(msg, "ok");
+	free(msg);
+}
+
+/* ---- rebuild equivalence ---- */
+
+/* Every table as text, rows ordered by key; docids left out. what 0:
+ * every column but the watermark, 1: only id and the watermark. */
+static char *dump(const char *root, int what)
+{
+	static const char *const sql[] = {
+		"SELECT * FROM sessions ORDER BY id",
+		"SELECT session, turn, role, body FROM docs ORDER BY session, turn, role",
+		"SELECT * FROM claims ORDER BY client_submit_id"};
+	sqlite3 *db = raw_open(root);
+	struct buf b = BUF_INIT;
+	for (size_t i = 0; i < (what ? 1u : 3u); i++) {
+		sqlite3_stmt *q;
+		assert_int_equal(sqlite3_prepare_v2(db, sql[i], -1, &q, NULL), SQLITE_OK);
+		while (sqlite3_step(q) == SQLITE_ROW) {
+			for (int c = 0; c < sqlite3_column_count(q); c++) {
+				const char *name = sqlite3_column_name(q, c);
+				bool wm = strncmp(name, "wm_", 3) == 0;
+				if (what == 0 ? wm : !(wm || strcmp(name, "id") == 0))
+					continue;
+				const unsigned char *t = sqlite3_column_text(q, c);
+				buf_printf(&b, "%s=%s%s%s|", name, t ? "'" : "", t ? (const char *)t : "NULL",
+					   t ? "'" : "");
+			}
+			buf_addc(&b, '\n');
+		}
+		sqlite3_finalize(q);
+		buf_adds(&b, "--\n");
+	}
+	/* Both full-text indexes agree with the documents. */
+	assert_int_equal(sqlite3_exec(db, "INSERT INTO fts_words(fts_words) VALUES('integrity-check');"
+					  "INSERT INTO fts_tri(fts_tri) VALUES('integrity-check')",
+				      NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	return buf_detach(&b, NULL);
+}
+
+static void same_dump(const char *a, const char *b)
+{
+	size_t line = 1;
+	const char *p = a, *q = b;
+	while (*p && *q) {
+		const char *pe = strchr(p, '\n'), *qe = strchr(q, '\n');
+		if (pe - p != qe - q || memcmp(p, q, (size_t)(pe - p)) != 0)
+			fail_msg("line %zu differs:\nincremental: %.*s\nrebuilt:     %.*s", line,
+				 (int)(pe - p), p, (int)(qe - q), q);
+		p = pe + 1, q = qe + 1, line++;
+	}
+	assert_string_equal(p, q);
+}
+
+/* Three sessions written batch by batch and projected as they go. */
+static void incremental_scenario(struct fx *f)
+{
+	struct log *lg;
+	struct cerr err;
+	assert_int_equal(log_create(f->st, "sA", "/p/a", J("{'provider':'p1','model':'m1'}"), &lg, &err), 0);
+	static const char *const a[] = {
+		"[{'type':'turn/start','turn':'t1','data':{'client_submit_id':'ca1'}},"
+		" {'type':'user/message','turn':'t1','data':{'text':'Plan the  schema\\nfor the catalog'}}]",
+		"[{'type':'assistant/text','turn':'t1','data':{'text':'Sure, the sch'}}]",
+		"[{'type':'assistant/text','turn':'t1','data':{'text':'ema has three tables.'}},"
+		" {'type':'tool/call','turn':'t1','data':{'call_id':'k1','name':'sh','args':{'cmd':'ls'}}},"
+		" {'type':'tool/started','turn':'t1','data':{'call_id':'k1'}}]",
+		"[{'type':'tool/result','turn':'t1','data':{'call_id':'k1','status':'ok','output':'created 3 files'}},"
+		" {'type':'tool/call','turn':'t1','data':{'call_id':'k2','name':'q','args':{}}}]",
+		"[{'type':'tool/result','turn':'t1','data':{'call_id':'k2','status':'ok',"
+		"  'output':{'rows':[1,2.5,'x'],'ok':true,'nested':{'a':null}}}}]",
+		"[{'type':'tool/call','turn':'t1','data':{'call_id':'k3','name':'touch','args':{}}}]",
+		"[{'type':'tool/result','turn':'t1','data':{'call_id':'k3','status':'ok','output':''}}]",
+		"[{'type':'turn/end','turn':'t1','data':{'outcome':'completed'}}," META("{'title':'Catalog design'}") "]",
+		"[" META("{'pinned':true}") ",{'type':'session/settings','data':{'model':'m2'}},"
+		" {'type':'x/future','ign':true,'data':{'a':1}}]",
+		"[{'type':'turn/start','turn':'t2','data':{'client_submit_id':'ca2'}},"
+		" {'type':'user/message','turn':'t2','data':{'text':'second prompt'}},"
+		" {'type':'assistant/reasoning','turn':'t2','data':{'text':'thinking'}}]", NULL};
+	for (const char *const *p = a; *p; p++)
+		add_projected(f, lg, "-p-a", *p);
+	log_close(lg);
+	cJSON *fork = J("{'forked_from':{'session':'sA','turn':'t1'}}");
+	assert_int_equal(log_create(f->st, "sB", "/p/b", fork, &lg, &err), 0);
+	cJSON_Delete(fork);
+	add_projected(f, lg, "-p-b", "[{'type':'turn/start','turn':'t1','data':{'client_submit_id':'cb1'}},"
+				     " {'type':'user/message','turn':'t1','data':{'text':'fork prompt'}},"
+				     " {'type':'assistant/text','turn':'t1','data':{'text':'answer'}}]");
+	add_projected(f, lg, "-p-b", "[{'type':'turn/end','turn':'t1','data':{'outcome':'canceled'}}," META("{'title':'Temp'}") "]");
+	add_projected(f, lg, "-p-b", "[" META("{'title':null}") ",{'type':'turn/start','turn':'t2'},"
+				     " {'type':'user/message','turn':'t2','data':{'text':'two'}},"
+				     " {'type':'tool/call','turn':'t2','data':{'call_id':'z','name':'sh','args':[]}},"
+				     " {'type':'tool/result','turn':'t2','data':{'call_id':'z','status':'error','output':'boom'}},"
+				     " {'type':'turn/end','turn':'t2','data':{'outcome':'failed'}}]");
+	log_close(lg);
+	struct session_ref ref = {"sB", "-p-b"};
+	int64_t ms = 0;
+	assert_int_equal(store_trash(f->st, &ref, &ms, &err), 0);
+	assert_int_equal(catalog_set_deleted(cat(f), "sB", ms, &err), 0);
+	assert_int_equal(log_create(f->st, "sC", NULL, NULL, &lg, &err), 0);
+	add_projected(f, lg, "_no-cwd", "[" USER("no cwd here") "]");
+	add_projected(f, lg, "_no-cwd", "[" META("{'pinned':true}") "]");
+	add_projected(f, lg, "_no-cwd", "[" META("{'pinned':false}") "," USER("again") "]");
+	log_close(lg);
+}
+
+static void test_rebuild_equivalence(void **state)
+{
+	struct fx *f = *state;
+	incremental_scenario(f);
+	struct cat_session s;
+	get(f, "sA", &s);
+	assert_string_equal(s.title, "Catalog design");
+	assert_true(s.pinned);
+	assert_string_equal(s.model, "m2");
+	assert_string_equal(s.status, "interrupted");
+	cat_session_release(&s);
+	expect_claim(f, "ca1", "sA", "t1", "completed");
+	expect_claim(f, "cb1", "sB", "t1", "canceled");
+	assert_int_equal(sync_ok(f), 0); /* nothing on disk the projection lacks */
+	char *inc = dump(f->root, 0);
+	struct cerr err;
+	assert_int_equal(catalog_clear(cat(f), &err), 0);
+	list(f, true, false, NULL, 0, "");
+	assert_int_equal(sync_ok(f), 3);
+	char *re = dump(f->root, 0);
+	same_dump(inc, re);
+	assert_non_null(strstr(re, "Sure, the schema has three tables."));
+	free(inc);
+	free(re);
+}
+
+/* A rebuild keeps what catalog.h promises of the watermark: set from the
+ * scan of a log read whole. */
+static void test_rebuild_watermark(void **state)
+{
+	struct fx *f = *state;
+	incremental_scenario(f);
+	char *inc = dump(f->root, 1);
+	struct cerr err;
+	assert_int_equal(catalog_clear(cat(f), &err), 0);
+	sync_ok(f);
+	char *re = dump(f->root, 1);
+	same_dump(inc, re);
+	free(inc);
+	free(re);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(x) cmocka_unit_test_setup_teardown(x, setup, teardown)
+		T(test_file_modes),
+		T(test_pragmas_and_schema),
+		T(test_newer_schema_refused),
+		T(test_two_connections),
+		T(test_busy_timeout_waits),
+		T(test_busy_beyond_timeout_locked),
+		T(test_concurrent_processes),
+		T(test_projection_fields),
+		T(test_titles_and_pins),
+		T(test_title_of),
+		T(test_statuses),
+		T(test_list_order_and_filters),
+		T(test_sync_lifecycle),
+		T(test_project_batch),
+		T(test_claims_and_status),
+		T(test_rebuild_equivalence),
+		T(test_rebuild_watermark),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }
