@@ -97,6 +97,15 @@ static void verify(struct report *r, struct store *st, struct catalog *cat,
 	scan_free(s);
 }
 
+/* Remove index.db with its WAL and shared-memory files (a stale WAL must
+ * never be replayed into a fresh database). */
+static void drop_index(struct store *st)
+{
+	fsops->unlinkat(store_root_fd(st), CATALOG_FILE "-wal", 0);
+	fsops->unlinkat(store_root_fd(st), CATALOG_FILE "-shm", 0);
+	fsops->unlinkat(store_root_fd(st), CATALOG_FILE, 0);
+}
+
 /* Watermarks are not in the logs: keep them across a rebuild. */
 struct saved_wm {
 	char *id;
@@ -160,14 +169,17 @@ int cmd_doctor(struct cli *c, int argc, char **argv)
 	if (store_list_entries(st, &ents, &n, &err) < 0)
 		problem(&r, NULL, err.cls, err.msg);
 	if (catalog_open(st, &cat, &err) < 0) {
-		problem(&r, NULL, err.cls, err.msg);
-		if (err.cls == CERR_UNSUPPORTED && re) {
-			/* An index from another schema is rebuilt from scratch. */
-			char *path = xasprintf("%s/%s", store_root(st), CATALOG_FILE);
-			fsops->unlinkat(store_root_fd(st), CATALOG_FILE, 0);
-			free(path);
+		/* With --reindex, an index that cannot be used (another schema,
+		 * not a database) is rebuilt from scratch; a busy one is not. */
+		if (re && err.cls != CERR_LOCKED) {
+			struct cerr first = err;
+			drop_index(st);
 			if (catalog_open(st, &cat, &err) < 0)
 				problem(&r, NULL, err.cls, err.msg);
+			else
+				note(&r, "index", "rebuilt", first.msg);
+		} else {
+			problem(&r, NULL, err.cls, err.msg);
 		}
 	}
 	for (size_t i = 0; i < n; i++)
@@ -178,8 +190,21 @@ int cmd_doctor(struct cli *c, int argc, char **argv)
 			problem(&r, NULL, err.cls, err.msg);
 		if (catalog_integrity(cat, &integrity_ok, &integrity, &err) < 0)
 			problem(&r, NULL, err.cls, err.msg);
-		else if (!integrity_ok)
+		else if (!integrity_ok && !re)
 			problem(&r, NULL, CERR_CORRUPT, integrity);
+		if (re && !integrity_ok) {
+			note(&r, "index", "rebuilt", integrity ? integrity : "integrity check failed");
+			/* A damaged index is not repaired in place: rebuilt. */
+			catalog_close(cat);
+			cat = NULL;
+			drop_index(st);
+			free(integrity);
+			integrity = NULL;
+			if (catalog_open(st, &cat, &err) < 0 ||
+			    reindex(cat, st, ents, n, &projected, &err) < 0 ||
+			    catalog_integrity(cat, &integrity_ok, &integrity, &err) < 0)
+				problem(&r, NULL, err.cls, err.msg);
+		}
 	}
 report:
 	if (json) {

@@ -176,8 +176,15 @@ int cmd_search(struct cli *c, int argc, char **argv)
 	bool json = false, all = false;
 	size_t limit = 0;
 	struct buf q = BUF_INIT;
+	bool opts = true;
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
+		if (opts && strcmp(argv[i], "--") == 0)
+			opts = false; /* the rest is query text */
+		else if (!opts) {
+			if (q.len)
+				buf_addc(&q, ' ');
+			buf_adds(&q, argv[i]);
+		} else if (strcmp(argv[i], "--json") == 0)
 			json = true;
 		else if (strcmp(argv[i], "--all") == 0)
 			all = true;
@@ -186,7 +193,7 @@ int cmd_search(struct cli *c, int argc, char **argv)
 				buf_release(&q);
 				return cli_usage(me, "--limit needs a positive integer");
 			}
-		} else if (argv[i][0] == '-' && argv[i][1] == '-' && strcmp(argv[i], "--") != 0) {
+		} else if (argv[i][0] == '-' && argv[i][1] == '-') {
 			buf_release(&q);
 			return cli_usage(me, "unknown option '%s'", argv[i]);
 		} else {

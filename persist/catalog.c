@@ -43,7 +43,7 @@ static const char schema_sql[] =
 	"  forked_from TEXT,"
 	"  forked_turn TEXT,"
 	"  content_version INTEGER NOT NULL DEFAULT 0," /* = projected next seq */
-	"  proj_dev INTEGER, proj_ino INTEGER, proj_len INTEGER,"
+	"  proj_dev INTEGER, proj_ino INTEGER, proj_len INTEGER, proj_ctime INTEGER,"
 	"  wm_len INTEGER, wm_seq INTEGER, wm_dev INTEGER, wm_ino INTEGER"
 	");"
 	"CREATE INDEX sessions_order ON sessions(pinned DESC, updated_at DESC);"
@@ -168,7 +168,13 @@ int catalog_open(struct store *st, struct catalog **out, struct cerr *err)
 	sqlite3_extended_result_codes(c->db, 0);
 	/* WAL so readers never block the writer; NORMAL because the catalog is
 	 * a projection of fsynced logs: losing its last commits to a power loss
-	 * only makes it lag (watermarks included), never lead. */
+	 * only makes it lag (watermarks included), never lead. Switching a
+	 * new database to WAL takes an exclusive lock, and SQLite gives up at
+	 * once (no busy handler) while another opener holds a shared one:
+	 * retry for as long as the busy timeout. */
+	for (int i = 0; i < 500 && sqlite3_exec(c->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) ==
+					   SQLITE_BUSY; i++)
+		sqlite3_sleep(10);
 	if (cat_exec(c, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
 			"PRAGMA wal_autocheckpoint=1000; PRAGMA foreign_keys=OFF;", err) < 0)
 		goto fail;
@@ -358,6 +364,8 @@ static const char *str_field(const cJSON *data, const char *name)
 
 static void add_doc(struct row *r, const char *turn, const char *role, const char *text)
 {
+	if (!text || !*text)
+		return; /* nothing to index, and no separator: a batch never stores one */
 	struct doc *d = NULL;
 	for (size_t i = r->n_docs; i-- > 0;)
 		if (strcmp(r->docs[i].turn, turn) == 0 && strcmp(r->docs[i].role, role) == 0) {
@@ -512,13 +520,15 @@ static int row_store(struct catalog *c, const struct row *r, bool replace, struc
 	st = cat_prepare(c,
 		"INSERT INTO sessions (id, project_key, cwd, auto_title, title, created_at, updated_at,"
 		" turns, last_prompt, provider, model, pinned, deleted_at, proj_status, error,"
-		" open_turns, forked_from, forked_turn, content_version, proj_dev, proj_ino, proj_len)"
-		" VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22)"
+		" open_turns, forked_from, forked_turn, content_version, proj_dev, proj_ino, proj_len,"
+		" proj_ctime)"
+		" VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,"
+		" ?23)"
 		" ON CONFLICT(id) DO UPDATE SET project_key=?2, cwd=?3, auto_title=?4, title=?5,"
 		" created_at=?6, updated_at=?7, turns=?8, last_prompt=?9, provider=?10, model=?11,"
 		" pinned=?12, deleted_at=?13, proj_status=?14, error=?15, open_turns=?16,"
 		" forked_from=?17, forked_turn=?18, content_version=?19, proj_dev=?20, proj_ino=?21,"
-		" proj_len=?22", err);
+		" proj_len=?22, proj_ctime=?23", err);
 	if (!st) {
 		free(open);
 		return -1;
@@ -548,6 +558,7 @@ static int row_store(struct catalog *c, const struct row *r, bool replace, struc
 	sqlite3_bind_int64(st, 20, (sqlite3_int64)r->dev);
 	sqlite3_bind_int64(st, 21, (sqlite3_int64)r->ino);
 	sqlite3_bind_int64(st, 22, (sqlite3_int64)r->len);
+	sqlite3_bind_int64(st, 23, r->ctime_ns);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	free(open);
@@ -642,6 +653,7 @@ static int do_project_scan(struct catalog *c, void *arg, struct cerr *err)
 	r.dev = s->dev;
 	r.ino = s->ino;
 	r.len = s->file_len;
+	r.ctime_ns = s->ctime_ns;
 	for (size_t i = 0; i < s->n_events; i++) {
 		const struct event *ev = &s->events[i];
 		row_apply(&r, ev->seq, ev->t, ev->type, ev->turn, ev->data, ev->kind != NULL);
@@ -678,7 +690,8 @@ int row_load(struct catalog *c, const char *id, struct row *r, bool *found, stru
 	sqlite3_stmt *st = cat_prepare(c,
 		"SELECT project_key, cwd, auto_title, title, created_at, updated_at, turns, last_prompt,"
 		" provider, model, pinned, deleted_at, proj_status, error, open_turns, forked_from,"
-		" forked_turn, content_version, proj_dev, proj_ino, proj_len FROM sessions WHERE id = ?1",
+		" forked_turn, content_version, proj_dev, proj_ino, proj_len, proj_ctime FROM sessions"
+		" WHERE id = ?1",
 		err);
 	if (!st)
 		return -1;
@@ -717,6 +730,7 @@ int row_load(struct catalog *c, const char *id, struct row *r, bool *found, stru
 		r->dev = (dev_t)sqlite3_column_int64(st, 18);
 		r->ino = (ino_t)sqlite3_column_int64(st, 19);
 		r->len = (uint64_t)sqlite3_column_int64(st, 20);
+		r->ctime_ns = sqlite3_column_int64(st, 21);
 		rc = SQLITE_DONE;
 	}
 	sqlite3_finalize(st);
@@ -762,6 +776,7 @@ static int do_project_batch(struct catalog *c, void *arg, struct cerr *err)
 		r.dev = a->wm->dev;
 		r.ino = a->wm->ino;
 		r.len = a->wm->len;
+		r.ctime_ns = a->wm->ctime_ns;
 	}
 	ret = row_store(c, &r, false, err);
 	if (ret == 0)
@@ -901,6 +916,7 @@ struct known {
 	char *id;
 	char *key;
 	uint64_t dev, ino, len;
+	int64_t ctime_ns;
 	bool deleted, seen;
 	struct cat_watermark wm;
 };
@@ -963,7 +979,7 @@ int catalog_sync(struct catalog *c, struct store *st, size_t *changed, struct ce
 		return -1;
 	sqlite3_stmt *q = cat_prepare(c, "SELECT id, project_key, proj_dev, proj_ino, proj_len,"
 					 " deleted_at IS NOT NULL, wm_len, wm_seq, wm_dev, wm_ino,"
-					 " wm_len IS NOT NULL FROM sessions", err);
+					 " wm_len IS NOT NULL, proj_ctime FROM sessions", err);
 	if (!q)
 		goto out;
 	size_t cap = 0;
@@ -986,6 +1002,7 @@ int catalog_sync(struct catalog *c, struct store *st, size_t *changed, struct ce
 		r->wm.next_seq = (uint64_t)sqlite3_column_int64(q, 7);
 		r->wm.dev = (dev_t)sqlite3_column_int64(q, 8);
 		r->wm.ino = (ino_t)sqlite3_column_int64(q, 9);
+		r->ctime_ns = sqlite3_column_int64(q, 11);
 	}
 	sqlite3_finalize(q);
 	if (rc != SQLITE_DONE) {
@@ -1003,8 +1020,11 @@ int catalog_sync(struct catalog *c, struct store *st, size_t *changed, struct ce
 			if (r->seen)
 				continue; /* the same id live and in the trash: live wins */
 			r->seen = true;
+			/* Any rewrite of the file (even in place, same length)
+			 * changes its ctime. */
 			if (r->dev == (uint64_t)e->dev && r->ino == (uint64_t)e->ino && r->len == e->size &&
-			    r->deleted == e->trash && strcmp(r->key, e->ref.key) == 0)
+			    r->ctime_ns == e->ctime_ns && r->deleted == e->trash &&
+			    strcmp(r->key, e->ref.key) == 0)
 				continue;
 		}
 		if (!began && catalog_begin(c, err) < 0)

@@ -52,6 +52,7 @@ struct cat_watermark {
 	uint64_t len, next_seq;
 	dev_t dev;
 	ino_t ino;
+	int64_t ctime_ns; /* the file's ctime at that point, when known (else 0) */
 };
 
 /* Open (creating 0600, with -wal and -shm 0600) the catalog of st. Caller

@@ -38,6 +38,7 @@ struct row {
 	uint64_t next_seq, len;
 	dev_t dev;
 	ino_t ino;
+	int64_t ctime_ns;
 	struct doc *docs;
 	size_t n_docs;
 	struct claim *claims, *ends;

@@ -204,6 +204,26 @@ static bool needs_trigram(const char *s, size_t *chars)
 	return tri;
 }
 
+/* Does the term hold a letter or digit (a token for the word index)? */
+static bool has_word_char(const char *s)
+{
+	const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)s;
+	utf8proc_ssize_t left = (utf8proc_ssize_t)strlen(s);
+	while (left > 0) {
+		utf8proc_int32_t cp;
+		utf8proc_ssize_t r = utf8proc_iterate(p, left, &cp);
+		if (r <= 0)
+			return false;
+		utf8proc_category_t cat = utf8proc_category(cp);
+		if ((cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_LO) ||
+		    (cat >= UTF8PROC_CATEGORY_ND && cat <= UTF8PROC_CATEGORY_NO))
+			return true;
+		p += r;
+		left -= r;
+	}
+	return false;
+}
+
 /* An FTS5 string literal: the term in double quotes, quotes doubled. Every
  * term is a literal, so no user input is ever FTS5 syntax. */
 static void add_fts_literal(struct buf *b, const char *term)
@@ -292,6 +312,8 @@ int catalog_search(struct catalog *c, const char *query, size_t limit, bool with
 	for (size_t i = 0; i < t.n; i++) {
 		size_t chars;
 		needs_trigram(t.v[i], &chars);
+		if (!tri && !has_word_char(t.v[i]))
+			continue; /* no token in it: it would match nothing */
 		if (tri && chars < 3) {
 			likes[n_likes++] = like_pattern(t.v[i]);
 			if (!short_term)
@@ -301,6 +323,12 @@ int catalog_search(struct catalog *c, const char *query, size_t limit, bool with
 		if (match.len)
 			buf_adds(&match, " AND ");
 		add_fts_literal(&match, t.v[i]);
+	}
+	int ret = -1;
+	sqlite3_stmt *st = NULL;
+	if (!match.len && !n_likes) {
+		ret = 0; /* only punctuation: no word can match it */
+		goto out;
 	}
 	const char *fts = tri ? "fts_tri" : "fts_words";
 	if (match.len) {
@@ -320,8 +348,7 @@ int catalog_search(struct catalog *c, const char *query, size_t limit, bool with
 	buf_adds(&sql, with_deleted ? "" : " AND s.deleted_at IS NULL");
 	buf_printf(&sql, " ORDER BY %s s.updated_at DESC, d.docid DESC LIMIT ?2",
 		   match.len ? "rank," : "");
-	int ret = -1;
-	sqlite3_stmt *st = cat_prepare(c, sql.p, err);
+	st = cat_prepare(c, sql.p, err);
 	if (!st)
 		goto out;
 	if (match.len)

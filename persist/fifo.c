@@ -240,7 +240,7 @@ static int project(struct fifo *f, struct wsess *w, uint64_t first_seq, const st
 		   size_t n, uint64_t *version, struct cerr *err)
 {
 	struct log_revision d = log_durable(w->lg);
-	struct cat_watermark wm = {d.len > 0, d.len, d.next_seq, d.dev, d.ino};
+	struct cat_watermark wm = {d.len > 0, d.len, d.next_seq, d.dev, d.ino, d.ctime_ns};
 	struct cat_session row;
 	struct cerr e;
 	if (catalog_get(f->cat, w->id, &row, &e) == 0) {
@@ -292,8 +292,11 @@ static void run_group(struct fifo *f, struct fifo_item *first, struct fifo_item 
 			 w->id, w->why.msg);
 		goto fail;
 	}
-	if (it->kind == FIFO_FULL_SAVE && w->failed)
-		wsess_close_log(w); /* recovery: re-read the log from disk */
+	if (it->kind == FIFO_FULL_SAVE && w->failed && w->lg &&
+	    log_reread(w->lg, &err) < 0 && err.cls != CERR_MISSING)
+		goto fail; /* recovery: re-read from disk through the same handle, which
+			    * syncs or cuts what a failed sync left unsure (a fresh handle
+			    * would build on it); MISSING: never published, the append will */
 	if (appends) {
 		if (ensure_log(f, w, it, &err) < 0)
 			goto fail;

@@ -108,6 +108,9 @@ struct log_revision log_durable(const struct log *lg)
 		r.ino = lg->cur.ino;
 		r.len = lg->cur.len;
 		r.next_seq = lg->cur.next_seq;
+		struct stat st;
+		if (fsops->fstat(lg->fd, &st) == 0 && (uint64_t)st.st_size == r.len)
+			r.ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
 	}
 	return r;
 }

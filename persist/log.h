@@ -40,6 +40,7 @@ struct log_revision {
 	ino_t ino;
 	uint64_t len;
 	uint64_t next_seq;
+	int64_t ctime_ns; /* log_durable only: the file's ctime then (0: unknown) */
 };
 
 /* Start a new session under st (id NULL: a new ULID). extra (borrowed, may

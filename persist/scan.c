@@ -364,6 +364,15 @@ struct scan *scan_buffer_opts(const uint8_t *p, size_t n, const struct scan_opts
 		s->good_len = pos + fi.frame_len;
 		pos += fi.frame_len;
 	}
+	/* The loop checks the seq at the watermark only while bytes follow
+	 * it; a watermark at the very end is checked here. */
+	if (wm && n > 0 && pos == n && pos == o->wm_len && s->status == SCAN_OK &&
+	    s->next_seq != o->wm_seq) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "seq %llu at the durable watermark, where %llu was acknowledged",
+			 (unsigned long long)s->next_seq, (unsigned long long)o->wm_seq);
+		corrupt(s, pos, msg);
+	}
 	if (n == 0)
 		corrupt(s, 0, "empty file");
 	frame_codec_free(fc);
@@ -399,6 +408,7 @@ int scan_fd_opts(int fd, const struct scan_opts *o, struct scan **out, struct ce
 	struct scan *s = scan_buffer_opts(p, (size_t)got, o);
 	free(p);
 	s->dev = st.st_dev;
+	s->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
 	s->ino = st.st_ino;
 	*out = s;
 	return 0;

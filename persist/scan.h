@@ -45,6 +45,7 @@ struct scan {
 	uint64_t next_seq;      /* seq after the last valid event */
 	dev_t dev;              /* identity of the file read (0 for buffers) */
 	ino_t ino;
+	int64_t ctime_ns;       /* its ctime when read: any rewrite changes it */
 
 	struct scan_frame *frames; /* the valid prefix, in order */
 	size_t n_frames;

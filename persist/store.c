@@ -280,6 +280,7 @@ static int collect_entry(void *vctx, int keyfd, const char *key, const char *id)
 	e->dev = fst.st_dev;
 	e->ino = fst.st_ino;
 	e->size = (uint64_t)fst.st_size;
+	e->ctime_ns = (int64_t)fst.st_ctim.tv_sec * 1000000000 + fst.st_ctim.tv_nsec;
 	if (c->trash && fsops->fstatat(keyfd, id, &dst, AT_SYMLINK_NOFOLLOW) == 0)
 		e->dir_ctime_ms = (int64_t)dst.st_ctim.tv_sec * 1000 + dst.st_ctim.tv_nsec / 1000000;
 	return 0;

@@ -59,6 +59,7 @@ struct store_entry {
 	dev_t dev;
 	ino_t ino;
 	uint64_t size;
+	int64_t ctime_ns;     /* the log file's ctime */
 	int64_t dir_ctime_ms; /* the session directory's ctime (when trashed) */
 };
 

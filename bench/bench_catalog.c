@@ -1,0 +1,1556 @@
+/* bench_catalog.c — the catalog and the persistence FIFO measured against
+ * the targets of issue 3 ("Tests and measurements"):
+ *
+ *   1. with N (10,000) generated sessions of about T (30) turns: the wall
+ *      time of the real binary for `cairn sessions --json` (target < 100 ms)
+ *      and `cairn search --json` for a rare and a common term (< 50 ms
+ *      each), plus the same work in-process, piece by piece, to tell
+ *      process start-up, directory reconciliation, the query and the JSON
+ *      output apart;
+ *   2. full saves per second through the FIFO, one session, each save
+ *      waited for before the next (an interactive client), against a
+ *      baseline doing the same syncs by hand in the same run on the same
+ *      disk: pwrite of a ~300-byte zstd frame + fdatasync, then one SQLite
+ *      UPDATE commit (WAL, synchronous=NORMAL). Target: ratio >= 0.8;
+ *   3. several sessions (8) saving at once: one full save per session
+ *      posted together, all waited for, repeated; saves/s against the same
+ *      baseline over 8 files. Target: ratio > 1 (group commit).
+ *
+ * The data set is generated straight through the log store (one log_append
+ * per turn, syncs skipped through the fsops table, one syncfs at the end),
+ * in one process per core, then catalog_open + catalog_sync build index.db
+ * (timed). With $BENCH_DIR set the generated root is kept there and reused
+ * by later runs (--regen rebuilds it, --rebuild-catalog only index.db).
+ *
+ * Exit 0 whatever the figures (informational); non-zero when something
+ * fails (a write error, a cairn run that fails, a wrong hit count).
+ *
+ * Options: --only=1|2|3 (repeatable), --sessions=N, --turns=N, --runs=N
+ * (timed CLI runs, default 5, after one warm-up), --rounds=N (FIFO rounds,
+ * default 6), --fifo-secs=S (FIFO time per side, default 3), --writers=N
+ * (test 3, default 8), --cairn=PATH (default: ../cairn next to this
+ * binary's directory), --regen, --rebuild-catalog, --keep. */
+#include "app/cmds.h"
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/json.h"
+#include "base/xalloc.h"
+#include "persist/catalog.h"
+#include "persist/catalog_int.h" /* diagnostics only: the connection, for PRAGMAs */
+#include "persist/fifo.h"
+#include "persist/fsops.h"
+#include "persist/log.h"
+#include "persist/pathkey.h"
+#include "persist/store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <sqlite3.h>
+#include <uv.h>
+#include <zstd.h>
+
+extern char **environ;
+
+/* session_json (the `sessions --json` object) lives in app/cmd_sessions.c,
+ * whose object also refers to the command table of app/main.c, which is not
+ * in libcairn.a: an empty table lets the bench call the real function. */
+const struct command cli_commands[] = {{NULL, NULL, NULL, NULL}};
+
+#define RARE_TERM "quetzalcoatl"
+#define COMMON_TERM "function"
+#define CJK_TERM "配置文件"
+#define RARE_EVERY 1000 /* one session in RARE_EVERY mentions RARE_TERM once */
+
+/* ---- options and small helpers ---------------------------------------- */
+
+static struct {
+	bool only[4];
+	bool any_only;
+	size_t sessions;
+	unsigned turns;
+	int runs, rounds, writers;
+	double fifo_secs;
+	const char *cairn;
+	bool regen, rebuild_catalog, keep;
+} opt = {.sessions = 10000, .turns = 30, .runs = 5, .rounds = 6, .writers = 8, .fifo_secs = 3.0};
+
+static char *work;    /* temp dir of this run (FIFO roots, baseline files) */
+static char *dataset; /* the generated set: dataset/root is the data root */
+static char *droot;
+static bool dataset_is_temp;
+static int failures;
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("bench_catalog: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static void die_err(const char *what, const struct cerr *e) __attribute__((noreturn));
+static void die_err(const char *what, const struct cerr *e)
+{
+	die("%s: %s (%s)", what, e->msg, cerr_class_name(e->cls));
+}
+
+static double ms_since(uint64_t t0)
+{
+	return (double)(clock_mono_ns() - t0) / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(const double *v, size_t n)
+{
+	double *c = xmalloc(n * sizeof *c);
+	memcpy(c, v, n * sizeof *c);
+	qsort(c, n, sizeof *c, cmp_double);
+	double m = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
+	free(c);
+	return m;
+}
+
+/* xorshift64*, seeded per session so the data set does not depend on how
+ * the sessions are split between generator processes. */
+static uint64_t rng_state;
+static void rng_seed(uint64_t s)
+{
+	s += 0x9E3779B97F4A7C15u; /* splitmix64 */
+	s = (s ^ (s >> 30)) * 0xBF58476D1CE4E5B9u;
+	s = (s ^ (s >> 27)) * 0x94D049BB133111EBu;
+	rng_state = (s ^ (s >> 31)) | 1;
+}
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 0x2545F4914F6CDD1Du;
+}
+static unsigned rnd_in(unsigned lo, unsigned hi) /* [lo, hi] */
+{
+	return lo + (unsigned)(rnd() % (uint64_t)(hi - lo + 1));
+}
+
+static const char *base_dir(void)
+{
+	const char *base = getenv("BENCH_DIR");
+	if (!base || !*base)
+		base = getenv("TMPDIR");
+	if (!base || !*base)
+		base = "/tmp";
+	return base;
+}
+
+static char *temp_dir(void)
+{
+	char *t = xasprintf("%s/cairn-bench-XXXXXX", base_dir());
+	if (!mkdtemp(t))
+		die("cannot create a temp dir under %s: %s", base_dir(), strerror(errno));
+	return t;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int type, struct FTW *f)
+{
+	(void)sb;
+	(void)type;
+	(void)f;
+	return remove(p);
+}
+
+static void rm_tree(const char *path)
+{
+	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static uint64_t tree_bytes_total;
+static int add_size(const char *p, const struct stat *sb, int type, struct FTW *f)
+{
+	(void)p;
+	(void)f;
+	if (type == FTW_F)
+		tree_bytes_total += (uint64_t)sb->st_size;
+	return 0;
+}
+
+static uint64_t tree_bytes(const char *path)
+{
+	tree_bytes_total = 0;
+	nftw(path, add_size, 16, FTW_PHYS);
+	return tree_bytes_total;
+}
+
+static uint64_t file_bytes(const char *path)
+{
+	struct stat sb;
+	return stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+}
+
+static int nosync(int fd)
+{
+	(void)fd;
+	return 0;
+}
+
+/* ---- results table ---------------------------------------------------- */
+
+struct trow {
+	char metric[64], ours[24], ref[24], target[16], result[8];
+	double ratio;
+	bool has_ratio;
+};
+static struct trow rows[40];
+static size_t n_rows;
+
+static void add_row(const char *metric, const char *ours, const char *ref, double ratio,
+		    bool has_ratio, const char *target, const char *result)
+{
+	if (n_rows == sizeof rows / sizeof rows[0])
+		return;
+	struct trow *r = &rows[n_rows++];
+	snprintf(r->metric, sizeof r->metric, "%s", metric);
+	snprintf(r->ours, sizeof r->ours, "%s", ours);
+	snprintf(r->ref, sizeof r->ref, "%s", ref);
+	snprintf(r->target, sizeof r->target, "%s", target);
+	snprintf(r->result, sizeof r->result, "%s", result);
+	r->ratio = ratio;
+	r->has_ratio = has_ratio;
+	fprintf(stderr, "  -> %s: %s vs %s%s%.3f %s %s\n", metric, ours, ref,
+		has_ratio ? ", ratio " : "", has_ratio ? ratio : 0.0, target, result);
+}
+
+/* A wall time against a limit: ratio = ours / limit, PASS when < 1. */
+static void add_time_row(const char *metric, double ms, double limit_ms)
+{
+	char o[24], l[24], t[16];
+	snprintf(o, sizeof o, "%.1f ms", ms);
+	snprintf(l, sizeof l, "%.0f ms", limit_ms);
+	snprintf(t, sizeof t, "< %.0f ms", limit_ms);
+	add_row(metric, o, l, ms / limit_ms, true, t, ms < limit_ms ? "PASS" : "MISS");
+}
+
+/* An informational time (part of a figure above). */
+static void add_info_ms(const char *metric, double ms)
+{
+	char o[24];
+	snprintf(o, sizeof o, "%.2f ms", ms);
+	add_row(metric, o, "", 0, false, "(info)", "-");
+}
+
+/* ---- 1a. the data set ------------------------------------------------- */
+
+static const char *const words[] = {
+	"the", "a", "function", "returns", "error", "file", "buffer", "when", "is", "not",
+	"we", "should", "check", "this", "that", "value", "in", "of", "to", "and", "for",
+	"test", "fails", "because", "pointer", "NULL", "struct", "log", "append", "frame",
+	"seq", "turn", "call", "result", "with", "length", "size_t", "int", "return", "-1",
+	"errno", "EIO", "fsync", "write", "read", "path", "directory", "session", "line",
+	"JSON", "parse", "zstd", "compress", "header", "cursor", "lock", "open", "close",
+	"Makefile", "build", "warning:", "unused", "variable", "src/main.c:42:7", "{", "}",
+	"if", "(n", "==", "0)", "+=", "ok", "let's", "now", "I'll", "look", "at", "déjà",
+	"naïve", "—", "→", "✓", "café", "über", "config", "index", "query", "cache",
+	"thread", "socket", "timeout", "retry", "request", "response", "handler", "schema",
+};
+
+/* Sessions written in Chinese mix these in (no spaces between them). */
+static const char *const zh_words[] = {
+	"数据库", "连接失败", "请检查配置文件", "内存泄漏", "函数返回错误", "日志", "会话",
+	"为什么", "测试没有通过", "索引", "查询很慢", "重试", "超时了", "我们", "应该",
+};
+
+/* Rarely used words: each appears in well under 0.1% of the documents. */
+static const char *const rare_words[] = {
+	"xenolith", "brachistochrone", "sesquipedalian", "palimpsest", "zugzwang",
+	"defenestration", "kerfuffle", "borborygmus",
+};
+
+/* Prose of about n bytes: words from the list, the odd newline, quote and
+ * tab (JSON escapes), non-ASCII, and for a Chinese session runs of Chinese
+ * without spaces. */
+static void gen_text(struct buf *b, size_t n, bool zh)
+{
+	buf_reset(b);
+	size_t nw = sizeof words / sizeof words[0], nz = sizeof zh_words / sizeof zh_words[0];
+	while (b->len < n) {
+		bool z = zh && rnd_in(0, 1) == 0;
+		if (b->len && !(z && rnd_in(0, 2) != 0)) {
+			unsigned r = rnd_in(0, 99);
+			buf_addc(b, r < 4 ? '\n' : r < 5 ? '\t' : ' ');
+		}
+		const char *w = z ? zh_words[rnd() % nz] : words[rnd() % nw];
+		if (rnd_in(0, 4999) == 0)
+			w = rare_words[rnd() % (sizeof rare_words / sizeof rare_words[0])];
+		if (rnd_in(0, 49) == 0) {
+			buf_addc(b, '"');
+			buf_adds(b, w);
+			buf_addc(b, '"');
+		} else {
+			buf_adds(b, w);
+		}
+	}
+}
+
+struct gen_stats {
+	uint64_t sessions, turns, events, frames;
+};
+
+struct turn_batch {
+	struct log_event evs[64];
+	cJSON *data[64];
+	size_t n;
+};
+
+static void tb_add(struct turn_batch *tb, const char *type, const char *turn, cJSON *data,
+		   int64_t t)
+{
+	if (tb->n == sizeof tb->evs / sizeof tb->evs[0])
+		die("turn batch overflow");
+	tb->data[tb->n] = data;
+	tb->evs[tb->n++] = (struct log_event){.type = type, .turn = turn, .data = data, .t = t};
+}
+
+static cJSON *text_obj(struct buf *tmp, unsigned lo, unsigned hi, bool zh)
+{
+	gen_text(tmp, rnd_in(lo, hi), zh);
+	cJSON *d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "text", tmp->p);
+	return d;
+}
+
+static const char *const tool_names[] = {"read_file", "bash", "edit_file", "grep"};
+static const char *const src_paths[] = {
+	"persist/log.c", "persist/scan.c", "base/json.c", "tui/view.c", "engine/turn.c",
+	"Makefile", "docs/format.md", "tests/unit/test_log.c", "README.md", "app/main.c",
+};
+
+static cJSON *tool_args(const char *name, struct buf *tmp)
+{
+	cJSON *a = cJSON_CreateObject();
+	const char *path = src_paths[rnd() % (sizeof src_paths / sizeof src_paths[0])];
+	if (strcmp(name, "read_file") == 0) {
+		cJSON_AddStringToObject(a, "path", path);
+		cJSON_AddNumberToObject(a, "offset", rnd_in(1, 400));
+	} else if (strcmp(name, "bash") == 0) {
+		cJSON_AddStringToObject(a, "command", "make -j2 test 2>&1 | tail -n 40");
+	} else if (strcmp(name, "edit_file") == 0) {
+		cJSON_AddStringToObject(a, "path", path);
+		gen_text(tmp, rnd_in(40, 200), false);
+		cJSON_AddStringToObject(a, "old_string", tmp->p);
+		gen_text(tmp, rnd_in(40, 200), false);
+		cJSON_AddStringToObject(a, "new_string", tmp->p);
+	} else {
+		cJSON_AddStringToObject(a, "pattern", "log_append\\(");
+		cJSON_AddStringToObject(a, "path", path);
+	}
+	return a;
+}
+
+/* One turn as one batch: turn/start, user/message, 0-2 tool steps
+ * (request/prepared, 1-3 assistant/text chunks, tool/call, tool/started,
+ * tool/result, step/end), the answer streamed in 2-6 assistant/text chunks,
+ * step/end, turn/end with usage. */
+static void gen_turn(struct turn_batch *tb, size_t sess, unsigned k, int64_t t, bool zh, bool rare,
+		     char *turn, size_t turn_size, struct buf *tmp)
+{
+	snprintf(turn, turn_size, "T%06zu%04u%08X", sess, k, (unsigned)rnd());
+	char sub[48], call_id[64];
+	if (k == 0 && sess % 50 == 7) {
+		cJSON *m = cJSON_CreateObject();
+		gen_text(tmp, rnd_in(20, 60), zh);
+		cJSON_AddStringToObject(m, "title", tmp->p);
+		tb_add(tb, "session/meta", NULL, m, t);
+	}
+	if (k == 1 && sess % 200 == 3) {
+		cJSON *m = cJSON_CreateObject();
+		cJSON_AddBoolToObject(m, "pinned", 1);
+		tb_add(tb, "session/meta", NULL, m, t);
+	}
+	cJSON *d = cJSON_CreateObject();
+	snprintf(sub, sizeof sub, "sub-%zu-%u", sess, k);
+	cJSON_AddStringToObject(d, "client_submit_id", sub);
+	tb_add(tb, "turn/start", turn, d, t);
+	d = text_obj(tmp, 40, 400, zh);
+	if (rare) {
+		/* The rare term: exactly one user message in these sessions. */
+		struct buf b = BUF_INIT;
+		buf_printf(&b, "why does %s %s", RARE_TERM, cJSON_GetStringValue(cJSON_GetObjectItem(d, "text")));
+		cJSON_ReplaceItemInObject(d, "text", cJSON_CreateString(b.p));
+		buf_release(&b);
+	}
+	tb_add(tb, "user/message", turn, d, t);
+	unsigned steps = rnd_in(0, 99) < 35 ? rnd_in(1, 2) : 0;
+	for (unsigned s = 0; s < steps; s++) {
+		tb_add(tb, "request/prepared", turn, cJSON_CreateObject(), t);
+		for (unsigned c = rnd_in(1, 3); c > 0; c--)
+			tb_add(tb, "assistant/text", turn, text_obj(tmp, 30, 200, zh), t);
+		const char *name = tool_names[rnd() % 4];
+		snprintf(call_id, sizeof call_id, "call_%zu_%u_%u_%08x", sess, k, s, (unsigned)rnd());
+		d = cJSON_CreateObject();
+		cJSON_AddStringToObject(d, "call_id", call_id);
+		cJSON_AddStringToObject(d, "name", name);
+		cJSON_AddItemToObject(d, "args", tool_args(name, tmp));
+		tb_add(tb, "tool/call", turn, d, t);
+		d = cJSON_CreateObject();
+		cJSON_AddStringToObject(d, "call_id", call_id);
+		tb_add(tb, "tool/started", turn, d, t);
+		d = cJSON_CreateObject();
+		cJSON_AddStringToObject(d, "call_id", call_id);
+		bool err = rnd_in(0, 9) == 0;
+		cJSON_AddStringToObject(d, "status", err ? "error" : "ok");
+		gen_text(tmp, rnd_in(100, 1500), false);
+		cJSON_AddStringToObject(d, "output", tmp->p);
+		if (strcmp(name, "bash") == 0)
+			cJSON_AddNumberToObject(d, "exit_code", err ? 2 : 0);
+		tb_add(tb, "tool/result", turn, d, t);
+		tb_add(tb, "step/end", turn, cJSON_CreateObject(), t);
+	}
+	tb_add(tb, "request/prepared", turn, cJSON_CreateObject(), t);
+	for (unsigned c = rnd_in(2, 6); c > 0; c--)
+		tb_add(tb, "assistant/text", turn, text_obj(tmp, 30, 250, zh), t);
+	tb_add(tb, "step/end", turn, cJSON_CreateObject(), t);
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "outcome", "completed");
+	cJSON *u = cJSON_AddObjectToObject(d, "usage");
+	cJSON_AddNumberToObject(u, "input_tokens", rnd_in(1000, 120000));
+	cJSON_AddNumberToObject(u, "output_tokens", rnd_in(10, 4000));
+	tb_add(tb, "turn/end", turn, d, t);
+}
+
+/* mkdir that tolerates an existing directory (two generators race). */
+static void mkdir_p1(const char *path)
+{
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		die("mkdir %s: %s", path, strerror(errno));
+}
+
+/* Generate session `idx` in the private staging store `stage`, then move
+ * its directory into the data root. Each log_create resolves the new id
+ * against the whole store (a walk of every session directory), so
+ * creating 10,000 sessions in one store would be quadratic; the staging
+ * store holds one session at a time. */
+static void gen_session(struct store *stage, const char *stage_path, size_t idx, int64_t now,
+			struct gen_stats *gs)
+{
+	rng_seed(idx);
+	bool zh = idx % 10 == 4;
+	unsigned turns = rnd_in(opt.turns > 10 ? opt.turns - 10 : 1, opt.turns + 10);
+	char cwd[64];
+	snprintf(cwd, sizeof cwd, "/home/dev/src/project-%02zu", (idx * 7) % 40);
+	cJSON *extra = cJSON_CreateObject();
+	cJSON_AddStringToObject(extra, "provider", idx % 3 ? "anthropic" : "openai");
+	cJSON_AddStringToObject(extra, "model", idx % 3 ? "claude-sonnet-4" : "gpt-4.1");
+	struct log *lg;
+	struct cerr e;
+	if (log_create(stage, NULL, cwd, extra, &lg, &e) < 0)
+		die_err("log_create", &e);
+	cJSON_Delete(extra);
+	/* Last activity spread so that listing order is not directory order;
+	 * after the headers' created_at (now), as a real session's is. */
+	int64_t base = now + (int64_t)((idx * 7919) % opt.sessions) * 60000;
+	struct turn_batch tb;
+	struct buf tmp = BUF_INIT;
+	char turn[64];
+	for (unsigned k = 0; k < turns; k++) {
+		tb.n = 0;
+		gen_turn(&tb, idx, k, base + (int64_t)k * 20000, zh,
+			 k == turns / 2 && idx % RARE_EVERY == 123, turn, sizeof turn, &tmp);
+		if (log_append(lg, log_next_seq(lg), tb.evs, tb.n, NULL, &e) < 0)
+			die_err("log_append", &e);
+		gs->events += tb.n;
+		gs->frames++;
+		for (size_t i = 0; i < tb.n; i++)
+			cJSON_Delete(tb.data[i]);
+	}
+	gs->turns += turns;
+	gs->sessions++;
+	buf_release(&tmp);
+	char *key = pathkey_project(cwd);
+	char *from = xasprintf("%s/%s/%s/%s", stage_path, STORE_SESSIONS, key, log_id(lg));
+	char *kdir = xasprintf("%s/%s/%s", droot, STORE_SESSIONS, key);
+	char *to = xasprintf("%s/%s", kdir, log_id(lg));
+	log_close(lg);
+	mkdir_p1(kdir);
+	if (rename(from, to) < 0)
+		die("rename %s -> %s: %s", from, to, strerror(errno));
+	free(key);
+	free(from);
+	free(kdir);
+	free(to);
+}
+
+struct dataset_info {
+	struct gen_stats gs;
+	double gen_s, sync_s;
+	uint64_t log_bytes, db_bytes;
+	bool cached;
+};
+
+static char *ready_path(void)
+{
+	return xasprintf("%s/READY", dataset);
+}
+
+static bool read_ready(struct dataset_info *di)
+{
+	char *p = ready_path();
+	FILE *f = fopen(p, "r");
+	free(p);
+	if (!f)
+		return false;
+	unsigned long long s, t, ev, fr;
+	bool ok = fscanf(f, "%llu %llu %llu %llu %lf %lf", &s, &t, &ev, &fr, &di->gen_s,
+			 &di->sync_s) == 6;
+	fclose(f);
+	di->gs = (struct gen_stats){s, t, ev, fr};
+	return ok && s == opt.sessions;
+}
+
+static void write_ready(const struct dataset_info *di)
+{
+	char *p = ready_path();
+	FILE *f = fopen(p, "w");
+	if (!f)
+		die("cannot write %s: %s", p, strerror(errno));
+	fprintf(f, "%llu %llu %llu %llu %.3f %.3f\n", (unsigned long long)di->gs.sessions,
+		(unsigned long long)di->gs.turns, (unsigned long long)di->gs.events,
+		(unsigned long long)di->gs.frames, di->gen_s, di->sync_s);
+	fclose(f);
+	free(p);
+}
+
+static void generate(struct dataset_info *di)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int workers = ncpu < 1 ? 1 : ncpu > 8 ? 8 : (int)ncpu;
+	fprintf(stderr, "    generating %zu sessions of ~%u turns in %d processes...\n",
+		opt.sessions, opt.turns, workers);
+	char *sessions = xasprintf("%s/%s", droot, STORE_SESSIONS);
+	mkdir_p1(droot);
+	mkdir_p1(sessions);
+	free(sessions);
+	int64_t now = clock_unix_ms();
+	uint64_t t0 = clock_mono_ns();
+	pid_t pids[8];
+	int fds[8];
+	for (int w = 0; w < workers; w++) {
+		int p[2];
+		if (pipe(p) < 0)
+			die("pipe: %s", strerror(errno));
+		pid_t pid = fork();
+		if (pid < 0)
+			die("fork: %s", strerror(errno));
+		if (pid == 0) {
+			close(p[0]);
+			static struct fsops fast;
+			fast = fsops_real;
+			fast.fsync = nosync;
+			fast.fdatasync = nosync;
+			fsops = &fast;
+			char *sp = xasprintf("%s/stage-%d", dataset, w);
+			struct store *stage;
+			struct cerr e;
+			if (store_open(sp, true, &stage, &e) < 0)
+				die_err("store_open (staging)", &e);
+			struct gen_stats gs = {0};
+			for (size_t i = (size_t)w; i < opt.sessions; i += (size_t)workers)
+				gen_session(stage, sp, i, now, &gs);
+			store_close(stage);
+			rm_tree(sp);
+			free(sp);
+			if (write(p[1], &gs, sizeof gs) != (ssize_t)sizeof gs)
+				_exit(1);
+			_exit(0);
+		}
+		close(p[1]);
+		pids[w] = pid;
+		fds[w] = p[0];
+	}
+	memset(&di->gs, 0, sizeof di->gs);
+	for (int w = 0; w < workers; w++) {
+		struct gen_stats gs;
+		ssize_t r = read(fds[w], &gs, sizeof gs);
+		close(fds[w]);
+		int status;
+		if (waitpid(pids[w], &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+		    r != (ssize_t)sizeof gs)
+			die("generator %d failed", w);
+		di->gs.sessions += gs.sessions;
+		di->gs.turns += gs.turns;
+		di->gs.events += gs.events;
+		di->gs.frames += gs.frames;
+	}
+	/* Everything on disk before anything is timed (no writeback later). */
+	int rfd = open(droot, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0 || syncfs(rfd) < 0)
+		die("syncfs %s: %s", droot, strerror(errno));
+	close(rfd);
+	di->gen_s = ms_since(t0) / 1e3;
+}
+
+static void build_catalog(struct dataset_info *di)
+{
+	char *db = xasprintf("%s/%s", droot, CATALOG_FILE);
+	char *wal = xasprintf("%s-wal", db), *shm = xasprintf("%s-shm", db);
+	unlink(db), unlink(wal), unlink(shm);
+	fprintf(stderr, "    building index.db (catalog_open + catalog_sync)...\n");
+	uint64_t t0 = clock_mono_ns();
+	struct store *st;
+	struct catalog *cat;
+	struct cerr e;
+	size_t changed = 0;
+	if (store_open(droot, false, &st, &e) < 0 || catalog_open(st, &cat, &e) < 0 ||
+	    catalog_sync(cat, st, &changed, &e) < 0)
+		die_err("catalog build", &e);
+	catalog_close(cat);
+	store_close(st);
+	di->sync_s = ms_since(t0) / 1e3;
+	if (changed != opt.sessions)
+		die("catalog_sync projected %zu sessions, not %zu", changed, opt.sessions);
+	free(db), free(wal), free(shm);
+}
+
+static void prepare_dataset(struct dataset_info *di)
+{
+	memset(di, 0, sizeof *di);
+	const char *bd = getenv("BENCH_DIR");
+	if (bd && *bd) {
+		dataset = xasprintf("%s/cairn-bench-catalog-v1-s%zu-t%u", bd, opt.sessions, opt.turns);
+		dataset_is_temp = false;
+	} else {
+		dataset = xasprintf("%s/dataset", work);
+		dataset_is_temp = true;
+	}
+	droot = xasprintf("%s/root", dataset);
+	if (!opt.regen && read_ready(di)) {
+		di->cached = true;
+		fprintf(stderr, "    reusing the data set in %s (--regen to rebuild it)\n", dataset);
+		if (opt.rebuild_catalog) {
+			build_catalog(di);
+			write_ready(di);
+		}
+	} else {
+		rm_tree(dataset);
+		mkdir_p1(dataset);
+		generate(di);
+		fprintf(stderr, "    generated in %.1f s\n", di->gen_s);
+		build_catalog(di);
+		write_ready(di);
+	}
+	char *db = xasprintf("%s/%s", droot, CATALOG_FILE);
+	char *sessions = xasprintf("%s/%s", droot, STORE_SESSIONS);
+	di->db_bytes = file_bytes(db);
+	di->log_bytes = tree_bytes(sessions);
+	free(db);
+	free(sessions);
+	fprintf(stderr,
+		"    %llu sessions, %llu turns, %llu events in %llu frames; logs %.1f MiB, index.db "
+		"%.1f MiB; generation %.1f s, catalog build %.1f s%s\n",
+		(unsigned long long)di->gs.sessions, (unsigned long long)di->gs.turns,
+		(unsigned long long)di->gs.events, (unsigned long long)di->gs.frames,
+		(double)di->log_bytes / 1048576.0, (double)di->db_bytes / 1048576.0, di->gen_s,
+		di->sync_s, di->cached ? " (figures from the run that built it)" : "");
+}
+
+/* ---- 1b. the real binary ---------------------------------------------- */
+
+static char *cairn_path(void)
+{
+	if (opt.cairn)
+		return xstrdup(opt.cairn);
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n <= 0)
+		return xstrdup("build/cairn");
+	self[n] = '\0';
+	char *slash = strrchr(self, '/'); /* .../BUILD/bench/bench_catalog */
+	if (slash)
+		*slash = '\0';
+	slash = strrchr(self, '/');
+	if (slash)
+		*slash = '\0';
+	return xasprintf("%s/cairn", self);
+}
+
+static char *cairn_bin;
+
+/* Run cairn with args (NULL-terminated), stdout to out (NULL: /dev/null);
+ * returns the wall time in ms. A failing run is fatal. */
+static double run_cairn(const char *const *args, const char *out)
+{
+	const char *argv[16];
+	size_t n = 0;
+	argv[n++] = cairn_bin;
+	for (; *args && n < 15; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+	char *errp = xasprintf("%s/cairn.stderr", work);
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC,
+					 0600);
+	posix_spawn_file_actions_addopen(&fa, 2, errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	pid_t pid;
+	uint64_t t0 = clock_mono_ns();
+	int rc = posix_spawn(&pid, cairn_bin, &fa, NULL, (char *const *)argv, environ);
+	if (rc != 0)
+		die("cannot run %s: %s", cairn_bin, strerror(rc));
+	int status;
+	if (waitpid(pid, &status, 0) < 0)
+		die("waitpid: %s", strerror(errno));
+	double ms = ms_since(t0);
+	posix_spawn_file_actions_destroy(&fa);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		char msg[1024] = "";
+		FILE *f = fopen(errp, "r");
+		if (f) {
+			size_t k = fread(msg, 1, sizeof msg - 1, f);
+			msg[k] = '\0';
+			fclose(f);
+		}
+		struct buf cmd = BUF_INIT;
+		for (size_t i = 0; argv[i]; i++)
+			buf_printf(&cmd, "%s%s", i ? " " : "", argv[i]);
+		die("'%s' failed (status %d): %s", cmd.p, status, msg);
+	}
+	free(errp);
+	return ms;
+}
+
+/* One warm-up, then the median of opt.runs. */
+static double time_cairn(const char *const *args)
+{
+	run_cairn(args, NULL);
+	double v[64];
+	for (int i = 0; i < opt.runs; i++)
+		v[i] = run_cairn(args, NULL);
+	return median(v, (size_t)opt.runs);
+}
+
+/* Run once into a file and count the elements of the JSON array printed. */
+static int json_count(const char *const *args, const char *what)
+{
+	char *out = xasprintf("%s/cairn.out", work);
+	run_cairn(args, out);
+	FILE *f = fopen(out, "r");
+	if (!f)
+		die("cannot read %s", out);
+	struct buf b = BUF_INIT;
+	char chunk[65536];
+	size_t k;
+	while ((k = fread(chunk, 1, sizeof chunk, f)) > 0)
+		buf_add(&b, chunk, k);
+	fclose(f);
+	cJSON *v = cJSON_ParseWithLength(b.p ? b.p : "", b.len);
+	if (!cJSON_IsArray(v))
+		die("%s: output is not a JSON array", what);
+	int n = cJSON_GetArraySize(v);
+	cJSON_Delete(v);
+	buf_release(&b);
+	free(out);
+	return n;
+}
+
+/* ---- 1c. in-process pieces -------------------------------------------- */
+
+#define TIME_MEDIAN(out, ...)                                                                      \
+	do {                                                                                       \
+		double v_[64];                                                                     \
+		for (int r_ = -1; r_ < opt.runs; r_++) {                                           \
+			uint64_t t_ = clock_mono_ns();                                             \
+			__VA_ARGS__;                                                               \
+			if (r_ >= 0)                                                               \
+				v_[r_] = ms_since(t_);                                             \
+		}                                                                                  \
+		(out) = median(v_, (size_t)opt.runs);                                              \
+	} while (0)
+
+static void open_catalog(struct store **st, struct catalog **cat)
+{
+	struct cerr e;
+	if (store_open(droot, false, st, &e) < 0 || catalog_open(*st, cat, &e) < 0)
+		die_err("open the catalog", &e);
+}
+
+static size_t search_count(struct catalog *cat, const char *q)
+{
+	struct cat_hit *h;
+	size_t n;
+	struct cerr e;
+	if (catalog_search(cat, q, 0, false, &h, &n, &e) < 0)
+		die_err("catalog_search", &e);
+	cat_hits_free(h, n);
+	return n;
+}
+
+/* Diagnostics straight on index.db (read-only): where a search spends its
+ * time. Returns the median ms of sql with ?1 bound to q; *rows gets the
+ * rows of the last run. */
+static double sql_ms(sqlite3 *db, const char *sql, const char *q, long long *nrows)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		die("prepare %s: %s", sql, sqlite3_errmsg(db));
+	double ms;
+	long long n = 0;
+	TIME_MEDIAN(ms, {
+		sqlite3_reset(st);
+		sqlite3_bind_text(st, 1, q, -1, SQLITE_STATIC);
+		n = 0;
+		int rc;
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+			n++;
+		if (rc != SQLITE_DONE)
+			die("step %s: %s", sql, sqlite3_errmsg(db));
+	});
+	sqlite3_finalize(st);
+	if (nrows)
+		*nrows = n;
+	return ms;
+}
+
+static long long sql_int(sqlite3 *db, const char *sql, const char *q)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		die("prepare %s: %s", sql, sqlite3_errmsg(db));
+	if (q)
+		sqlite3_bind_text(st, 1, q, -1, SQLITE_STATIC);
+	long long v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+	sqlite3_finalize(st);
+	return v;
+}
+
+static void bench_queries(void)
+{
+	fprintf(stderr, "[1] listing and search over %zu sessions\n", opt.sessions);
+	struct dataset_info di;
+	prepare_dataset(&di);
+	char o[24], buf[64];
+	snprintf(o, sizeof o, "%.1f s", di.gen_s);
+	add_row(di.cached ? "generate the data set (cached)" : "generate the data set", o, "", 0,
+		false, "(info)", "-");
+	snprintf(o, sizeof o, "%.1f s", di.sync_s);
+	add_row(di.cached && !opt.rebuild_catalog ? "build index.db: catalog_sync (cached)"
+						  : "build index.db: catalog_sync",
+		o, "", 0, false, "(info)", "-");
+
+	/* The binary. No other connection is open meanwhile, as when a user
+	 * runs the command: each run opens index.db, finds its -wal/-shm
+	 * gone, and deletes them again when it closes. */
+	cairn_bin = cairn_path();
+	if (access(cairn_bin, X_OK) != 0) {
+		fprintf(stderr,
+			"bench_catalog: %s is missing: build it first (make BUILD=... "
+			"BUILD/cairn), or pass --cairn=PATH\n",
+			cairn_bin);
+		failures++;
+	} else {
+		const char *ver[] = {"--version", NULL};
+		const char *ls[] = {"--data-dir", droot, "sessions", "--json", NULL};
+		const char *rare[] = {"--data-dir", droot, "search", RARE_TERM, "--json", NULL};
+		const char *common[] = {"--data-dir", droot, "search", COMMON_TERM, "--json", NULL};
+		const char *cjk[] = {"--data-dir", droot, "search", CJK_TERM, "--json", NULL};
+		int n_ls = json_count(ls, "sessions --json");
+		int n_rare = json_count(rare, "search rare");
+		int n_common = json_count(common, "search common");
+		int n_cjk = json_count(cjk, "search cjk");
+		int want_rare = (int)((opt.sessions + RARE_EVERY - 1 - 123) / RARE_EVERY);
+		fprintf(stderr, "    sessions --json: %d; hits: %s %d, %s %d, %s %d\n", n_ls,
+			RARE_TERM, n_rare, COMMON_TERM, n_common, CJK_TERM, n_cjk);
+		if ((size_t)n_ls != opt.sessions) {
+			fprintf(stderr, "bench_catalog: listed %d sessions, not %zu\n", n_ls, opt.sessions);
+			failures++;
+		}
+		if (n_rare != want_rare) {
+			fprintf(stderr, "bench_catalog: %d hits for %s, not %d\n", n_rare, RARE_TERM,
+				want_rare);
+			failures++;
+		}
+		double t_ver = time_cairn(ver);
+		double t_ls = time_cairn(ls);
+		double t_rare = time_cairn(rare);
+		double t_common = time_cairn(common);
+		double t_cjk = time_cairn(cjk);
+		snprintf(buf, sizeof buf, "cairn sessions --json (%d sessions)", n_ls);
+		add_time_row(buf, t_ls, 100);
+		snprintf(buf, sizeof buf, "cairn search rare (%d hits)", n_rare);
+		add_time_row(buf, t_rare, 50);
+		snprintf(buf, sizeof buf, "cairn search common (%d shown)", n_common);
+		add_time_row(buf, t_common, 50);
+		snprintf(buf, sizeof buf, "cairn search 配置文件 (trigram, %d hits)", n_cjk);
+		add_time_row(buf, t_cjk, 50);
+		add_info_ms("  process start-up (cairn --version)", t_ver);
+	}
+
+	/* In-process pieces, each the median of opt.runs after a warm-up. */
+	struct store *st;
+	struct catalog *cat;
+	struct cerr e;
+	double t;
+	TIME_MEDIAN(t, {
+		open_catalog(&st, &cat);
+		catalog_close(cat);
+		store_close(st);
+	});
+	add_info_ms("  catalog_open + catalog_close", t);
+	open_catalog(&st, &cat);
+	TIME_MEDIAN(t, {
+		struct store_entry *ents;
+		size_t n;
+		if (store_list_entries(st, &ents, &n, &e) < 0)
+			die_err("store_list_entries", &e);
+		free(ents);
+	});
+	add_info_ms("  store_list_entries (walk + 2 stats/session)", t);
+	TIME_MEDIAN(t, {
+		size_t changed;
+		if (catalog_sync(cat, st, &changed, &e) < 0)
+			die_err("catalog_sync", &e);
+		if (changed)
+			die("catalog_sync changed %zu sessions of an unchanged root", changed);
+	});
+	add_info_ms("  catalog_sync, nothing changed", t);
+	struct cat_session *v = NULL;
+	size_t nv = 0;
+	TIME_MEDIAN(t, {
+		cat_sessions_free(v, nv);
+		if (catalog_list(cat, false, false, NULL, 0, &v, &nv, &e) < 0)
+			die_err("catalog_list", &e);
+	});
+	add_info_ms("  catalog_list (all)", t);
+	size_t json_bytes = 0;
+	TIME_MEDIAN(t, {
+		cJSON *a = cJSON_CreateArray();
+		for (size_t i = 0; i < nv; i++)
+			cJSON_AddItemToArray(a, session_json(&v[i]));
+		char *s = json_print(a);
+		json_bytes = strlen(s);
+		free(s);
+		cJSON_Delete(a);
+	});
+	snprintf(buf, sizeof buf, "  --json: session_json + json_print (%.1f MiB)",
+		 (double)json_bytes / 1048576.0);
+	add_info_ms(buf, t);
+	double t_tree = 0, t_print = 0;
+	{
+		cJSON *a = cJSON_CreateArray();
+		TIME_MEDIAN(t_tree, {
+			cJSON_Delete(a);
+			a = cJSON_CreateArray();
+			for (size_t i = 0; i < nv; i++)
+				cJSON_AddItemToArray(a, session_json(&v[i]));
+		});
+		TIME_MEDIAN(t_print, { free(json_print(a)); });
+		double t_plain;
+		TIME_MEDIAN(t_plain, { free(cJSON_PrintUnformatted(a)); });
+		cJSON_Delete(a);
+		add_info_ms("    of which building the cJSON tree", t_tree);
+		add_info_ms("    of which json_print (duplicate + print)", t_print);
+		add_info_ms("    cJSON_PrintUnformatted alone, for scale", t_plain);
+	}
+	cat_sessions_free(v, nv);
+	size_t hits = 0;
+	TIME_MEDIAN(t, hits = search_count(cat, RARE_TERM));
+	snprintf(buf, sizeof buf, "  catalog_search rare (%zu hits)", hits);
+	add_info_ms(buf, t);
+	TIME_MEDIAN(t, hits = search_count(cat, COMMON_TERM));
+	snprintf(buf, sizeof buf, "  catalog_search common (%zu hits)", hits);
+	add_info_ms(buf, t);
+	TIME_MEDIAN(t, hits = search_count(cat, CJK_TERM));
+	snprintf(buf, sizeof buf, "  catalog_search 配置文件 (%zu hits)", hits);
+	add_info_ms(buf, t);
+	catalog_close(cat);
+	store_close(st);
+
+	/* Where a search spends its time, on the same index.db. */
+	char *dbp = xasprintf("%s/%s", droot, CATALOG_FILE);
+	sqlite3 *db;
+	if (sqlite3_open_v2(dbp, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+		die("open %s", dbp);
+	long long docs = sql_int(db, "SELECT count(*) FROM docs", NULL);
+	long long m_common =
+		sql_int(db, "SELECT count(*) FROM fts_words WHERE fts_words MATCH ?1", "\"" COMMON_TERM "\"");
+	long long m_rare =
+		sql_int(db, "SELECT count(*) FROM fts_words WHERE fts_words MATCH ?1", "\"" RARE_TERM "\"");
+	long long m_cjk =
+		sql_int(db, "SELECT count(*) FROM fts_tri WHERE fts_tri MATCH ?1", "\"" CJK_TERM "\"");
+	fprintf(stderr, "    %lld documents; matches: %s %lld, %s %lld, %s %lld\n", docs, RARE_TERM,
+		m_rare, COMMON_TERM, m_common, CJK_TERM, m_cjk);
+	long long rows_;
+	const char *q = "\"" COMMON_TERM "\"";
+	snprintf(buf, sizeof buf, "  common: count of %lld matches (no rank)", m_common);
+	add_info_ms(buf, sql_ms(db, "SELECT count(*) FROM fts_words WHERE fts_words MATCH ?1", q, &rows_));
+	add_info_ms("  common: fts only, ORDER BY rank LIMIT 50",
+		    sql_ms(db, "SELECT rowid FROM fts_words WHERE fts_words MATCH ?1 ORDER BY rank LIMIT 50",
+			   q, &rows_));
+	add_info_ms("  common: catalog's query without snippet()",
+		    sql_ms(db,
+			   "SELECT d.session, d.turn, d.role, NULL, COALESCE(s.title, s.auto_title),"
+			   " s.updated_at, d.body FROM fts_words JOIN docs d ON d.docid = fts_words.rowid"
+			   " JOIN sessions s ON s.id = d.session WHERE fts_words MATCH ?1 AND"
+			   " s.deleted_at IS NULL ORDER BY rank, s.updated_at DESC, d.docid DESC LIMIT 50",
+			   q, &rows_));
+	add_info_ms("  common: top 50 by rank first, then join + snippet",
+		    sql_ms(db,
+			   "WITH top AS (SELECT rowid AS id, rank AS r FROM fts_words WHERE fts_words"
+			   " MATCH ?1 ORDER BY rank LIMIT 200)"
+			   " SELECT d.session, d.turn, d.role, NULL, COALESCE(s.title, s.auto_title),"
+			   " s.updated_at FROM top JOIN docs d ON d.docid = top.id JOIN sessions s ON"
+			   " s.id = d.session WHERE s.deleted_at IS NULL ORDER BY top.r, s.updated_at DESC,"
+			   " d.docid DESC LIMIT 50",
+			   q, &rows_));
+	add_info_ms("  common: newest 50 (rowid DESC), no rank",
+		    sql_ms(db, "SELECT rowid FROM fts_words WHERE fts_words MATCH ?1 ORDER BY rowid DESC LIMIT 50",
+			   q, &rows_));
+	sqlite3_close(db);
+	free(dbp);
+}
+
+/* ---- 2 and 3. FIFO full saves vs the same syncs by hand ---------------- */
+
+static char *small_text; /* ~200 bytes: a ~310-byte line, a ~290-byte frame */
+
+struct fsess {
+	char id[32];
+	uint64_t seq, version;
+	unsigned saves;
+	bool created;
+};
+
+static int pending;
+
+static void save_done(struct fifo_item *it, void *ctx, const struct fifo_receipt *r,
+		      const struct cerr *err)
+{
+	(void)it;
+	struct fsess *s = ctx;
+	if (err)
+		die_err("fifo full save", err);
+	s->seq = r->next_seq;
+	s->version = r->content_version;
+	pending--;
+}
+
+static void post_save(struct fifo *f, struct fsess *s)
+{
+	/* A new turn every 8 saves: a turn's assistant document grows as a
+	 * real one does, not without bound. */
+	char turn[48];
+	snprintf(turn, sizeof turn, "%s-turn-%u", s->id, s->saves / 8);
+	cJSON *arr = cJSON_CreateArray();
+	cJSON *ev = cJSON_CreateObject();
+	cJSON_AddStringToObject(ev, "type", "assistant/text");
+	cJSON_AddStringToObject(ev, "turn", turn);
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(ev, "data"), "text", small_text);
+	cJSON_AddItemToArray(arr, ev);
+	struct fifo_item *it = fifo_full_save(s->id, s->seq, s->version, arr);
+	if (!s->created) {
+		fifo_item_create(it, "/home/dev/src/fifo-bench");
+		s->created = true;
+	}
+	struct cerr e;
+	if (fifo_post(f, it, save_done, s, &e) < 0)
+		die_err("fifo_post", &e);
+	pending++;
+	s->saves++;
+}
+
+static void wait_all(uv_loop_t *loop)
+{
+	while (pending > 0)
+		uv_run(loop, UV_RUN_ONCE);
+}
+
+/* The baseline: per save, a ~290-byte zstd frame pwritten at the end of
+ * its own file + fdatasync, then BEGIN IMMEDIATE; UPDATE one row; COMMIT on
+ * a WAL database at synchronous=NORMAL (same autocheckpoint as index.db). */
+struct baseline {
+	int fd[64];
+	uint64_t off[64];
+	sqlite3 *db;
+	sqlite3_stmt *begin, *upd, *commit;
+	void *frame;
+	size_t frame_len;
+};
+
+static void base_exec(sqlite3 *db, const char *sql)
+{
+	char *msg = NULL;
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+		die("baseline sqlite: %s: %s", sql, msg ? msg : "?");
+}
+
+static void base_open(struct baseline *b, const char *dir, int files)
+{
+	memset(b, 0, sizeof *b);
+	mkdir_p1(dir);
+	for (int i = 0; i < files; i++) {
+		char *p = xasprintf("%s/base-%d.log", dir, i);
+		b->fd[i] = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (b->fd[i] < 0)
+			die("open %s: %s", p, strerror(errno));
+		free(p);
+	}
+	char *line = xasprintf("{\"seq\":1,\"t\":1700000000000,\"type\":\"assistant/text\",\"turn\":"
+			       "\"base-turn-0\",\"data\":{\"text\":\"%s\"}}\n",
+			       small_text);
+	size_t cap = ZSTD_compressBound(strlen(line));
+	b->frame = xmalloc(cap);
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, 3);
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
+	b->frame_len = ZSTD_compress2(cc, b->frame, cap, line, strlen(line));
+	if (ZSTD_isError(b->frame_len))
+		die("baseline: zstd");
+	ZSTD_freeCCtx(cc);
+	free(line);
+	char *dbp = xasprintf("%s/base.db", dir);
+	if (sqlite3_open(dbp, &b->db) != SQLITE_OK)
+		die("open %s", dbp);
+	free(dbp);
+	base_exec(b->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+			 " PRAGMA wal_autocheckpoint=1000;"
+			 " CREATE TABLE s (id INTEGER PRIMARY KEY, n INTEGER, t INTEGER);");
+	for (int i = 0; i < files; i++) {
+		char *sql = xasprintf("INSERT INTO s VALUES (%d, 0, 0)", i);
+		base_exec(b->db, sql);
+		free(sql);
+	}
+	if (sqlite3_prepare_v2(b->db, "BEGIN IMMEDIATE", -1, &b->begin, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(b->db, "UPDATE s SET n = n + 1, t = ?2 WHERE id = ?1", -1, &b->upd,
+			       NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(b->db, "COMMIT", -1, &b->commit, NULL) != SQLITE_OK)
+		die("baseline prepare: %s", sqlite3_errmsg(b->db));
+}
+
+static void base_step(struct baseline *b, sqlite3_stmt *st)
+{
+	if (sqlite3_step(st) != SQLITE_DONE)
+		die("baseline sqlite: %s", sqlite3_errmsg(b->db));
+	sqlite3_reset(st);
+}
+
+static void base_save(struct baseline *b, int k)
+{
+	if (fs_pwrite_all(b->fd[k], b->frame, b->frame_len, (off_t)b->off[k]) < 0 ||
+	    fdatasync(b->fd[k]) < 0)
+		die("baseline write: %s", strerror(errno));
+	b->off[k] += b->frame_len;
+	base_step(b, b->begin);
+	sqlite3_bind_int(b->upd, 1, k);
+	sqlite3_bind_int64(b->upd, 2, clock_unix_ms());
+	base_step(b, b->upd);
+	base_step(b, b->commit);
+}
+
+static void base_close(struct baseline *b, int files)
+{
+	sqlite3_finalize(b->begin);
+	sqlite3_finalize(b->upd);
+	sqlite3_finalize(b->commit);
+	sqlite3_close(b->db);
+	for (int i = 0; i < files; i++)
+		close(b->fd[i]);
+	free(b->frame);
+}
+
+/* One FIFO on a fresh root with `n` sessions, against the baseline over
+ * `n` files: each round runs `iters` iterations of each side (the order
+ * alternating between rounds); an iteration posts one full save per
+ * session and waits for them all (ours) or does n saves by hand. */
+static void bench_fifo(int n, const char *metric, const char *target, double min_ratio)
+{
+	fprintf(stderr, "[%d] FIFO full saves, %d session%s %s, vs pwrite + fdatasync + commit\n",
+		n == 1 ? 2 : 3, n, n == 1 ? "" : "s", n == 1 ? "one at a time" : "at once");
+	char *froot = xasprintf("%s/fifo-%d", work, n);
+	char *bdir = xasprintf("%s/base-%d", work, n);
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	struct cerr e;
+	struct fifo *f = fifo_new(&loop, froot, &e);
+	if (!f)
+		die_err("fifo_new", &e);
+	struct fsess *ss = xcalloc((size_t)n, sizeof *ss);
+	for (int i = 0; i < n; i++) {
+		snprintf(ss[i].id, sizeof ss[i].id, "fifo-bench-%02d", i);
+		ss[i].seq = 1; /* a new log expects seq 1 after its header */
+	}
+	struct baseline b;
+	base_open(&b, bdir, n);
+
+	/* Warm-up (creates the sessions), then calibrate on the baseline:
+	 * each side about fifo_secs / rounds per round. */
+	for (int w = 0; w < 20; w++) {
+		for (int i = 0; i < n; i++)
+			post_save(f, &ss[i]);
+		wait_all(&loop);
+		for (int i = 0; i < n; i++)
+			base_save(&b, i);
+	}
+	uint64_t t0 = clock_mono_ns();
+	int cal = 0;
+	while (ms_since(t0) < 250) {
+		for (int i = 0; i < n; i++)
+			base_save(&b, i);
+		cal++;
+	}
+	double per_iter_ms = ms_since(t0) / cal;
+	int iters = (int)(opt.fifo_secs * 1000 / opt.rounds / per_iter_ms);
+	if (iters < 5)
+		iters = 5;
+
+	double ours[64], base[64], ratio[64];
+	for (int r = 0; r < opt.rounds; r++) {
+		double t_ours = 0, t_base = 0;
+		for (int side = 0; side < 2; side++) {
+			bool do_ours = (side == 0) == (r % 2 == 0);
+			uint64_t t = clock_mono_ns();
+			for (int k = 0; k < iters; k++) {
+				if (do_ours) {
+					for (int i = 0; i < n; i++)
+						post_save(f, &ss[i]);
+					wait_all(&loop);
+				} else {
+					for (int i = 0; i < n; i++)
+						base_save(&b, i);
+				}
+			}
+			if (do_ours)
+				t_ours = ms_since(t) / 1e3;
+			else
+				t_base = ms_since(t) / 1e3;
+		}
+		ours[r] = iters * n / t_ours;
+		base[r] = iters * n / t_base;
+		ratio[r] = ours[r] / base[r];
+		fprintf(stderr, "    round %d: %d saves each, ours %.0f/s, baseline %.0f/s, ratio %.3f\n",
+			r + 1, iters * n, ours[r], base[r], ratio[r]);
+	}
+	size_t R = (size_t)opt.rounds;
+	double rt = median(ratio, R);
+	char o[24], bs[24];
+	snprintf(o, sizeof o, "%.0f /s", median(ours, R));
+	snprintf(bs, sizeof bs, "%.0f /s", median(base, R));
+	add_row(metric, o, bs, rt, true, target, rt >= min_ratio ? "PASS" : "MISS");
+
+	if (fifo_close(f, clock_mono_ns() / 1000000 + 30000) != 0)
+		die("fifo_close timed out");
+	uv_run(&loop, UV_RUN_DEFAULT);
+	uv_loop_close(&loop);
+	base_close(&b, n);
+	free(ss);
+	rm_tree(froot);
+	rm_tree(bdir);
+	free(froot);
+	free(bdir);
+}
+
+
+/* ---- 2b. where a full save's time goes -------------------------------- */
+
+/* The writer's calls for one full save made inline, in the order of
+ * fifo.c's process() + run_group() + project(), each phase timed: no
+ * thread, no uv_async. `variant` 1 adds PRAGMA temp_store=MEMORY (the
+ * SAVEPOINT's statement journal spills to a temp file otherwise), 2 puts
+ * every save in a new turn (an INSERT into docs instead of an UPSERT that
+ * re-indexes the turn's whole text). */
+enum { PH_BEGIN, PH_GET1, PH_APPEND, PH_SAVEPOINT, PH_GET2, PH_PROJECT, PH_RELEASE, PH_STATUS,
+       PH_COMMIT, PH_N };
+static const char *const phase_name[PH_N] = {
+	"catalog_begin (BEGIN IMMEDIATE)", "catalog_get (version check)",
+	"log_append (pwrite + fdatasync)", "catalog_savepoint", "catalog_get (in project)",
+	"catalog_project_batch", "catalog_savepoint_release", "catalog_set_status(NULL)",
+	"catalog_commit"};
+
+static void inline_saves(int variant, int n, double *phase_us, double *pages_per_commit)
+{
+	char *froot = xasprintf("%s/inline-%d", work, variant);
+	struct fsess s = {.seq = 1};
+	snprintf(s.id, sizeof s.id, "inline-%d", variant);
+	{
+		/* Create the session (log + row) through the FIFO. */
+		uv_loop_t loop;
+		uv_loop_init(&loop);
+		struct cerr e;
+		struct fifo *f = fifo_new(&loop, froot, &e);
+		if (!f)
+			die_err("fifo_new", &e);
+		post_save(f, &s);
+		wait_all(&loop);
+		if (fifo_close(f, clock_mono_ns() / 1000000 + 30000) != 0)
+			die("fifo_close timed out");
+		uv_run(&loop, UV_RUN_DEFAULT);
+		uv_loop_close(&loop);
+	}
+	struct store *st;
+	struct catalog *cat;
+	struct log *lg;
+	struct cerr e;
+	if (store_open(froot, false, &st, &e) < 0 || catalog_open(st, &cat, &e) < 0 ||
+	    log_open(st, s.id, &lg, &e) < 0)
+		die_err("inline open", &e);
+	if (variant == 1 && cat_exec(cat, "PRAGMA temp_store=MEMORY", &e) < 0)
+		die_err("temp_store", &e);
+	cJSON *data = cJSON_CreateObject();
+	cJSON_AddStringToObject(data, "text", small_text);
+	double sum[PH_N] = {0};
+	int cur0, hi;
+	sqlite3_db_status(cat->db, SQLITE_DBSTATUS_CACHE_WRITE, &cur0, &hi, 1);
+	long long pages = 0;
+	for (int i = 0; i < n + 20; i++) {
+		char turn[48];
+		snprintf(turn, sizeof turn, "inline-turn-%d", variant == 2 ? i : i / 8);
+		struct log_event ev = {.type = "assistant/text", .turn = turn, .data = data};
+		uint64_t t[PH_N + 1];
+		struct cat_session row;
+		uint64_t next, version;
+		t[0] = clock_mono_ns();
+		if (catalog_begin(cat, &e) < 0)
+			die_err("begin", &e);
+		t[1] = clock_mono_ns();
+		if (catalog_get(cat, s.id, &row, &e) < 0)
+			die_err("get", &e);
+		if (row.content_version != s.version)
+			die("inline: version %llu, not %llu", (unsigned long long)row.content_version,
+			    (unsigned long long)s.version);
+		cat_session_release(&row);
+		t[2] = clock_mono_ns();
+		if (log_append(lg, s.seq, &ev, 1, &next, &e) < 0)
+			die_err("log_append", &e);
+		t[3] = clock_mono_ns();
+		if (catalog_savepoint(cat, &e) < 0)
+			die_err("savepoint", &e);
+		t[4] = clock_mono_ns();
+		if (catalog_get(cat, s.id, &row, &e) < 0)
+			die_err("get", &e);
+		cat_session_release(&row);
+		t[5] = clock_mono_ns();
+		struct log_revision d = log_durable(lg);
+		struct cat_watermark wm = {d.len > 0, d.len, d.next_seq, d.dev, d.ino};
+		if (catalog_project_batch(cat, s.id, s.seq, log_batch_time(lg), &ev, 1, &wm, &version,
+					  &e) < 0)
+			die_err("project", &e);
+		t[6] = clock_mono_ns();
+		catalog_savepoint_release(cat);
+		t[7] = clock_mono_ns();
+		catalog_set_status(cat, s.id, NULL, &e);
+		t[8] = clock_mono_ns();
+		if (catalog_commit(cat, &e) < 0)
+			die_err("commit", &e);
+		t[9] = clock_mono_ns();
+		s.seq = next;
+		s.version = version;
+		int cur;
+		sqlite3_db_status(cat->db, SQLITE_DBSTATUS_CACHE_WRITE, &cur, &hi, 1);
+		if (i >= 20) {
+			for (int p = 0; p < PH_N; p++)
+				sum[p] += (double)(t[p + 1] - t[p]) / 1e3;
+			pages += cur;
+		}
+	}
+	(void)cur0;
+	for (int p = 0; p < PH_N; p++)
+		phase_us[p] = sum[p] / n;
+	*pages_per_commit = (double)pages / n;
+	cJSON_Delete(data);
+	log_close(lg);
+	catalog_close(cat);
+	store_close(st);
+	rm_tree(froot);
+	free(froot);
+}
+
+static void bench_save_phases(void)
+{
+	fprintf(stderr, "[2b] one full save, the writer's calls made inline, per phase\n");
+	int n = 1000;
+	double ph[3][PH_N], pages[3], total[3];
+	for (int v = 0; v < 3; v++) {
+		inline_saves(v, n, ph[v], &pages[v]);
+		total[v] = 0;
+		for (int p = 0; p < PH_N; p++)
+			total[v] += ph[v][p];
+	}
+	char m[64], o[24];
+	for (int p = 0; p < PH_N; p++) {
+		snprintf(m, sizeof m, "  save: %s", phase_name[p]);
+		snprintf(o, sizeof o, "%.1f us", ph[0][p]);
+		add_row(m, o, "", 0, false, "(info)", "-");
+	}
+	snprintf(o, sizeof o, "%.1f us", total[0]);
+	snprintf(m, sizeof m, "  save inline, all phases (%.0f pages/commit)", pages[0]);
+	add_row(m, o, "", 0, false, "(info)", "-");
+	snprintf(o, sizeof o, "%.1f us", total[1]);
+	snprintf(m, sizeof m, "  same, temp_store=MEMORY (%.0f pages/commit)", pages[1]);
+	add_row(m, o, "", 0, false, "(info)", "-");
+	snprintf(o, sizeof o, "%.1f us", total[2]);
+	snprintf(m, sizeof m, "  same, a new turn every save (%.0f pages/commit)", pages[2]);
+	add_row(m, o, "", 0, false, "(info)", "-");
+	for (int v = 1; v < 3; v++)
+		fprintf(stderr, "    variant %d: project %.1f us, commit %.1f us, release %.1f us\n", v,
+			ph[v][PH_PROJECT], ph[v][PH_COMMIT], ph[v][PH_RELEASE]);
+}
+
+/* ---- machine ----------------------------------------------------------- */
+
+static void describe_machine(char *out, size_t n, const char *dir)
+{
+	char model[128] = "?";
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	if (f) {
+		char line[256];
+		while (fgets(line, sizeof line, f))
+			if (strncmp(line, "model name", 10) == 0) {
+				const char *p = strchr(line, ':');
+				if (p) {
+					snprintf(model, sizeof model, "%s", p + 2);
+					model[strcspn(model, "\n")] = '\0';
+				}
+				break;
+			}
+		fclose(f);
+	}
+	const char *fs = "?";
+	struct statfs sf;
+	if (statfs(dir, &sf) == 0) {
+		switch ((unsigned long)sf.f_type) {
+		case 0xEF53: fs = "ext4"; break;
+		case 0x58465342: fs = "xfs"; break;
+		case 0x9123683E: fs = "btrfs"; break;
+		case 0x01021994: fs = "tmpfs"; break;
+		case 0x794C7630: fs = "overlayfs"; break;
+		case 0x2FC12FC1: fs = "zfs"; break;
+		case 0xF2F52010: fs = "f2fs"; break;
+		default: fs = "other"; break;
+		}
+	}
+	struct utsname u;
+	if (uname(&u) < 0)
+		snprintf(u.release, sizeof u.release, "?");
+	snprintf(out, n, "%ld cpus, %s, %s, Linux %s, SQLite %s", sysconf(_SC_NPROCESSORS_ONLN),
+		 model, fs, u.release, sqlite3_libversion());
+}
+
+/* ---- main ------------------------------------------------------------- */
+
+static bool want(int i)
+{
+	return !opt.any_only || opt.only[i];
+}
+
+int main(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strncmp(a, "--only=", 7) == 0 && a[7] >= '1' && a[7] <= '3' && !a[8]) {
+			opt.only[a[7] - '0'] = true;
+			opt.any_only = true;
+		} else if (strncmp(a, "--sessions=", 11) == 0) {
+			opt.sessions = (size_t)strtoull(a + 11, NULL, 10);
+		} else if (strncmp(a, "--turns=", 8) == 0) {
+			opt.turns = (unsigned)atoi(a + 8);
+		} else if (strncmp(a, "--runs=", 7) == 0) {
+			opt.runs = atoi(a + 7);
+		} else if (strncmp(a, "--rounds=", 9) == 0) {
+			opt.rounds = atoi(a + 9);
+		} else if (strncmp(a, "--fifo-secs=", 12) == 0) {
+			opt.fifo_secs = atof(a + 12);
+		} else if (strncmp(a, "--writers=", 10) == 0) {
+			opt.writers = atoi(a + 10);
+		} else if (strncmp(a, "--cairn=", 8) == 0) {
+			opt.cairn = a + 8;
+		} else if (strcmp(a, "--regen") == 0) {
+			opt.regen = true;
+		} else if (strcmp(a, "--rebuild-catalog") == 0) {
+			opt.rebuild_catalog = true;
+		} else if (strcmp(a, "--keep") == 0) {
+			opt.keep = true;
+		} else {
+			fprintf(stderr,
+				"usage: bench_catalog [--only=1|2|3]... [--sessions=N] [--turns=N] "
+				"[--runs=N] [--rounds=N] [--fifo-secs=S] [--writers=N] [--cairn=PATH] "
+				"[--regen] [--rebuild-catalog] [--keep]\n");
+			return 2;
+		}
+	}
+	if (opt.sessions < 200 || opt.turns < 1 || opt.turns > 1000 || opt.runs < 1 ||
+	    opt.runs > 64 || opt.rounds < 1 || opt.rounds > 64 || opt.fifo_secs <= 0 ||
+	    opt.writers < 2 || opt.writers > 64)
+		die("option out of range");
+
+	umask(077);
+	work = temp_dir();
+	struct buf b = BUF_INIT;
+	rng_seed(42);
+	gen_text(&b, 200, false);
+	small_text = buf_detach(&b, NULL);
+	uint64_t t0 = clock_mono_ns();
+	if (want(1))
+		bench_queries();
+	if (want(2)) {
+		bench_fifo(1, "FIFO full saves/s, 1 session", ">= 0.80", 0.8);
+		bench_save_phases();
+	}
+	if (want(3)) {
+		char m[64];
+		snprintf(m, sizeof m, "FIFO full saves/s, %d sessions at once", opt.writers);
+		bench_fifo(opt.writers, m, "> 1.00", 1.0 + 1e-9);
+	}
+
+	char machine[256];
+	describe_machine(machine, sizeof machine, work);
+	printf("\n%-52s %12s %12s %7s %10s  %s\n", "metric", "ours", "base/limit", "ratio", "target",
+	       "result");
+	for (size_t i = 0; i < n_rows; i++) {
+		const struct trow *r = &rows[i];
+		char rt[16] = "";
+		if (r->has_ratio)
+			snprintf(rt, sizeof rt, "%.3f", r->ratio);
+		/* Pad by characters, not bytes (the metric may hold UTF-8). */
+		int extra = 0;
+		for (const char *p = r->metric; *p; p++)
+			extra += ((unsigned char)*p & 0xC0) == 0x80;
+		printf("%-*s %12s %12s %7s %10s  %s\n", 52 + extra, r->metric, r->ours, r->ref, rt,
+		       r->target, r->result);
+	}
+	printf("(bench_catalog: %.0f s total; %s)\n", ms_since(t0) / 1e3, machine);
+
+	if (dataset && dataset_is_temp && opt.keep)
+		fprintf(stderr, "kept %s\n", dataset);
+	if (opt.keep)
+		fprintf(stderr, "kept %s\n", work);
+	else
+		rm_tree(work);
+	free(small_text);
+	free(dataset);
+	free(droot);
+	free(cairn_bin);
+	return failures ? 1 : 0;
+}
