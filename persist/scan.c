@@ -158,6 +158,7 @@ static int interpret(struct scan *s, size_t *ev_cap, char *content, size_t size,
 	uint64_t seq = s->next_seq;
 	const char *p = content, *end = content + size;
 	size_t lines = 0;
+	struct cerr unsupported = {0}; /* the first unknown line, if any */
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t len = (size_t)(nl - p);
@@ -177,11 +178,21 @@ static int interpret(struct scan *s, size_t *ev_cap, char *content, size_t size,
 		} else {
 			struct cerr e;
 			if (event_parse(p, len, seq, &ev, &e) < 0) {
-				s->status = e.cls == CERR_UNSUPPORTED ? SCAN_UNSUPPORTED : SCAN_CORRUPT;
-				s->damage_at = offset;
-				s->err = e;
-				cerr_prefix(&s->err, "frame at offset %llu", (unsigned long long)offset);
-				goto fail;
+				if (e.cls != CERR_UNSUPPORTED) {
+					s->status = SCAN_CORRUPT;
+					s->damage_at = offset;
+					s->err = e;
+					cerr_prefix(&s->err, "frame at offset %llu", (unsigned long long)offset);
+					goto fail;
+				}
+				/* Integrity first: the rest of the frame must still be
+				 * valid lines before the frame counts as merely
+				 * unsupported. */
+				if (unsupported.cls == CERR_OK)
+					unsupported = e;
+				seq++;
+				p = nl + 1;
+				continue;
 			}
 			if (ev.kind && strcmp(ev.type, "session/header") == 0) {
 				event_release(&ev);
@@ -192,6 +203,13 @@ static int interpret(struct scan *s, size_t *ev_cap, char *content, size_t size,
 		seq++;
 		push_event(s, ev_cap, &ev); /* unknown ignorable ones too (kind NULL) */
 		p = nl + 1;
+	}
+	if (unsupported.cls != CERR_OK) {
+		s->status = SCAN_UNSUPPORTED;
+		s->damage_at = offset;
+		s->err = unsupported;
+		cerr_prefix(&s->err, "frame at offset %llu", (unsigned long long)offset);
+		goto fail;
 	}
 	fr->n_events = s->n_events - first;
 	fr->end_seq = seq;

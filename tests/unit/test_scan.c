@@ -458,6 +458,19 @@ static void with_last_frame(const char *content, size_t n, enum scan_status st)
 
 #define EV(seq, rest) "{\"seq\":" #seq ",\"t\":1,\"type\":" rest "}\n"
 
+/* An unknown type on one line does not hide a broken line after it in the
+ * same frame: integrity first, so the frame is corrupt. */
+static void test_unknown_then_broken_line(void **state)
+{
+	(void)state;
+	LAST(EV(3, "\"future/thing\",\"data\":{}") "{\"seq\":4,\"t\":1,\"type\n", SCAN_CORRUPT);
+	LAST(EV(3, "\"future/thing\",\"data\":{}") EV(5, "\"session/meta\",\"data\":{}"), SCAN_CORRUPT);
+	LAST(EV(3, "\"future/thing\",\"data\":{}") EV(4, "\"session/meta\",\"data\":{}"),
+	     SCAN_UNSUPPORTED);
+	LAST(EV(3, "\"session/meta\",\"data\":{}") EV(4, "\"future/thing\",\"data\":{}"),
+	     SCAN_UNSUPPORTED);
+}
+
 static void test_corrupt_content(void **state)
 {
 	(void)state;
@@ -764,6 +777,7 @@ int main(void)
 		cmocka_unit_test(test_bitflips_committed_frames),
 		cmocka_unit_test(test_damaged_tails),
 		cmocka_unit_test(test_corrupt_content),
+		cmocka_unit_test(test_unknown_then_broken_line),
 		cmocka_unit_test(test_header_frame_rules),
 		cmocka_unit_test(test_unsupported),
 		cmocka_unit_test(test_ignorable_unknown_type),
