@@ -134,6 +134,10 @@ static int reindex(struct catalog *cat, struct store *st, const struct store_ent
 		struct cerr e;
 		catalog_set_watermark(cat, saved[i].id, &saved[i].wm, &e);
 	}
+	/* Read those logs once more, now with their watermarks: damage below
+	 * one is corruption, which the first pass could not tell. */
+	if (k && (catalog_reread_watermarked(cat, err) < 0 || catalog_sync(cat, st, NULL, err) < 0))
+		goto out;
 	ret = 0;
 out:
 	for (size_t i = 0; i < k; i++)

@@ -81,6 +81,11 @@ static const char schema_sql[] =
 	");"
 	"CREATE INDEX claims_session ON claims(session, turn);";
 
+static const char drop_sql[] =
+	"DROP TRIGGER IF EXISTS docs_ai; DROP TRIGGER IF EXISTS docs_ad; DROP TRIGGER IF EXISTS docs_au;"
+	"DROP TABLE IF EXISTS fts_words; DROP TABLE IF EXISTS fts_tri; DROP TABLE IF EXISTS docs;"
+	"DROP TABLE IF EXISTS claims; DROP TABLE IF EXISTS sessions;";
+
 int cat_fail(struct catalog *c, struct cerr *err, int rc, const char *what)
 {
 	enum cerr_class cls = CERR_IO;
@@ -195,8 +200,12 @@ int catalog_open(struct store *st, struct catalog **out, struct cerr *err)
 		q = cat_prepare(c, "PRAGMA user_version", err);
 		version = q && sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int(q, 0) : -1;
 		sqlite3_finalize(q);
-		if (version == 0 && (cat_exec(c, schema_sql, err) < 0 ||
-				     cat_exec(c, "PRAGMA user_version=1", err) < 0)) {
+		/* An older schema is dropped, not migrated: everything in it is
+		 * derived from the logs, and the next sync projects them again
+		 * (its watermarks are lost, which only makes them lag). */
+		if (version >= 0 && version < CATALOG_SCHEMA &&
+		    ((version > 0 && cat_exec(c, drop_sql, err) < 0) || cat_exec(c, schema_sql, err) < 0 ||
+		     cat_exec(c, "PRAGMA user_version=" CATALOG_SCHEMA_STR, err) < 0)) {
 			sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 			goto fail;
 		}
@@ -282,12 +291,18 @@ static int in_tx(struct catalog *c, struct cerr *err, int (*fn)(struct catalog *
 
 char *catalog_title_of(const char *prompt, size_t max)
 {
+	if (max == 0)
+		return xstrdup("");
+	/* Normalise first, remembering where each character (grapheme
+	 * cluster: an emoji family or a letter with its accents is one)
+	 * starts, so a cut never splits one. */
 	struct buf b = BUF_INIT;
-	size_t chars = 0;
-	bool space = false, cut = false;
+	size_t *starts = NULL, chars = 0, cap = 0;
+	bool space = false;
+	utf8proc_int32_t prev = -1, state = 0;
 	const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)prompt;
 	utf8proc_ssize_t left = (utf8proc_ssize_t)strlen(prompt);
-	while (left > 0) {
+	while (left > 0 && chars <= max) {
 		utf8proc_int32_t cp;
 		utf8proc_ssize_t r = utf8proc_iterate(p, left, &cp);
 		if (r <= 0) {
@@ -297,38 +312,43 @@ char *catalog_title_of(const char *prompt, size_t max)
 		utf8proc_category_t cat = utf8proc_category(cp);
 		bool ws = cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r' || cat == UTF8PROC_CATEGORY_ZS ||
 			  cat == UTF8PROC_CATEGORY_ZL || cat == UTF8PROC_CATEGORY_ZP;
-		bool ctl = !ws && (cat == UTF8PROC_CATEGORY_CC || cat == UTF8PROC_CATEGORY_CF);
+		/* Controls and invisible formatting go, but the joiners that
+		 * build emoji sequences and Persian or Indic words stay. */
+		bool drop = !ws && (cat == UTF8PROC_CATEGORY_CC || cat == UTF8PROC_CATEGORY_CF) &&
+			    cp != 0x200C && cp != 0x200D;
 		if (ws) {
 			space = b.len > 0;
-		} else if (!ctl) {
-			if (chars + (space ? 1 : 0) >= max) {
-				cut = true;
-				break;
-			}
+			prev = -1;
+		} else if (!drop) {
 			if (space) {
+				if (chars == cap)
+					starts = xreallocarray(starts, cap = cap ? cap * 2 : 64, sizeof *starts);
+				starts[chars++] = b.len;
 				buf_addc(&b, ' ');
-				chars++;
 				space = false;
+				prev = ' ';
+				state = 0;
+			}
+			if (prev < 0 || utf8proc_grapheme_break_stateful(prev, cp, &state)) {
+				if (chars == cap)
+					starts = xreallocarray(starts, cap = cap ? cap * 2 : 64, sizeof *starts);
+				starts[chars++] = b.len;
 			}
 			buf_add(&b, p, (size_t)r);
-			chars++;
+			prev = cp;
 		}
 		p += r;
 		left -= r;
 	}
-	if (cut) {
-		/* Leave room for the ellipsis at a character boundary. */
-		while (b.len && chars >= max) {
-			do
-				b.len--;
-			while (b.len && ((unsigned char)b.p[b.len] & 0xC0) == 0x80);
-			chars--;
-		}
+	if (chars > max) {
+		/* Keep max - 1 characters and an ellipsis. */
+		b.len = starts[max - 1];
 		while (b.len && b.p[b.len - 1] == ' ')
 			b.len--;
 		b.p[b.len] = '\0';
 		buf_adds(&b, "\xE2\x80\xA6");
 	}
+	free(starts);
 	return buf_detach(&b, NULL);
 }
 
@@ -808,7 +828,22 @@ struct wm_args {
 static int do_set_watermark(struct catalog *c, void *arg, struct cerr *err)
 {
 	struct wm_args *a = arg;
-	return write_watermark(c, a->id, a->wm, err);
+	if (write_watermark(c, a->id, a->wm, err) < 0)
+		return -1;
+	if (!a->wm || !a->wm->known || sqlite3_changes(c->db) > 0)
+		return 0;
+	/* Nothing changed: an older watermark is kept, or no such session. */
+	sqlite3_stmt *st = cat_prepare(c, "SELECT 1 FROM sessions WHERE id = ?1", err);
+	if (!st)
+		return -1;
+	cat_bind_str(st, 1, a->id);
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc == SQLITE_ROW)
+		return 0;
+	if (rc == SQLITE_DONE)
+		return cerr_set(err, CERR_MISSING, 0, "catalog has no session '%s'", a->id);
+	return cat_fail(c, err, rc, "read session");
 }
 
 int catalog_set_watermark(struct catalog *c, const char *id, const struct cat_watermark *wm,
@@ -910,6 +945,16 @@ int catalog_clear(struct catalog *c, struct cerr *err)
 	return in_tx(c, err, do_clear, NULL);
 }
 
+static int do_reread_watermarked(struct catalog *c, void *arg, struct cerr *err)
+{
+	return cat_exec(c, "UPDATE sessions SET proj_len = -1 WHERE wm_len IS NOT NULL", err);
+}
+
+int catalog_reread_watermarked(struct catalog *c, struct cerr *err)
+{
+	return in_tx(c, err, do_reread_watermarked, NULL);
+}
+
 /* ---- reconciliation with the directories ---- */
 
 struct known {
@@ -922,8 +967,8 @@ struct known {
 };
 
 /* Read one session's log for projection, with its watermark. */
-static int project_entry(struct catalog *c, struct store *st, const struct store_entry *e,
-			 const struct cat_watermark *wm, struct cerr *err)
+static struct scan *read_entry(struct store *st, const struct store_entry *e,
+			       const struct cat_watermark *wm)
 {
 	struct scan *s = NULL;
 	struct scan_opts o = {0};
@@ -946,7 +991,7 @@ static int project_entry(struct catalog *c, struct store *st, const struct store
 	}
 	if (ret < 0) {
 		if (oe.cls == CERR_MISSING)
-			return 0; /* vanished meanwhile: the next sync sees it */
+			return NULL; /* vanished meanwhile: the next sync sees it */
 		/* Listing is tolerant: a session that cannot be read is listed
 		 * with the reason, as a corrupt one. */
 		s = scan_buffer(NULL, 0);
@@ -959,14 +1004,20 @@ static int project_entry(struct catalog *c, struct store *st, const struct store
 				 s->id ? s->id : "?", e->ref.id);
 		}
 	}
-	int64_t deleted_at = e->trash ? (e->dir_ctime_ms ? e->dir_ctime_ms : 1) : 0;
-	ret = catalog_project_scan(c, &e->ref, s, deleted_at, NULL, err);
-	scan_free(s);
-	return ret;
+	return s;
 }
+
+#define SYNC_CHUNK 32
+
+struct todo {
+	const struct store_entry *e;
+	struct cat_watermark wm;
+};
 
 int catalog_sync(struct catalog *c, struct store *st, size_t *changed, struct cerr *err)
 {
+	struct todo *todo = NULL;
+	size_t n_todo = 0, todo_cap = 0;
 	struct store_entry *ents = NULL;
 	size_t n = 0, nk = 0, count = 0;
 	struct known *k = NULL;
@@ -1027,14 +1078,35 @@ int catalog_sync(struct catalog *c, struct store *st, size_t *changed, struct ce
 			    strcmp(r->key, e->ref.key) == 0)
 				continue;
 		}
-		if (!began && catalog_begin(c, err) < 0)
-			goto out;
-		began = true;
-		if (project_entry(c, st, e, r ? &r->wm : NULL, err) < 0) {
-			catalog_rollback(c);
-			goto out;
+		if (n_todo == todo_cap)
+			todo = xreallocarray(todo, todo_cap = todo_cap ? todo_cap * 2 : 64, sizeof *todo);
+		todo[n_todo++] = (struct todo){e, r ? r->wm : (struct cat_watermark){0}};
+	}
+	/* Logs are read outside any transaction, so a long sync (thousands
+	 * of new logs, a reindex) never holds the write lock while it reads;
+	 * each chunk is then written in one short transaction. */
+	for (size_t i = 0; i < n_todo; i += SYNC_CHUNK) {
+		size_t m = n_todo - i < SYNC_CHUNK ? n_todo - i : SYNC_CHUNK;
+		struct scan *scans[SYNC_CHUNK];
+		for (size_t j = 0; j < m; j++)
+			scans[j] = read_entry(st, todo[i + j].e, &todo[i + j].wm);
+		int r = catalog_begin(c, err);
+		for (size_t j = 0; j < m && r == 0; j++) {
+			const struct store_entry *e = todo[i + j].e;
+			if (!scans[j])
+				continue;
+			int64_t deleted_at = e->trash ? (e->dir_ctime_ms ? e->dir_ctime_ms : 1) : 0;
+			r = catalog_project_scan(c, &e->ref, scans[j], deleted_at, NULL, err);
+			count++;
 		}
-		count++;
+		if (r == 0)
+			r = catalog_commit(c, err);
+		else
+			catalog_rollback(c);
+		for (size_t j = 0; j < m; j++)
+			scan_free(scans[j]);
+		if (r < 0)
+			goto out;
 	}
 	for (size_t i = 0; i < nk; i++) {
 		if (k[i].seen)
@@ -1057,6 +1129,7 @@ out:
 	for (size_t i = 0; i < nk; i++)
 		free(k[i].id), free(k[i].key);
 	free(k);
+	free(todo);
 	strmap_release(&map);
 	free(ents);
 	return ret;

@@ -22,7 +22,8 @@
 #include "persist/store.h"
 
 #define CATALOG_FILE "index.db"
-#define CATALOG_SCHEMA 1     /* PRAGMA user_version; not the log format */
+#define CATALOG_SCHEMA 2     /* PRAGMA user_version; not the log format */
+#define CATALOG_SCHEMA_STR "2"
 #define CATALOG_TITLE_MAX 80 /* characters of a title derived from a prompt */
 #define CATALOG_PREVIEW_MAX 200
 #define CATALOG_SEARCH_LIMIT 50
@@ -74,8 +75,9 @@ void catalog_savepoint_release(struct catalog *c);
 
 /* Replace everything known about one session by the projection of a full
  * scan of its log (any status: corrupt and unsupported logs are listed with
- * that status). deleted_at 0: live, else when it went to the trash. The
- * watermark is set from the scan when st_ok (the file was read whole). */
+ * that status). deleted_at 0: live, else when it went to the trash. wm (may
+ * be NULL) is a watermark the caller vouches for, recorded when the scan is
+ * ok or torn. */
 int catalog_project_scan(struct catalog *c, const struct session_ref *ref, const struct scan *s,
 			 int64_t deleted_at, const struct cat_watermark *wm, struct cerr *err);
 /* Project a batch just appended (seqs first_seq.., t of events without
@@ -101,6 +103,9 @@ int catalog_set_deleted(struct catalog *c, const char *id, int64_t deleted_at, s
 int catalog_forget(struct catalog *c, const char *id, struct cerr *err);
 /* Remove every row (reindex). */
 int catalog_clear(struct catalog *c, struct cerr *err);
+/* Make the next catalog_sync read again every session that has a
+ * watermark (after watermarks were restored, so damage below them shows). */
+int catalog_reread_watermarked(struct catalog *c, struct cerr *err);
 
 /* Bring the catalog in line with the session directories: project what is
  * new or changed on disk (by file identity and length), mark trashed ones,

@@ -132,39 +132,58 @@ struct terms {
 	size_t n;
 };
 
+/* Bytes of the space character at p (ASCII or any Unicode space, such as
+ * U+3000 that CJK input methods type), or 0. */
+static size_t space_at(const char *p, const char *end)
+{
+	if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		return 1;
+	if ((unsigned char)*p < 0x80)
+		return 0;
+	utf8proc_int32_t cp;
+	utf8proc_ssize_t r = utf8proc_iterate((const utf8proc_uint8_t *)p, end - p, &cp);
+	if (r <= 0)
+		return 0;
+	utf8proc_category_t cat = utf8proc_category(cp);
+	return cat == UTF8PROC_CATEGORY_ZS || cat == UTF8PROC_CATEGORY_ZL || cat == UTF8PROC_CATEGORY_ZP
+		       ? (size_t)r
+		       : 0;
+}
+
 /* Split a query into plain words and "quoted phrases" (an unclosed quote
  * runs to the end). */
 static void split_terms(const char *q, struct terms *t)
 {
 	t->v = NULL;
 	t->n = 0;
-	const char *p = q;
-	while (*p) {
-		while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
-			p++;
-		if (!*p)
+	const char *p = q, *end = q + strlen(q);
+	size_t sp;
+	while (p < end) {
+		while (p < end && (sp = space_at(p, end)))
+			p += sp;
+		if (p >= end)
 			break;
-		const char *start, *end;
+		const char *start, *stop;
 		if (*p == '"') {
 			start = ++p;
-			end = strchr(p, '"');
-			if (!end)
-				end = p + strlen(p);
-			p = *end ? end + 1 : end;
+			stop = strchr(p, '"');
+			if (!stop)
+				stop = end;
+			p = stop < end ? stop + 1 : end;
 		} else {
 			start = p;
-			while (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r' && *p != '"')
+			while (p < end && *p != '"' && !space_at(p, end))
 				p++;
-			end = p;
+			stop = p;
 		}
 		/* trim inside quotes */
-		while (start < end && (*start == ' ' || *start == '\t'))
-			start++;
-		while (end > start && (end[-1] == ' ' || end[-1] == '\t'))
-			end--;
-		if (end > start) {
+		while (start < stop && (sp = space_at(start, stop)))
+			start += sp;
+		while (stop > start && (stop[-1] == ' ' || stop[-1] == '\t'))
+			stop--;
+		if (stop > start) {
 			t->v = xreallocarray(t->v, t->n + 1, sizeof *t->v);
-			t->v[t->n++] = xstrndup(start, (size_t)(end - start));
+			t->v[t->n++] = xstrndup(start, (size_t)(stop - start));
 		}
 	}
 }
@@ -312,8 +331,8 @@ int catalog_search(struct catalog *c, const char *query, size_t limit, bool with
 	for (size_t i = 0; i < t.n; i++) {
 		size_t chars;
 		needs_trigram(t.v[i], &chars);
-		if (!tri && !has_word_char(t.v[i]))
-			continue; /* no token in it: it would match nothing */
+		if (!has_word_char(t.v[i]))
+			continue; /* no letter or digit: nothing to look for */
 		if (tri && chars < 3) {
 			likes[n_likes++] = like_pattern(t.v[i]);
 			if (!short_term)

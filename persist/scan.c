@@ -288,7 +288,12 @@ static void tail_or_corrupt(struct scan *s, const struct scan_opts *o, const uin
 {
 	bool wm = o && o->watermark;
 	size_t where;
-	if (wm && pos < o->wm_len) {
+	if (wm && pos < o->wm_len && incomplete && n < o->wm_len) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "log is %zu bytes, shorter than its durable watermark of %llu",
+			 n, (unsigned long long)o->wm_len);
+		corrupt(s, pos, msg);
+	} else if (wm && pos < o->wm_len) {
 		corrupt(s, pos, incomplete ? "incomplete frame below the durable watermark" : why);
 	} else if (!wm && !incomplete) {
 		corrupt(s, pos, why);
@@ -318,12 +323,6 @@ struct scan *scan_buffer_opts(const uint8_t *p, size_t n, const struct scan_opts
 	s->status = SCAN_OK;
 	size_t pos = 0;
 	bool wm = o && o->watermark;
-	if (wm && n < o->wm_len) {
-		char msg[128];
-		snprintf(msg, sizeof msg, "log is %zu bytes, shorter than its durable watermark of %llu",
-			 n, (unsigned long long)o->wm_len);
-		corrupt(s, n, msg);
-	}
 	while (pos < n && s->status != SCAN_CORRUPT) {
 		if (wm && pos == o->wm_len && s->next_seq != o->wm_seq && s->status == SCAN_OK) {
 			char msg[128];
@@ -390,6 +389,16 @@ struct scan *scan_buffer_opts(const uint8_t *p, size_t n, const struct scan_opts
 		snprintf(msg, sizeof msg, "seq %llu at the durable watermark, where %llu was acknowledged",
 			 (unsigned long long)s->next_seq, (unsigned long long)o->wm_seq);
 		corrupt(s, pos, msg);
+	}
+	/* A file that ends (on a frame boundary) before its watermark lost
+	 * acknowledged data; its valid prefix is still read above, so the
+	 * catalog keeps what can be known. */
+	if (wm && n < o->wm_len && s->status != SCAN_CORRUPT) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "log is %zu bytes, shorter than its durable watermark of %llu",
+			 n, (unsigned long long)o->wm_len);
+		s->status = SCAN_OK; /* not "unsupported" or "torn": damage */
+		corrupt(s, n, msg);
 	}
 	if (n == 0)
 		corrupt(s, 0, "empty file");

@@ -248,6 +248,13 @@ static void expect_row(struct fx *f, const char *id, const char *want)
 	cat_session_release(&s);
 }
 
+/* The watermark to record after an append: what log_durable vouches for. */
+static struct cat_watermark wm_of(struct log_revision d)
+{
+	return (struct cat_watermark){.known = true, .len = d.len, .next_seq = d.next_seq,
+				      .dev = d.dev, .ino = d.ino, .ctime_ns = d.ctime_ns};
+}
+
 static sqlite3 *raw_open(const char *root)
 {
 	char p[256];
@@ -347,7 +354,7 @@ static void test_schema(void **state)
 	make(f, "s1", "/p", NULL, B("[" USER("x") "]"));
 	assert_int_equal(sync_ok(f), 1);
 	raw_expect(f->root, "PRAGMA journal_mode", "wal");
-	raw_expect(f->root, "PRAGMA user_version", "1");
+	raw_expect(f->root, "PRAGMA user_version", CATALOG_SCHEMA_STR);
 	raw_expect(f->root, "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE"
 			    " name IN ('sessions','docs','claims','fts_words','fts_tri') ORDER BY name)",
 		   "claims,docs,fts_tri,fts_words,sessions");
@@ -372,6 +379,16 @@ static void test_schema(void **state)
 	assert_non_null(strstr(err.msg, "99"));
 	f->cat = NULL;
 	raw_expect(f->root, "PRAGMA user_version", "99");
+	/* An older schema is dropped and rebuilt from the logs. */
+	db = raw_open(f->root);
+	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=1; ALTER TABLE sessions DROP COLUMN proj_ctime",
+				      NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(catalog_open(f->st, &f->cat, &err), 0);
+	raw_expect(f->root, "PRAGMA user_version", CATALOG_SCHEMA_STR);
+	raw_expect(f->root, "SELECT count(*) FROM sessions", "0");
+	assert_int_equal(sync_ok(f), 1);
+	expect_row(f, "s1", "title=x|status=idle");
 }
 
 static void test_two_connections(void **state)
@@ -488,7 +505,7 @@ static int writer(const char *root, const char *id, int rounds)
 	struct session_ref ref = {"", "-p"};
 	snprintf(ref.id, sizeof ref.id, "%s", id);
 	struct log_revision d = log_revision_of(lg);
-	struct cat_watermark wm = {true, d.len, d.next_seq, d.dev, d.ino};
+	struct cat_watermark wm = wm_of(d);
 	if (catalog_project_scan(c, &ref, log_scan(lg), 0, &wm, &e) < 0)
 		bad++, fprintf(stderr, "%s: project_scan: %s\n", id, e.msg);
 	for (int i = 0; i < rounds && !bad; i++) {
@@ -506,7 +523,7 @@ static int writer(const char *root, const char *id, int rounds)
 		if (log_append(lg, first, evs, 2, NULL, &e) < 0)
 			bad++, fprintf(stderr, "%s: append: %s\n", id, e.msg);
 		d = log_durable(lg);
-		wm = (struct cat_watermark){true, d.len, d.next_seq, d.dev, d.ino};
+		wm = wm_of(d);
 		if (!bad && (catalog_project_batch(c, id, first, clock_unix_ms(), evs, 2, &wm, &ver, &e) < 0 ||
 			     catalog_set_status(c, id, i % 2 ? "running" : NULL, &e) < 0 ||
 			     catalog_list(c, true, false, NULL, 0, &v, &nv, &e) < 0 ||
@@ -821,23 +838,12 @@ static uint64_t add_projected(struct fx *f, struct log *lg, const char *key, con
 	struct log_revision d = log_durable(lg);
 	assert_int_equal(d.next_seq, next);
 	assert_true(d.len > 0);
-	struct cat_watermark wm = {true, d.len, d.next_seq, d.dev, d.ino};
+	struct cat_watermark wm = wm_of(d);
 	if (catalog_project_batch(cat(f), log_id(lg), first, 0, b.evs, b.n, &wm, &ver, &err) < 0)
 		fail_msg("project batch at %llu: %s", (unsigned long long)first, err.msg);
 	assert_int_equal(ver, next);
 	batch_free(&b);
 	return ver;
-}
-
-static void expect_wm(struct fx *f, const char *id, uint64_t len, uint64_t seq, ino_t ino)
-{
-	struct cat_watermark wm;
-	struct cerr err;
-	assert_int_equal(catalog_get_watermark(cat(f), id, &wm, &err), 0);
-	assert_true(wm.known);
-	assert_int_equal(wm.len, len);
-	assert_int_equal(wm.next_seq, seq);
-	assert_int_equal(wm.ino, ino);
 }
 
 static void test_project_batch(void **state)
@@ -853,10 +859,9 @@ static void test_project_batch(void **state)
 	snprintf(w, sizeof w, "version=4|wm=%llu/4|title=hello batch|status=idle|turns=1",
 		 (unsigned long long)d.len);
 	expect_row(f, "sB", w);
-	expect_wm(f, "sB", d.len, 4, d.ino);
 	/* Only at content_version == first_seq. */
 	struct batch b;
-	struct cat_watermark wm = {true, d.len, d.next_seq, d.dev, d.ino};
+	struct cat_watermark wm = wm_of(d);
 	uint64_t ver = 77;
 	batch_parse(&b, "[" USER("stale") "]");
 	assert_int_equal(catalog_project_batch(cat(f), "sB", 3, 0, b.evs, b.n, &wm, &ver, &err), -1);
@@ -872,15 +877,6 @@ static void test_project_batch(void **state)
 	catalog_rollback(cat(f));
 	expect_row(f, "sB", "version=4|prompt=hello batch");
 	batch_free(&b);
-	/* The watermark never moves back on one file; a new file resets it. */
-	struct cat_watermark lower = {true, d.len - 1, 3, d.dev, d.ino};
-	struct cat_watermark other = {true, 10, 2, d.dev, d.ino + 1};
-	assert_int_equal(catalog_set_watermark(cat(f), "sB", &lower, &err), 0);
-	expect_wm(f, "sB", d.len, 4, d.ino);
-	assert_int_equal(catalog_set_watermark(cat(f), "sB", &other, &err), 0);
-	expect_wm(f, "sB", 10, 2, d.ino + 1);
-	assert_int_equal(catalog_set_watermark(cat(f), "sB", &wm, &err), 0);
-	expect_wm(f, "sB", d.len, 4, d.ino);
 	assert_int_equal(sync_ok(f), 0); /* the batches left the file's identity */
 	log_close(lg);
 }

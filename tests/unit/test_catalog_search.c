@@ -319,6 +319,11 @@ static void test_hostile_input(void **state)
 	expect(f, "quick", "s1/t1/user s2/t1/user"); /* the shorter text first */
 }
 
+#define DB "\xE6\x95\xB0\xE6\x8D\xAE\xE5\xBA\x93"  /* 数据库 */
+#define IDX "\xE7\xB4\xA2\xE5\xBC\x95"             /* 索引 */
+#define TOKYO "\xE6\x9D\xB1\xE4\xBA\xAC"           /* 東京 */
+#define TOWER "\xE3\x82\xBF\xE3\x83\xAF\xE3\x83\xBC" /* タワー */
+
 static void test_cjk(void **state)
 {
 	struct fx *f = *state;
@@ -332,10 +337,6 @@ static void test_cjk(void **state)
 	make(f, "ko", B("[" USER("t1", "\xEB\x8D\xB0\xEC\x9D\xB4\xED\x84\xB0\xEB\xB2\xA0\xEC\x9D\xB4\xEC\x8A\xA4"
 				    "\xEB\xA5\xBC \xEC\x84\xA4\xEA\xB3\x84\xED\x96\x88\xEB\x8B\xA4") "]"));
 	make(f, "mix", B("[" USER("t2", "\xE4\xBD\xBF\xE7\x94\xA8SQLite\xE7\x9A\x84" "FTS5") "]"));
-#define DB "\xE6\x95\xB0\xE6\x8D\xAE\xE5\xBA\x93"  /* 数据库 */
-#define IDX "\xE7\xB4\xA2\xE5\xBC\x95"             /* 索引 */
-#define TOKYO "\xE6\x9D\xB1\xE4\xBA\xAC"           /* 東京 */
-#define TOWER "\xE3\x82\xBF\xE3\x83\xAF\xE3\x83\xBC" /* タワー */
 	expect(f, DB, "zh/t1/user");
 	expect(f, IDX, "zh/t1/user");                  /* two characters */
 	expect(f, DB " " IDX, "zh/t1/user");

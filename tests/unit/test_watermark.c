@@ -302,6 +302,15 @@ static void test_garbage_above(void **state)
 	assert_int_equal(s->next_seq, f->wm[2].wm_seq);
 	scan_free(s);
 	scan_free(expect_scan(b, f->n, &f->wm[3], SCAN_CORRUPT, NULL));
+	/* A whole, checksummed frame above it that repeats seqs: the first
+	 * invalid point, where structural rules alone say corrupt. */
+	ctx = "replayed frame above";
+	memcpy(b, f->p, f->n);
+	memcpy(b + f->n, f->p + f->off[3], f->off[4] - f->off[3]);
+	s = expect_scan(b, f->n + f->off[4] - f->off[3], &f->wm[3], SCAN_TORN, NULL);
+	assert_int_equal(s->good_len, f->n);
+	scan_free(s);
+	scan_free(expect_scan(b, f->n + f->off[4] - f->off[3], NULL, SCAN_CORRUPT, NULL));
 	/* A prefix of a frame above it: torn either way. */
 	ctx = "partial frame above";
 	memcpy(b, f->p, f->n);
@@ -468,15 +477,25 @@ static void test_catalog_sync_uses_watermark(void **state)
 	struct cat_session s;
 	assert_int_equal(catalog_open(f->st, &c, &err), 0);
 	assert_int_equal(catalog_sync(c, f->st, NULL, &err), 0);
-	struct cat_watermark wm = {true, f->wm[3].wm_len, f->wm[3].wm_seq, f->wm[3].dev, f->wm[3].ino};
+	struct cat_watermark wm = {.known = true, .len = f->wm[3].wm_len, .next_seq = f->wm[3].wm_seq,
+				   .dev = f->wm[3].dev, .ino = f->wm[3].ino};
 	assert_int_equal(catalog_set_watermark(c, "s1", &wm, &err), 0);
+	uint8_t *b = calloc(1, f->n + 50);
+	memcpy(b, f->p, f->n);
+	bump_block_size(b + f->off[f->nfr - 1], 1000);
+	usleep(20000); /* a later ctime than the projected one */
+	spit(f->path, b, f->n); /* rewritten in place, same length */
+	assert_int_equal(catalog_sync(c, f->st, NULL, &err), 0);
+	assert_int_equal(catalog_get(c, "s1", &s, &err), 0);
+	assert_string_equal(s.status, "corrupt");
+	assert_non_null(strstr(s.error, "below the durable watermark"));
+	cat_session_release(&s);
 	spit(f->path, f->p, f->n - 3); /* acknowledged bytes lost */
 	assert_int_equal(catalog_sync(c, f->st, NULL, &err), 0);
 	assert_int_equal(catalog_get(c, "s1", &s, &err), 0);
 	assert_string_equal(s.status, "corrupt");
 	assert_non_null(strstr(s.error, "durable watermark"));
 	cat_session_release(&s);
-	uint8_t *b = calloc(1, f->n + 50);
 	memcpy(b, f->p, f->n);
 	spit(f->path, b, f->n + 50); /* zeros above it: a torn tail */
 	assert_int_equal(catalog_sync(c, f->st, NULL, &err), 0);
@@ -487,6 +506,46 @@ static void test_catalog_sync_uses_watermark(void **state)
 	assert_int_equal(s.durable_len, f->n); /* the watermark stays */
 	cat_session_release(&s);
 	free(b);
+	catalog_close(c);
+}
+
+static void expect_wm(struct catalog *c, const struct scan_opts *want)
+{
+	struct cat_watermark wm;
+	struct cerr err;
+	assert_int_equal(catalog_get_watermark(c, "s1", &wm, &err), 0);
+	assert_true(wm.known);
+	assert_int_equal(wm.len, want->wm_len);
+	assert_int_equal(wm.next_seq, want->wm_seq);
+	assert_int_equal(wm.dev, want->dev);
+	assert_int_equal(wm.ino, want->ino);
+}
+
+/* The recorded watermark never moves back on one file; a new file (a
+ * salvaged or replaced log) starts its own. */
+static void test_catalog_watermark_recording(void **state)
+{
+	struct fx *f = *state;
+	struct catalog *c;
+	struct cerr err;
+	struct cat_watermark wm = {0};
+	assert_int_equal(catalog_open(f->st, &c, &err), 0);
+	assert_int_equal(catalog_set_watermark(c, "s1", &wm, &err), 0); /* unknown: no row, no-op */
+	assert_int_equal(catalog_sync(c, f->st, NULL, &err), 0);
+	assert_int_equal(catalog_get_watermark(c, "s1", &wm, &err), 0);
+	assert_false(wm.known); /* a sync vouches for nothing */
+	struct scan_opts other = f->wm[1];
+	other.ino++;
+	static const int order[] = {2, 3, 1, 2};
+	for (size_t i = 0; i < 5; i++) {
+		const struct scan_opts *o = i < 4 ? &f->wm[order[i]] : &other;
+		wm = (struct cat_watermark){.known = true, .len = o->wm_len, .next_seq = o->wm_seq,
+					    .dev = o->dev, .ino = o->ino};
+		assert_int_equal(catalog_set_watermark(c, "s1", &wm, &err), 0);
+		expect_wm(c, i == 0 ? &f->wm[2] : i < 4 ? &f->wm[3] : &other);
+	}
+	assert_int_equal(catalog_get_watermark(c, "nope", &wm, &err), 0);
+	assert_false(wm.known);
 	catalog_close(c);
 }
 
@@ -503,6 +562,7 @@ int main(void)
 		T(test_fd_identity),
 		T(test_log_open_and_repair),
 		T(test_catalog_sync_uses_watermark),
+		T(test_catalog_watermark_recording),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
