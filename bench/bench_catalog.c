@@ -47,7 +47,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <dirent.h>
 #include <limits.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -58,6 +60,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -226,7 +229,7 @@ struct trow {
 	double ratio;
 	bool has_ratio;
 };
-static struct trow rows[40];
+static struct trow rows[96];
 static size_t n_rows;
 
 static void add_row(const char *metric, const char *ours, const char *ref, double ratio,
@@ -256,12 +259,15 @@ static void add_time_row(const char *metric, double ms, double limit_ms)
 	add_row(metric, o, l, ms / limit_ms, true, t, ms < limit_ms ? "PASS" : "MISS");
 }
 
-/* An informational time (part of a figure above). */
-static void add_info_ms(const char *metric, double ms)
+/* An informational time (part of a figure above), with the CPU time of
+ * the same runs when known (cpu_ms < 0: not measured). */
+static void add_info_ms(const char *metric, double ms, double cpu_ms)
 {
-	char o[24];
+	char o[24], c[24] = "";
 	snprintf(o, sizeof o, "%.2f ms", ms);
-	add_row(metric, o, "", 0, false, "(info)", "-");
+	if (cpu_ms >= 0)
+		snprintf(c, sizeof c, "cpu %.2f ms", cpu_ms);
+	add_row(metric, o, c, 0, false, "(info)", "-");
 }
 
 /* ---- 1a. the data set ------------------------------------------------- */
@@ -636,6 +642,28 @@ static void build_catalog(struct dataset_info *di)
 	free(db), free(wal), free(shm);
 }
 
+/* Does the cached index.db work with this build, unchanged (another
+ * schema or projection would make catalog_sync fail or re-project)? */
+static bool catalog_current(void)
+{
+	struct store *st;
+	struct catalog *cat;
+	struct cerr e;
+	size_t changed = 0;
+	if (store_open(droot, false, &st, &e) < 0)
+		return false;
+	bool ok = catalog_open(st, &cat, &e) == 0;
+	if (ok) {
+		ok = catalog_sync(cat, st, &changed, &e) == 0 && changed == 0;
+		if (!ok)
+			fprintf(stderr, "    (catalog_sync: %s)\n",
+				changed ? "sessions re-projected" : e.msg);
+		catalog_close(cat);
+	}
+	store_close(st);
+	return ok;
+}
+
 static void prepare_dataset(struct dataset_info *di)
 {
 	memset(di, 0, sizeof *di);
@@ -651,6 +679,10 @@ static void prepare_dataset(struct dataset_info *di)
 	if (!opt.regen && read_ready(di)) {
 		di->cached = true;
 		fprintf(stderr, "    reusing the data set in %s (--regen to rebuild it)\n", dataset);
+		if (!opt.rebuild_catalog && !catalog_current()) {
+			fprintf(stderr, "    its index.db does not fit this build: rebuilding it\n");
+			opt.rebuild_catalog = true;
+		}
 		if (opt.rebuild_catalog) {
 			build_catalog(di);
 			write_ready(di);
@@ -701,8 +733,9 @@ static char *cairn_path(void)
 static char *cairn_bin;
 
 /* Run cairn with args (NULL-terminated), stdout to out (NULL: /dev/null);
- * returns the wall time in ms. A failing run is fatal. */
-static double run_cairn(const char *const *args, const char *out)
+ * returns the wall time in ms, *cpu_ms (may be NULL) the child's user +
+ * system time. A failing run is fatal. */
+static double run_cairn(const char *const *args, const char *out, double *cpu_ms)
 {
 	const char *argv[16];
 	size_t n = 0;
@@ -722,9 +755,13 @@ static double run_cairn(const char *const *args, const char *out)
 	if (rc != 0)
 		die("cannot run %s: %s", cairn_bin, strerror(rc));
 	int status;
-	if (waitpid(pid, &status, 0) < 0)
-		die("waitpid: %s", strerror(errno));
+	struct rusage ru;
+	if (wait4(pid, &status, 0, &ru) < 0)
+		die("wait4: %s", strerror(errno));
 	double ms = ms_since(t0);
+	if (cpu_ms)
+		*cpu_ms = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+			  (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 	posix_spawn_file_actions_destroy(&fa);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		char msg[1024] = "";
@@ -743,13 +780,15 @@ static double run_cairn(const char *const *args, const char *out)
 	return ms;
 }
 
-/* One warm-up, then the median of opt.runs. */
-static double time_cairn(const char *const *args)
+/* One warm-up, then the median of opt.runs (wall; *cpu_ms the median CPU
+ * time of the same runs). */
+static double time_cairn(const char *const *args, double *cpu_ms)
 {
-	run_cairn(args, NULL);
-	double v[64];
+	run_cairn(args, NULL, NULL);
+	double v[64], c[64];
 	for (int i = 0; i < opt.runs; i++)
-		v[i] = run_cairn(args, NULL);
+		v[i] = run_cairn(args, NULL, &c[i]);
+	*cpu_ms = median(c, (size_t)opt.runs);
 	return median(v, (size_t)opt.runs);
 }
 
@@ -757,7 +796,7 @@ static double time_cairn(const char *const *args)
 static int json_count(const char *const *args, const char *what)
 {
 	char *out = xasprintf("%s/cairn.out", work);
-	run_cairn(args, out);
+	run_cairn(args, out, NULL);
 	FILE *f = fopen(out, "r");
 	if (!f)
 		die("cannot read %s", out);
@@ -779,16 +818,30 @@ static int json_count(const char *const *args, const char *what)
 
 /* ---- 1c. in-process pieces -------------------------------------------- */
 
+static double proc_cpu_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Median wall ms of opt.runs runs of the body after one warm-up; the
+ * median process CPU ms of the same runs goes to med_cpu. */
+static double med_cpu;
 #define TIME_MEDIAN(out, ...)                                                                      \
 	do {                                                                                       \
-		double v_[64];                                                                     \
+		double v_[64], c_[64];                                                             \
 		for (int r_ = -1; r_ < opt.runs; r_++) {                                           \
+			double cs_ = proc_cpu_ms();                                                \
 			uint64_t t_ = clock_mono_ns();                                             \
 			__VA_ARGS__;                                                               \
-			if (r_ >= 0)                                                               \
+			if (r_ >= 0) {                                                             \
 				v_[r_] = ms_since(t_);                                             \
+				c_[r_] = proc_cpu_ms() - cs_;                                      \
+			}                                                                          \
 		}                                                                                  \
 		(out) = median(v_, (size_t)opt.runs);                                              \
+		med_cpu = median(c_, (size_t)opt.runs);                                            \
 	} while (0)
 
 static void open_catalog(struct store **st, struct catalog **cat)
@@ -809,9 +862,8 @@ static size_t search_count(struct catalog *cat, const char *q)
 	return n;
 }
 
-/* Diagnostics straight on index.db (read-only): where a search spends its
- * time. Returns the median ms of sql with ?1 bound to q; *rows gets the
- * rows of the last run. */
+/* Diagnostics straight on index.db (read-only): the median ms of sql with
+ * ?1 bound to q (NULL: nothing bound); *nrows gets the rows of a run. */
 static double sql_ms(sqlite3 *db, const char *sql, const char *q, long long *nrows)
 {
 	sqlite3_stmt *st;
@@ -821,7 +873,8 @@ static double sql_ms(sqlite3 *db, const char *sql, const char *q, long long *nro
 	long long n = 0;
 	TIME_MEDIAN(ms, {
 		sqlite3_reset(st);
-		sqlite3_bind_text(st, 1, q, -1, SQLITE_STATIC);
+		if (q)
+			sqlite3_bind_text(st, 1, q, -1, SQLITE_STATIC);
 		n = 0;
 		int rc;
 		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
@@ -847,19 +900,134 @@ static long long sql_int(sqlite3 *db, const char *sql, const char *q)
 	return v;
 }
 
+/* Proposed fix, prototyped: the same objects as session_json, written
+ * straight into one buffer (no cJSON tree, no duplicate), then one write. */
+static void json_str_or_null(struct buf *b, const char *name, const char *v)
+{
+	buf_printf(b, ",\"%s\":", name);
+	if (v)
+		buf_add_json_string(b, v);
+	else
+		buf_adds(b, "null");
+}
+
+static size_t stream_sessions_json(const struct cat_session *v, size_t n, int fd)
+{
+	struct buf b = BUF_INIT;
+	buf_addc(&b, '[');
+	for (size_t i = 0; i < n; i++) {
+		const struct cat_session *s = &v[i];
+		buf_adds(&b, i ? ",{\"id\":" : "{\"id\":");
+		buf_add_json_string(&b, s->id);
+		json_str_or_null(&b, "title", s->title);
+		json_str_or_null(&b, "cwd", s->cwd);
+		json_str_or_null(&b, "project_key", s->project_key);
+		buf_printf(&b, ",\"created_at\":%lld,\"updated_at\":%lld,\"turns\":%lld,\"pinned\":%s",
+			   (long long)s->created_at, (long long)s->updated_at, (long long)s->turns,
+			   s->pinned ? "true" : "false");
+		json_str_or_null(&b, "status", s->status);
+		if (s->deleted_at)
+			buf_printf(&b, ",\"deleted_at\":%lld", (long long)s->deleted_at);
+		else
+			buf_adds(&b, ",\"deleted_at\":null");
+		json_str_or_null(&b, "last_prompt", s->last_prompt);
+		json_str_or_null(&b, "provider", s->provider);
+		json_str_or_null(&b, "model", s->model);
+		if (s->forked_from) {
+			buf_adds(&b, ",\"forked_from\":{\"session\":");
+			buf_add_json_string(&b, s->forked_from);
+			json_str_or_null(&b, "turn", s->forked_turn);
+			buf_addc(&b, '}');
+		} else {
+			buf_adds(&b, ",\"forked_from\":null");
+		}
+		buf_printf(&b, ",\"next_seq\":%llu,\"content_version\":%llu",
+			   (unsigned long long)s->content_version,
+			   (unsigned long long)s->content_version);
+		json_str_or_null(&b, "error", s->error);
+		buf_addc(&b, '}');
+	}
+	buf_adds(&b, "]\n");
+	size_t len = b.len;
+	if (write(fd, b.p, b.len) != (ssize_t)b.len)
+		die("write: %s", strerror(errno));
+	buf_release(&b);
+	return len;
+}
+
+/* Proposed fix, prototyped: the walk with one fstatat per session (the
+ * store stats each log twice: has_log in each_session, then
+ * collect_entry). Returns the sessions found. */
+static size_t walk_one_stat(void)
+{
+	char *area = xasprintf("%s/%s", droot, STORE_SESSIONS);
+	DIR *d = opendir(area);
+	free(area);
+	if (!d)
+		die("opendir: %s", strerror(errno));
+	size_t n = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		int kfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		DIR *kd = kfd < 0 ? NULL : fdopendir(kfd);
+		if (!kd)
+			continue;
+		struct dirent *se;
+		while ((se = readdir(kd))) {
+			char path[512];
+			struct stat sb;
+			if (se->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof path, "%s/%s", se->d_name, LOG_FILE);
+			if (fstatat(dirfd(kd), path, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+				n++;
+		}
+		closedir(kd);
+	}
+	closedir(d);
+	return n;
+}
+
+/* The catalog's list query (catalog_query.c, SESSION_COLS), for the
+ * diagnostics; `order` is its ORDER BY. */
+#define LIST_SQL(order)                                                                            \
+	"SELECT id, project_key, cwd, COALESCE(title, auto_title), last_prompt, provider, model,"  \
+	" COALESCE(status_override, proj_status), error, forked_from, forked_turn, created_at,"    \
+	" updated_at, COALESCE(deleted_at, 0), turns, pinned, title IS NOT NULL,"                 \
+	" COALESCE(wm_len, 0), COALESCE(wm_seq, 0), content_version FROM sessions"                 \
+	" WHERE (0 OR deleted_at IS NULL) AND (NOT 0 OR deleted_at IS NOT NULL)"                    \
+	" ORDER BY " order " LIMIT -1"
+
+/* The catalog's search query (catalog_query.c) on one FTS table, with an
+ * optional extra condition on the FTS rowid. */
+#define SEARCH_SQL(fts, extra)                                                                     \
+	"SELECT d.session, d.turn, d.role, snippet(" fts ", 0, '[', ']', '…', 12),"                \
+	" COALESCE(s.title, s.auto_title), s.updated_at, d.body FROM " fts " JOIN docs d ON"      \
+	" d.docid = " fts ".rowid JOIN sessions s ON s.id = d.session WHERE " fts " MATCH ?1" extra \
+	" AND s.deleted_at IS NULL ORDER BY rank, s.updated_at DESC, d.docid DESC LIMIT 50"
+
+/* Proposed fix: rank only the newest 5,000 matches (docid order), found
+ * by walking the match list backwards, which FTS5 does without ranking. */
+#define NEWEST_5000(fts)                                                                           \
+	" AND " fts ".rowid >= COALESCE((SELECT rowid FROM " fts " WHERE " fts " MATCH ?1"           \
+	" ORDER BY rowid DESC LIMIT 1 OFFSET 4999), 0)"
+
 static void bench_queries(void)
 {
 	fprintf(stderr, "[1] listing and search over %zu sessions\n", opt.sessions);
 	struct dataset_info di;
 	prepare_dataset(&di);
-	char o[24], buf[64];
+	char o[24], c[24], buf[64];
 	snprintf(o, sizeof o, "%.1f s", di.gen_s);
 	add_row(di.cached ? "generate the data set (cached)" : "generate the data set", o, "", 0,
 		false, "(info)", "-");
 	snprintf(o, sizeof o, "%.1f s", di.sync_s);
+	snprintf(c, sizeof c, "%.0f MiB", (double)di.db_bytes / 1048576.0);
 	add_row(di.cached && !opt.rebuild_catalog ? "build index.db: catalog_sync (cached)"
 						  : "build index.db: catalog_sync",
-		o, "", 0, false, "(info)", "-");
+		o, c, 0, false, "(info)", "-");
 
 	/* The binary. No other connection is open meanwhile, as when a user
 	 * runs the command: each run opens index.db, finds its -wal/-shm
@@ -893,20 +1061,26 @@ static void bench_queries(void)
 				want_rare);
 			failures++;
 		}
-		double t_ver = time_cairn(ver);
-		double t_ls = time_cairn(ls);
-		double t_rare = time_cairn(rare);
-		double t_common = time_cairn(common);
-		double t_cjk = time_cairn(cjk);
+		double cpu[5];
+		double t_ver = time_cairn(ver, &cpu[0]);
+		double t_ls = time_cairn(ls, &cpu[1]);
+		double t_rare = time_cairn(rare, &cpu[2]);
+		double t_common = time_cairn(common, &cpu[3]);
+		double t_cjk = time_cairn(cjk, &cpu[4]);
 		snprintf(buf, sizeof buf, "cairn sessions --json (%d sessions)", n_ls);
 		add_time_row(buf, t_ls, 100);
-		snprintf(buf, sizeof buf, "cairn search rare (%d hits)", n_rare);
+		add_info_ms("  same, CPU time of those runs (user+sys)", cpu[1], -1);
+		snprintf(buf, sizeof buf, "cairn search %s --json (rare, %d hits)", RARE_TERM, n_rare);
 		add_time_row(buf, t_rare, 50);
-		snprintf(buf, sizeof buf, "cairn search common (%d shown)", n_common);
+		add_info_ms("  same, CPU time", cpu[2], -1);
+		snprintf(buf, sizeof buf, "cairn search %s --json (common, %d shown)", COMMON_TERM,
+			 n_common);
 		add_time_row(buf, t_common, 50);
-		snprintf(buf, sizeof buf, "cairn search 配置文件 (trigram, %d hits)", n_cjk);
+		add_info_ms("  same, CPU time", cpu[3], -1);
+		snprintf(buf, sizeof buf, "cairn search <CJK word> --json (trigram, %d shown)", n_cjk);
 		add_time_row(buf, t_cjk, 50);
-		add_info_ms("  process start-up (cairn --version)", t_ver);
+		add_info_ms("  same, CPU time", cpu[4], -1);
+		add_info_ms("process start-up (cairn --version)", t_ver, cpu[0]);
 	}
 
 	/* In-process pieces, each the median of opt.runs after a warm-up. */
@@ -919,16 +1093,8 @@ static void bench_queries(void)
 		catalog_close(cat);
 		store_close(st);
 	});
-	add_info_ms("  catalog_open + catalog_close", t);
+	add_info_ms("catalog_open + catalog_close", t, med_cpu);
 	open_catalog(&st, &cat);
-	TIME_MEDIAN(t, {
-		struct store_entry *ents;
-		size_t n;
-		if (store_list_entries(st, &ents, &n, &e) < 0)
-			die_err("store_list_entries", &e);
-		free(ents);
-	});
-	add_info_ms("  store_list_entries (walk + 2 stats/session)", t);
 	TIME_MEDIAN(t, {
 		size_t changed;
 		if (catalog_sync(cat, st, &changed, &e) < 0)
@@ -936,7 +1102,19 @@ static void bench_queries(void)
 		if (changed)
 			die("catalog_sync changed %zu sessions of an unchanged root", changed);
 	});
-	add_info_ms("  catalog_sync, nothing changed", t);
+	add_info_ms("catalog_sync, nothing changed", t, med_cpu);
+	TIME_MEDIAN(t, {
+		struct store_entry *ents;
+		size_t n;
+		if (store_list_entries(st, &ents, &n, &e) < 0)
+			die_err("store_list_entries", &e);
+		free(ents);
+	});
+	add_info_ms("  of which store_list_entries (2 stats/session)", t, med_cpu);
+	size_t walked = 0;
+	TIME_MEDIAN(t, walked = walk_one_stat());
+	snprintf(buf, sizeof buf, "  proposed: walk with 1 stat/session (%zu)", walked);
+	add_info_ms(buf, t, med_cpu);
 	struct cat_session *v = NULL;
 	size_t nv = 0;
 	TIME_MEDIAN(t, {
@@ -944,56 +1122,71 @@ static void bench_queries(void)
 		if (catalog_list(cat, false, false, NULL, 0, &v, &nv, &e) < 0)
 			die_err("catalog_list", &e);
 	});
-	add_info_ms("  catalog_list (all)", t);
+	add_info_ms("catalog_list (all)", t, med_cpu);
 	size_t json_bytes = 0;
 	TIME_MEDIAN(t, {
 		cJSON *a = cJSON_CreateArray();
 		for (size_t i = 0; i < nv; i++)
 			cJSON_AddItemToArray(a, session_json(&v[i]));
-		char *s = json_print(a);
-		json_bytes = strlen(s);
-		free(s);
+		char *js = json_print(a);
+		json_bytes = strlen(js);
+		free(js);
 		cJSON_Delete(a);
 	});
-	snprintf(buf, sizeof buf, "  --json: session_json + json_print (%.1f MiB)",
+	snprintf(buf, sizeof buf, "--json: session_json + json_print (%.1f MiB)",
 		 (double)json_bytes / 1048576.0);
-	add_info_ms(buf, t);
-	double t_tree = 0, t_print = 0;
+	add_info_ms(buf, t, med_cpu);
 	{
 		cJSON *a = cJSON_CreateArray();
-		TIME_MEDIAN(t_tree, {
+		TIME_MEDIAN(t, {
 			cJSON_Delete(a);
 			a = cJSON_CreateArray();
 			for (size_t i = 0; i < nv; i++)
 				cJSON_AddItemToArray(a, session_json(&v[i]));
 		});
-		TIME_MEDIAN(t_print, { free(json_print(a)); });
-		double t_plain;
-		TIME_MEDIAN(t_plain, { free(cJSON_PrintUnformatted(a)); });
+		add_info_ms("  of which building the cJSON tree", t, med_cpu);
+		TIME_MEDIAN(t, free(json_print(a)));
+		add_info_ms("  of which json_print (duplicate + print)", t, med_cpu);
+		TIME_MEDIAN(t, free(cJSON_PrintUnformatted(a)));
+		add_info_ms("  cJSON_PrintUnformatted alone, for scale", t, med_cpu);
 		cJSON_Delete(a);
-		add_info_ms("    of which building the cJSON tree", t_tree);
-		add_info_ms("    of which json_print (duplicate + print)", t_print);
-		add_info_ms("    cJSON_PrintUnformatted alone, for scale", t_plain);
 	}
+	int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	size_t streamed = 0;
+	TIME_MEDIAN(t, streamed = stream_sessions_json(v, nv, devnull));
+	close(devnull);
+	snprintf(buf, sizeof buf, "  proposed: stream it into one buffer (%.1f MiB)",
+		 (double)streamed / 1048576.0);
+	add_info_ms(buf, t, med_cpu);
 	cat_sessions_free(v, nv);
 	size_t hits = 0;
 	TIME_MEDIAN(t, hits = search_count(cat, RARE_TERM));
-	snprintf(buf, sizeof buf, "  catalog_search rare (%zu hits)", hits);
-	add_info_ms(buf, t);
+	snprintf(buf, sizeof buf, "catalog_search rare (%zu hits)", hits);
+	add_info_ms(buf, t, med_cpu);
 	TIME_MEDIAN(t, hits = search_count(cat, COMMON_TERM));
-	snprintf(buf, sizeof buf, "  catalog_search common (%zu hits)", hits);
-	add_info_ms(buf, t);
+	snprintf(buf, sizeof buf, "catalog_search common (%zu hits)", hits);
+	add_info_ms(buf, t, med_cpu);
 	TIME_MEDIAN(t, hits = search_count(cat, CJK_TERM));
-	snprintf(buf, sizeof buf, "  catalog_search 配置文件 (%zu hits)", hits);
-	add_info_ms(buf, t);
+	snprintf(buf, sizeof buf, "catalog_search CJK (%zu hits)", hits);
+	add_info_ms(buf, t, med_cpu);
 	catalog_close(cat);
 	store_close(st);
 
-	/* Where a search spends its time, on the same index.db. */
+	/* Where the time goes, query by query, on the same index.db. */
 	char *dbp = xasprintf("%s/%s", droot, CATALOG_FILE);
 	sqlite3 *db;
 	if (sqlite3_open_v2(dbp, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
 		die("open %s", dbp);
+	long long nr;
+	t = sql_ms(db, LIST_SQL("pinned DESC, updated_at DESC, id DESC"), NULL, &nr);
+	snprintf(buf, sizeof buf, "list SQL, rows stepped, no copies (%lld)", nr);
+	add_info_ms(buf, t, med_cpu);
+	t = sql_ms(db, LIST_SQL("+pinned DESC, updated_at DESC, id DESC"), NULL, &nr);
+	add_info_ms("  proposed: ORDER BY +pinned (scan + sort)", t, med_cpu);
+	t = sql_ms(db, "SELECT id, project_key, proj_dev, proj_ino, proj_len, deleted_at IS NOT NULL,"
+		       " wm_len, wm_seq, wm_dev, wm_ino, wm_len IS NOT NULL FROM sessions", NULL, &nr);
+	add_info_ms("sync's SELECT of every row, stepped", t, med_cpu);
+
 	long long docs = sql_int(db, "SELECT count(*) FROM docs", NULL);
 	long long m_common =
 		sql_int(db, "SELECT count(*) FROM fts_words WHERE fts_words MATCH ?1", "\"" COMMON_TERM "\"");
@@ -1003,32 +1196,23 @@ static void bench_queries(void)
 		sql_int(db, "SELECT count(*) FROM fts_tri WHERE fts_tri MATCH ?1", "\"" CJK_TERM "\"");
 	fprintf(stderr, "    %lld documents; matches: %s %lld, %s %lld, %s %lld\n", docs, RARE_TERM,
 		m_rare, COMMON_TERM, m_common, CJK_TERM, m_cjk);
-	long long rows_;
 	const char *q = "\"" COMMON_TERM "\"";
-	snprintf(buf, sizeof buf, "  common: count of %lld matches (no rank)", m_common);
-	add_info_ms(buf, sql_ms(db, "SELECT count(*) FROM fts_words WHERE fts_words MATCH ?1", q, &rows_));
-	add_info_ms("  common: fts only, ORDER BY rank LIMIT 50",
-		    sql_ms(db, "SELECT rowid FROM fts_words WHERE fts_words MATCH ?1 ORDER BY rank LIMIT 50",
-			   q, &rows_));
-	add_info_ms("  common: catalog's query without snippet()",
-		    sql_ms(db,
-			   "SELECT d.session, d.turn, d.role, NULL, COALESCE(s.title, s.auto_title),"
-			   " s.updated_at, d.body FROM fts_words JOIN docs d ON d.docid = fts_words.rowid"
-			   " JOIN sessions s ON s.id = d.session WHERE fts_words MATCH ?1 AND"
-			   " s.deleted_at IS NULL ORDER BY rank, s.updated_at DESC, d.docid DESC LIMIT 50",
-			   q, &rows_));
-	add_info_ms("  common: top 50 by rank first, then join + snippet",
-		    sql_ms(db,
-			   "WITH top AS (SELECT rowid AS id, rank AS r FROM fts_words WHERE fts_words"
-			   " MATCH ?1 ORDER BY rank LIMIT 200)"
-			   " SELECT d.session, d.turn, d.role, NULL, COALESCE(s.title, s.auto_title),"
-			   " s.updated_at FROM top JOIN docs d ON d.docid = top.id JOIN sessions s ON"
-			   " s.id = d.session WHERE s.deleted_at IS NULL ORDER BY top.r, s.updated_at DESC,"
-			   " d.docid DESC LIMIT 50",
-			   q, &rows_));
-	add_info_ms("  common: newest 50 (rowid DESC), no rank",
-		    sql_ms(db, "SELECT rowid FROM fts_words WHERE fts_words MATCH ?1 ORDER BY rowid DESC LIMIT 50",
-			   q, &rows_));
+	snprintf(buf, sizeof buf, "common: count the %lld matches (no rank)", m_common);
+	add_info_ms(buf, sql_ms(db, "SELECT count(*) FROM fts_words WHERE fts_words MATCH ?1", q, &nr),
+		    med_cpu);
+	t = sql_ms(db, "SELECT rowid FROM fts_words WHERE fts_words MATCH ?1 ORDER BY rank LIMIT 50", q,
+		   &nr);
+	add_info_ms("common: FTS only, ORDER BY rank (bm25) LIMIT 50", t, med_cpu);
+	t = sql_ms(db, SEARCH_SQL("fts_words", ""), q, &nr);
+	add_info_ms("common: the catalog's query", t, med_cpu);
+	t = sql_ms(db, SEARCH_SQL("fts_words", NEWEST_5000("fts_words")), q, &nr);
+	add_info_ms("  proposed: rank the newest 5000 matches only", t, med_cpu);
+	q = "\"" CJK_TERM "\"";
+	snprintf(buf, sizeof buf, "CJK: the catalog's query (%lld matches)", m_cjk);
+	t = sql_ms(db, SEARCH_SQL("fts_tri", ""), q, &nr);
+	add_info_ms(buf, t, med_cpu);
+	t = sql_ms(db, SEARCH_SQL("fts_tri", NEWEST_5000("fts_tri")), q, &nr);
+	add_info_ms("  proposed: rank the newest 5000 matches only", t, med_cpu);
 	sqlite3_close(db);
 	free(dbp);
 }
@@ -1181,16 +1365,64 @@ static void base_close(struct baseline *b, int files)
 	free(b->frame);
 }
 
+/* What a writer that syncs a batch's logs concurrently could reach: the n
+ * frames pwritten + fdatasynced by n threads at once, then one commit
+ * updating n rows. Not a target, a ceiling for test 3's design. */
+struct par_pool {
+	pthread_t th[64];
+	pthread_barrier_t start, done;
+	struct baseline *b;
+	int n;
+	bool stop;
+};
+struct par_arg {
+	struct par_pool *p;
+	int k;
+};
+
+static void *par_worker(void *arg)
+{
+	struct par_arg *a = arg;
+	struct par_pool *p = a->p;
+	for (;;) {
+		pthread_barrier_wait(&p->start);
+		if (p->stop)
+			break;
+		struct baseline *b = p->b;
+		if (fs_pwrite_all(b->fd[a->k], b->frame, b->frame_len, (off_t)b->off[a->k]) < 0 ||
+		    fdatasync(b->fd[a->k]) < 0)
+			die("parallel baseline write: %s", strerror(errno));
+		b->off[a->k] += b->frame_len;
+		pthread_barrier_wait(&p->done);
+	}
+	return NULL;
+}
+
+static void par_save_all(struct par_pool *p)
+{
+	pthread_barrier_wait(&p->start);
+	pthread_barrier_wait(&p->done);
+	struct baseline *b = p->b;
+	base_step(b, b->begin);
+	for (int k = 0; k < p->n; k++) {
+		sqlite3_bind_int(b->upd, 1, k);
+		sqlite3_bind_int64(b->upd, 2, clock_unix_ms());
+		base_step(b, b->upd);
+	}
+	base_step(b, b->commit);
+}
+
 /* One FIFO on a fresh root with `n` sessions, against the baseline over
  * `n` files: each round runs `iters` iterations of each side (the order
- * alternating between rounds); an iteration posts one full save per
- * session and waits for them all (ours) or does n saves by hand. */
+ * rotating between rounds); an iteration posts one full save per session
+ * and waits for them all (ours) or does n saves by hand. */
 static void bench_fifo(int n, const char *metric, const char *target, double min_ratio)
 {
 	fprintf(stderr, "[%d] FIFO full saves, %d session%s %s, vs pwrite + fdatasync + commit\n",
 		n == 1 ? 2 : 3, n, n == 1 ? "" : "s", n == 1 ? "one at a time" : "at once");
 	char *froot = xasprintf("%s/fifo-%d", work, n);
 	char *bdir = xasprintf("%s/base-%d", work, n);
+	char *pdir = xasprintf("%s/par-%d", work, n);
 	uv_loop_t loop;
 	uv_loop_init(&loop);
 	struct cerr e;
@@ -1202,8 +1434,21 @@ static void bench_fifo(int n, const char *metric, const char *target, double min
 		snprintf(ss[i].id, sizeof ss[i].id, "fifo-bench-%02d", i);
 		ss[i].seq = 1; /* a new log expects seq 1 after its header */
 	}
-	struct baseline b;
+	struct baseline b, bp;
 	base_open(&b, bdir, n);
+	struct par_pool pool = {.b = &bp, .n = n};
+	struct par_arg pargs[64];
+	int sides = n > 1 ? 3 : 2;
+	if (n > 1) {
+		base_open(&bp, pdir, n);
+		pthread_barrier_init(&pool.start, NULL, (unsigned)n + 1);
+		pthread_barrier_init(&pool.done, NULL, (unsigned)n + 1);
+		for (int k = 0; k < n; k++) {
+			pargs[k] = (struct par_arg){&pool, k};
+			if (pthread_create(&pool.th[k], NULL, par_worker, &pargs[k]) != 0)
+				die("pthread_create");
+		}
+	}
 
 	/* Warm-up (creates the sessions), then calibrate on the baseline:
 	 * each side about fifo_secs / rounds per round. */
@@ -1213,6 +1458,8 @@ static void bench_fifo(int n, const char *metric, const char *target, double min
 		wait_all(&loop);
 		for (int i = 0; i < n; i++)
 			base_save(&b, i);
+		if (n > 1)
+			par_save_all(&pool);
 	}
 	uint64_t t0 = clock_mono_ns();
 	int cal = 0;
@@ -1226,32 +1473,37 @@ static void bench_fifo(int n, const char *metric, const char *target, double min
 	if (iters < 5)
 		iters = 5;
 
-	double ours[64], base[64], ratio[64];
+	double ours[64], base[64], par[64], ratio[64], pratio[64];
 	for (int r = 0; r < opt.rounds; r++) {
-		double t_ours = 0, t_base = 0;
-		for (int side = 0; side < 2; side++) {
-			bool do_ours = (side == 0) == (r % 2 == 0);
+		double secs_of[3] = {0, 0, 0};
+		for (int k = 0; k < sides; k++) {
+			int side = (k + r) % sides; /* 0 ours, 1 baseline, 2 parallel */
 			uint64_t t = clock_mono_ns();
-			for (int k = 0; k < iters; k++) {
-				if (do_ours) {
+			for (int it = 0; it < iters; it++) {
+				if (side == 0) {
 					for (int i = 0; i < n; i++)
 						post_save(f, &ss[i]);
 					wait_all(&loop);
-				} else {
+				} else if (side == 1) {
 					for (int i = 0; i < n; i++)
 						base_save(&b, i);
+				} else {
+					par_save_all(&pool);
 				}
 			}
-			if (do_ours)
-				t_ours = ms_since(t) / 1e3;
-			else
-				t_base = ms_since(t) / 1e3;
+			secs_of[side] = ms_since(t) / 1e3;
 		}
-		ours[r] = iters * n / t_ours;
-		base[r] = iters * n / t_base;
+		ours[r] = iters * n / secs_of[0];
+		base[r] = iters * n / secs_of[1];
 		ratio[r] = ours[r] / base[r];
-		fprintf(stderr, "    round %d: %d saves each, ours %.0f/s, baseline %.0f/s, ratio %.3f\n",
+		par[r] = n > 1 ? iters * n / secs_of[2] : 0;
+		pratio[r] = par[r] / base[r];
+		fprintf(stderr, "    round %d: %d saves each, ours %.0f/s, baseline %.0f/s, ratio %.3f",
 			r + 1, iters * n, ours[r], base[r], ratio[r]);
+		if (n > 1)
+			fprintf(stderr, "; parallel syncs + 1 commit %.0f/s (%.2fx baseline)", par[r],
+				pratio[r]);
+		fputc('\n', stderr);
 	}
 	size_t R = (size_t)opt.rounds;
 	double rt = median(ratio, R);
@@ -1259,6 +1511,18 @@ static void bench_fifo(int n, const char *metric, const char *target, double min
 	snprintf(o, sizeof o, "%.0f /s", median(ours, R));
 	snprintf(bs, sizeof bs, "%.0f /s", median(base, R));
 	add_row(metric, o, bs, rt, true, target, rt >= min_ratio ? "PASS" : "MISS");
+	if (n > 1) {
+		snprintf(o, sizeof o, "%.0f /s", median(par, R));
+		add_row("  ceiling: the n log syncs in parallel + 1 commit", o, bs, median(pratio, R),
+			true, "(info)", "-");
+		pool.stop = true;
+		pthread_barrier_wait(&pool.start);
+		for (int k = 0; k < n; k++)
+			pthread_join(pool.th[k], NULL);
+		pthread_barrier_destroy(&pool.start);
+		pthread_barrier_destroy(&pool.done);
+		base_close(&bp, n);
+	}
 
 	if (fifo_close(f, clock_mono_ns() / 1000000 + 30000) != 0)
 		die("fifo_close timed out");
@@ -1268,10 +1532,11 @@ static void bench_fifo(int n, const char *metric, const char *target, double min
 	free(ss);
 	rm_tree(froot);
 	rm_tree(bdir);
+	rm_tree(pdir);
 	free(froot);
 	free(bdir);
+	free(pdir);
 }
-
 
 /* ---- 2b. where a full save's time goes -------------------------------- */
 
@@ -1353,7 +1618,8 @@ static void inline_saves(int variant, int n, double *phase_us, double *pages_per
 		cat_session_release(&row);
 		t[5] = clock_mono_ns();
 		struct log_revision d = log_durable(lg);
-		struct cat_watermark wm = {d.len > 0, d.len, d.next_seq, d.dev, d.ino};
+		struct cat_watermark wm = {.known = d.len > 0, .len = d.len, .next_seq = d.next_seq,
+					   .dev = d.dev, .ino = d.ino, .ctime_ns = d.ctime_ns};
 		if (catalog_project_batch(cat, s.id, s.seq, log_batch_time(lg), &ev, 1, &wm, &version,
 					  &e) < 0)
 			die_err("project", &e);

@@ -609,7 +609,13 @@ int fifo_post(struct fifo *f, struct fifo_item *it, fifo_done_cb cb, void *ctx, 
 		f->ticket_keys[f->n_ticket_keys++] = key;
 		strmap_put(&f->last_ticket, key, (size_t)it->ticket);
 	} else {
-		strmap_put(&f->last_ticket, it->session, (size_t)it->ticket);
+		/* strmap_put stores the key pointer it is given: pass our own
+		 * copy, never it->session (freed with the item). */
+		for (size_t i = 0; i < f->n_ticket_keys; i++)
+			if (strcmp(f->ticket_keys[i], it->session) == 0) {
+				strmap_put(&f->last_ticket, f->ticket_keys[i], (size_t)it->ticket);
+				break;
+			}
 	}
 	pthread_cond_signal(&f->work_cv);
 	pthread_mutex_unlock(&f->mu);

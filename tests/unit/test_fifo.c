@@ -36,7 +36,7 @@
 #include "persist/scan.h"
 #include "persist/store.h"
 
-/* ---- fixture ---- */
+/* ---- fixture: a fresh root, loop and FIFO per test ---- */
 
 struct fx {
 	char dir[64];
@@ -61,41 +61,37 @@ static uint64_t deadline(int64_t ms)
 	return (uint64_t)((int64_t)(clock_mono_ns() / 1000000) + ms);
 }
 
-static void fx_init(struct fx *x)
+static int setup(void **state)
 {
-	struct cerr err;
-	memset(x, 0, sizeof *x);
+	struct fx *x = xcalloc(1, sizeof *x);
+	struct cerr err = {0};
 	snprintf(x->dir, sizeof x->dir, "/tmp/cairn-fifo-XXXXXX");
 	assert_non_null(mkdtemp(x->dir));
 	x->root = xasprintf("%s/root", x->dir);
 	assert_int_equal(store_open(x->root, true, &x->st, &err), 0);
-}
-
-static void fx_start(struct fx *x)
-{
-	struct cerr err = {0};
 	assert_int_equal(uv_loop_init(&x->loop), 0);
-	x->f = fifo_new(&x->loop, x->root, &err);
-	if (!x->f)
-		fail_msg("fifo_new: %s", err.msg);
-	if (catalog_open(x->st, &x->cat, &err) < 0)
-		fail_msg("catalog_open: %s", err.msg);
+	if (!(x->f = fifo_new(&x->loop, x->root, &err)) || catalog_open(x->st, &x->cat, &err) < 0)
+		fail_msg("fifo_new or catalog_open: %s", err.msg);
 	loop_thread = pthread_self();
 	done_order = 0;
+	*state = x;
+	return 0;
 }
 
-/* Close the FIFO, run the loop to completion: a forgotten handle fails. */
-static void fx_finish(struct fx *x)
+/* Close the FIFO and run the loop to completion: a forgotten handle fails. */
+static int teardown(void **state)
 {
+	struct fx *x = *state;
 	if (x->f)
 		assert_int_equal(fifo_close(x->f, deadline(10000)), 0);
-	x->f = NULL;
 	assert_int_equal(uv_run(&x->loop, UV_RUN_DEFAULT), 0);
 	assert_int_equal(uv_loop_close(&x->loop), 0);
 	catalog_close(x->cat);
 	store_close(x->st);
 	nftw(x->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 	free(x->root);
+	free(x);
+	return 0;
 }
 
 /* ---- completions ---- */
@@ -140,26 +136,21 @@ static void wait_all(struct fx *x, struct rec *c, size_t n)
 {
 	assert_int_equal(fifo_flush(x->f, NULL, deadline(10000)), 0);
 	uint64_t until = deadline(10000);
-	for (;;) {
-		size_t done = 0;
+	for (size_t done = 0; done < n;) {
+		done = 0;
 		for (size_t i = 0; i < n; i++)
 			done += c[i].calls > 0;
-		if (done == n)
-			break;
 		if (clock_mono_ns() / 1000000 > until)
 			fail_msg("%zu of %zu items never completed", n - done, n);
 		uv_run(&x->loop, UV_RUN_NOWAIT);
-		usleep(500);
+		usleep(200);
 	}
 	uv_run(&x->loop, UV_RUN_NOWAIT); /* a second completion would show now */
-	for (size_t i = 0; i < n; i++) {
-		if (c[i].calls != 1)
-			fail_msg("item %zu completed %d times", i, c[i].calls);
-		if (!c[i].on_loop)
-			fail_msg("item %zu completed off the loop thread", i);
-		if (c[i].both_or_none)
-			fail_msg("item %zu: receipt and error both set or both NULL", i);
-	}
+	for (size_t i = 0; i < n; i++)
+		if (c[i].calls != 1 || !c[i].on_loop || c[i].both_or_none)
+			fail_msg("item %zu completed %d times, on the loop thread: %d, receipt and "
+				 "error both or neither: %d", i, c[i].calls, c[i].on_loop,
+				 c[i].both_or_none);
 }
 
 static void want_ok(const struct rec *c, const char *what)
@@ -170,12 +161,9 @@ static void want_ok(const struct rec *c, const char *what)
 
 static void want_err(const struct rec *c, enum cerr_class cls, const char *what)
 {
-	if (c->ok)
-		fail_msg("%s succeeded (next seq %llu), want %s", what,
-			 (unsigned long long)c->r.next_seq, cerr_class_name(cls));
-	if (c->err.cls != cls)
-		fail_msg("%s: %s (%s), want %s", what, cerr_class_name(c->err.cls), c->err.msg,
-			 cerr_class_name(cls));
+	if (c->ok || c->err.cls != cls)
+		fail_msg("%s: %s (%s), want %s", what, c->ok ? "ok" : cerr_class_name(c->err.cls),
+			 c->err.msg, cerr_class_name(cls));
 }
 
 /* Post one item and wait for it. */
@@ -183,6 +171,19 @@ static void step(struct fx *x, struct fifo_item *it, struct rec *c)
 {
 	post(x, it, c);
 	wait_all(x, c, 1);
+}
+
+static void step_ok(struct fx *x, struct fifo_item *it, struct rec *c, const char *what)
+{
+	step(x, it, c);
+	want_ok(c, what);
+}
+
+static void step_err(struct fx *x, struct fifo_item *it, struct rec *c, enum cerr_class cls,
+		     const char *what)
+{
+	step(x, it, c);
+	want_err(c, cls, what);
 }
 
 /* ---- items ---- */
@@ -195,21 +196,15 @@ static cJSON *msgs_typed(const char *type, const char *tag, int n)
 		snprintf(text, sizeof text, "%s %d", tag, i);
 		cJSON *e = cJSON_CreateObject();
 		cJSON_AddStringToObject(e, "type", type);
-		cJSON *d = cJSON_AddObjectToObject(e, "data");
-		cJSON_AddStringToObject(d, "text", text);
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(e, "data"), "text", text);
 		cJSON_AddItemToArray(a, e);
 	}
 	return a;
 }
 
-static cJSON *msgs(const char *tag, int n)
-{
-	return msgs_typed("user/message", tag, n);
-}
-
 static struct fifo_item *hist(const char *id, uint64_t seq, const char *tag, int n)
 {
-	return fifo_history(id, seq, msgs(tag, n));
+	return fifo_history(id, seq, msgs_typed("user/message", tag, n));
 }
 
 static struct fifo_item *create(const char *id, const char *cwd, const char *tag, int n)
@@ -242,14 +237,14 @@ static char *file_of(const struct fx *x, const char *area, const char *cwd, cons
 	return p;
 }
 
-/* The live log of id (cwd NULL) as read now; NULL when there is none. */
+/* The live log of id (cwd NULL) as read now, which must be there and ok. */
 static struct scan *scan_of(const struct fx *x, const char *id)
 {
 	char *p = file_of(x, STORE_SESSIONS, NULL, id);
 	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	free(p);
 	if (fd < 0)
-		return NULL;
+		fail_msg("cannot open '%s'", p);
+	free(p);
 	struct scan *s;
 	struct cerr err;
 	assert_int_equal(scan_fd(fd, &s, &err), 0);
@@ -261,17 +256,7 @@ static struct scan *scan_of(const struct fx *x, const char *id)
 static uint64_t next_seq_of(const struct fx *x, const char *id)
 {
 	struct scan *s = scan_of(x, id);
-	assert_non_null(s);
 	uint64_t n = s->next_seq;
-	scan_free(s);
-	return n;
-}
-
-static size_t frames_of(const struct fx *x, const char *id)
-{
-	struct scan *s = scan_of(x, id);
-	assert_non_null(s);
-	size_t n = s->n_frames;
 	scan_free(s);
 	return n;
 }
@@ -283,13 +268,13 @@ static const char *text_at(const struct scan *s, size_t i)
 	return cJSON_IsString(t) ? t->valuestring : "";
 }
 
+/* The log file's bytes (at most 1 MiB); *n gets the length. */
 static char *slurp(const struct fx *x, const char *id, size_t *n)
 {
-	char *p = file_of(x, STORE_SESSIONS, NULL, id);
+	char *p = file_of(x, STORE_SESSIONS, NULL, id), *buf = xmalloc(1 << 20);
 	FILE *fp = fopen(p, "rb");
 	free(p);
 	assert_non_null(fp);
-	char *buf = xmalloc(1 << 20);
 	*n = fread(buf, 1, 1 << 20, fp);
 	fclose(fp);
 	return buf;
@@ -339,76 +324,76 @@ static bool exists(const char *p)
 /* ---- tests ---- */
 
 /* Step by step, each receipt is the log's next seq and the catalog's
- * content version right after the item. */
-static void test_receipts_step_by_step(void **state)
+ * content version right after the item; meta items (title, pin) append a
+ * session/meta event each and show in the catalog. */
+static void test_receipts_and_meta(void **state)
 {
-	(void)state;
-	struct fx x;
+	struct fx *x = *state;
 	struct rec c;
-	fx_init(&x);
-	fx_start(&x);
-	step(&x, create("A", NULL, "a1", 2), &c);
-	check_receipt(&x, "A", &c, 3); /* header 0, events 1 and 2 */
+	step(x, create("A", NULL, "a1", 2), &c);
+	check_receipt(x, "A", &c, 3); /* header 0, events 1 and 2 */
 	assert_int_equal(c.kind, FIFO_HISTORY);
 	assert_string_equal(c.session, "A");
-	step(&x, hist("A", 3, "a2", 3), &c);
-	check_receipt(&x, "A", &c, 6);
-	step(&x, meta("{\"title\":\"Step title\"}"), &c);
-	check_receipt(&x, "A", &c, 7);
+	step(x, hist("A", 3, "a2", 3), &c);
+	check_receipt(x, "A", &c, 6);
+	step(x, meta("{\"title\":\"Named\",\"pinned\":true}"), &c);
+	check_receipt(x, "A", &c, 7);
 	assert_int_equal(c.kind, FIFO_META);
-	step(&x, full("A", 7, 7, "a3", 2), &c);
-	check_receipt(&x, "A", &c, 9);
+	struct cat_session row = row_of(x, "A");
+	assert_string_equal(row.title, "Named");
+	assert_true(row.pinned);
+	cat_session_release(&row);
+	step(x, full("A", 7, 7, "a3", 2), &c);
+	check_receipt(x, "A", &c, 9);
 	assert_int_equal(c.kind, FIFO_FULL_SAVE);
-	struct scan *s = scan_of(&x, "A");
+	struct scan *s = scan_of(x, "A");
 	assert_int_equal(s->n_events, 9);
 	assert_string_equal(s->events[0].type, "session/header");
 	assert_string_equal(text_at(s, 1), "a1 0");
 	assert_string_equal(text_at(s, 5), "a2 2");
 	assert_string_equal(s->events[6].type, "session/meta");
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(s->events[6].data, "title");
+	assert_true(cJSON_IsString(t) && strcmp(t->valuestring, "Named") == 0);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(s->events[6].data, "pinned")));
 	assert_string_equal(s->events[7].type, "assistant/text");
 	assert_string_equal(text_at(s, 8), "a3 1");
 	scan_free(s);
-	struct cat_session row = row_of(&x, "A");
-	assert_string_equal(row.title, "Step title");
-	assert_int_equal(row.durable_seq, 9);
+	step(x, meta("{\"title\":null}"), &c);
+	check_receipt(x, "A", &c, 10);
+	step(x, meta("{\"pinned\":false}"), &c);
+	check_receipt(x, "A", &c, 11);
+	row = row_of(x, "A");
+	assert_false(row.pinned);
+	assert_true(row.title == NULL || strcmp(row.title, "Named") != 0);
+	assert_int_equal(row.durable_seq, 11);
 	cat_session_release(&row);
-	fx_finish(&x);
 }
 
 /* Pipelined items of two sessions complete once each, on the loop thread,
  * in post order, only when the loop runs, with chained receipts. */
 static void test_order_and_thread(void **state)
 {
-	(void)state;
-	struct fx x;
+	struct fx *x = *state;
 	enum { N = 14 };
 	struct rec c[N];
-	uint64_t want[N];
-	fx_init(&x);
-	fx_start(&x);
-	uint64_t seq[2] = {1, 1};
+	uint64_t want[N], seq[2] = {1, 1};
 	const char *ids[2] = {"A", "B"};
 	for (int i = 0; i < N; i++) {
 		int k = i % 2, n = 1 + i % 3;
 		char tag[16];
 		snprintf(tag, sizeof tag, "%s%d", ids[k], i);
-		struct fifo_item *it;
-		if (i < 2)
-			it = create(ids[k], NULL, tag, n);
-		else if (i % 5 == 4)
-			it = full(ids[k], seq[k], seq[k], tag, n); /* version = next seq */
-		else
-			it = hist(ids[k], seq[k], tag, n);
-		seq[k] += (uint64_t)n;
-		want[i] = seq[k];
-		post(&x, it, &c[i]);
+		struct fifo_item *it = i < 2	      ? create(ids[k], NULL, tag, n)
+				       : i % 5 == 4 ? full(ids[k], seq[k], seq[k], tag, n)
+						    : hist(ids[k], seq[k], tag, n);
+		want[i] = seq[k] += (uint64_t)n;
+		post(x, it, &c[i]);
 		if (i == N / 2) { /* the loop has not run: nothing completed yet */
-			assert_int_equal(fifo_flush(x.f, NULL, deadline(10000)), 0);
+			assert_int_equal(fifo_flush(x->f, NULL, deadline(10000)), 0);
 			for (int j = 0; j <= i; j++)
 				assert_int_equal(c[j].calls, 0);
 		}
 	}
-	wait_all(&x, c, N);
+	wait_all(x, c, N);
 	for (int i = 0; i < N; i++) {
 		want_ok(&c[i], ids[i % 2]);
 		assert_int_equal(c[i].order, i + 1);
@@ -417,10 +402,9 @@ static void test_order_and_thread(void **state)
 		assert_string_equal(c[i].session, ids[i % 2]);
 	}
 	for (int k = 0; k < 2; k++) {
-		assert_int_equal(next_seq_of(&x, ids[k]), seq[k]);
-		assert_int_equal(version_of(&x, ids[k]), c[N - 2 + k].r.content_version);
-		/* Events in post order. */
-		struct scan *s = scan_of(&x, ids[k]);
+		assert_int_equal(version_of(x, ids[k]), c[N - 2 + k].r.content_version);
+		struct scan *s = scan_of(x, ids[k]); /* events in post order */
+		assert_int_equal(s->next_seq, seq[k]);
 		size_t e = 1;
 		for (int i = k; i < N; i += 2)
 			for (int j = 0; j < 1 + i % 3; j++) {
@@ -431,136 +415,111 @@ static void test_order_and_thread(void **state)
 		assert_int_equal(e, s->n_events);
 		scan_free(s);
 	}
-	fx_finish(&x);
 }
 
 /* A history item with fifo_item_create makes the session (id of our
  * choosing, key from its cwd); without it, or with a bad id, nothing is. */
 static void test_create(void **state)
 {
-	(void)state;
-	struct fx x;
+	struct fx *x = *state;
 	struct rec c[3];
 	const char *id = "new_Session-42", *cwd = "/tmp/cairn fifo/project";
 	assert_true(pathkey_valid_id(id));
-	fx_init(&x);
-	fx_start(&x);
-	char *p = file_of(&x, STORE_SESSIONS, cwd, id);
+	char *p = file_of(x, STORE_SESSIONS, cwd, id), *ghost = file_of(x, STORE_SESSIONS, NULL, "ghost");
+	char *evil = xasprintf("%s/evil", x->root), *key = pathkey_project(cwd);
 	assert_false(exists(p));
-	post(&x, hist("ghost", 1, "g", 1), &c[0]); /* no create flag */
-	post(&x, create("../evil", cwd, "e", 1), &c[1]);
-	post(&x, create(id, cwd, "n", 2), &c[2]);
-	wait_all(&x, c, 3);
+	post(x, hist("ghost", 1, "g", 1), &c[0]); /* no create flag */
+	post(x, create("../evil", cwd, "e", 1), &c[1]);
+	post(x, create(id, cwd, "n", 2), &c[2]);
+	wait_all(x, c, 3);
 	want_err(&c[0], CERR_MISSING, "history of an unknown session");
-	assert_int_not_equal(c[1].err.cls, CERR_OK);
 	assert_false(c[1].ok);
+	assert_int_not_equal(c[1].err.cls, CERR_OK);
 	want_ok(&c[2], "create");
 	assert_int_equal(c[2].r.next_seq, 3);
-	assert_true(exists(p));
-	char *ghost = file_of(&x, STORE_SESSIONS, NULL, "ghost");
 	assert_false(exists(ghost));
-	free(ghost);
-	char *evil = xasprintf("%s/evil", x.root);
 	assert_false(exists(evil));
-	free(evil);
-	struct log *lg;
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	struct scan *s;
 	struct cerr err;
-	assert_int_equal(fifo_close(x.f, deadline(10000)), 0); /* release its lock */
-	x.f = NULL;
-	assert_int_equal(log_open(x.st, id, &lg, &err), 0);
-	assert_string_equal(log_scan(lg)->id, id);
-	assert_string_equal(log_scan(lg)->cwd, cwd);
-	assert_int_equal(log_scan(lg)->next_seq, 3);
-	log_close(lg);
-	struct cat_session row = row_of(&x, id);
-	char *key = pathkey_project(cwd);
+	assert_int_equal(scan_fd(fd, &s, &err), 0);
+	close(fd);
+	assert_string_equal(s->id, id);
+	assert_string_equal(s->cwd, cwd);
+	assert_int_equal(s->next_seq, 3);
+	scan_free(s);
+	struct cat_session row = row_of(x, id);
 	assert_string_equal(row.project_key, key);
 	assert_string_equal(row.cwd, cwd);
 	assert_int_equal(row.content_version, c[2].r.content_version);
 	cat_session_release(&row);
-	free(key);
-	free(p);
-	fx_finish(&x);
+	free(p), free(ghost), free(evil), free(key);
 }
 
 /* Five adjacent history items reaching the writer together land as one
- * frame, each with its own receipt. */
-static void test_history_coalesces(void **state)
+ * frame, each with its own receipt; a full save or a meta item between
+ * history items is never merged. */
+static void test_coalescing_and_boundaries(void **state)
 {
-	(void)state;
-	struct fx x;
-	struct rec c[5], first;
-	fx_init(&x);
-	fx_start(&x);
-	step(&x, create("A", NULL, "a", 1), &first);
-	size_t frames = frames_of(&x, "A");
+	struct fx *x = *state;
+	struct rec c[8];
+	step(x, create("A", NULL, "a", 1), &c[0]);
+	struct scan *s = scan_of(x, "A");
+	size_t frames = s->n_frames;
+	scan_free(s);
 	assert_int_equal(frames, 2); /* header + first batch */
-	fifo_pause(x.f, true);
+	fifo_pause(x->f, true);
 	uint64_t seq = 2;
 	for (int i = 0; i < 5; i++) {
 		char tag[16];
 		snprintf(tag, sizeof tag, "h%d", i);
-		post(&x, hist("A", seq, tag, i + 1), &c[i]);
+		post(x, hist("A", seq, tag, i + 1), &c[i]);
 		seq += (uint64_t)i + 1;
 	}
-	fifo_pause(x.f, false);
-	wait_all(&x, c, 5);
-	uint64_t want = 2;
-	for (int i = 0; i < 5; i++) {
-		want += (uint64_t)i + 1;
+	fifo_pause(x->f, false);
+	wait_all(x, c, 5);
+	for (uint64_t i = 0, want = 2; i < 5; i++) {
 		want_ok(&c[i], "coalesced history");
-		assert_int_equal(c[i].r.next_seq, want);
-		assert_int_equal(c[i].r.content_version, version_of(&x, "A"));
+		assert_int_equal(c[i].r.next_seq, want += i + 1);
+		assert_int_equal(c[i].r.content_version, version_of(x, "A"));
 	}
-	struct scan *s = scan_of(&x, "A");
+	s = scan_of(x, "A");
 	assert_int_equal(s->n_frames, frames + 1);
 	assert_int_equal(s->frames[frames].first_seq, 2);
 	assert_int_equal(s->frames[frames].end_seq, seq);
-	assert_int_equal(s->next_seq, seq);
 	assert_string_equal(text_at(s, 2), "h0 0");
 	assert_string_equal(text_at(s, seq - 1), "h4 4");
+	frames = s->n_frames;
 	scan_free(s);
-	fx_finish(&x);
-}
 
-/* A full save (and a meta item) between history items is never merged. */
-static void test_full_save_is_a_boundary(void **state)
-{
-	(void)state;
-	struct fx x;
-	struct rec c[8], first;
-	fx_init(&x);
-	fx_start(&x);
-	step(&x, create("A", NULL, "a", 1), &first);
-	size_t frames = frames_of(&x, "A");
-	fifo_pause(x.f, true);
-	post(&x, hist("A", 2, "h1", 1), &c[0]);
-	post(&x, hist("A", 3, "h2", 2), &c[1]);
-	post(&x, full("A", 5, 5, "fs1", 3), &c[2]);
-	post(&x, hist("A", 8, "h3", 1), &c[3]);
-	post(&x, hist("A", 9, "h4", 1), &c[4]);
-	post(&x, meta("{\"pinned\":true}"), &c[5]);
-	post(&x, full("A", 11, 11, "fs2", 1), &c[6]);
-	post(&x, full("A", 12, 12, "fs3", 1), &c[7]);
-	fifo_pause(x.f, false);
-	wait_all(&x, c, 8);
-	static const uint64_t want[8] = {3, 5, 8, 9, 10, 11, 12, 13};
+	fifo_pause(x->f, true); /* from seq 17 */
+	post(x, hist("A", 17, "h1", 1), &c[0]);
+	post(x, hist("A", 18, "h2", 2), &c[1]);
+	post(x, full("A", 20, 20, "fs1", 3), &c[2]);
+	post(x, hist("A", 23, "h3", 1), &c[3]);
+	post(x, hist("A", 24, "h4", 1), &c[4]);
+	post(x, meta("{\"pinned\":true}"), &c[5]);
+	post(x, full("A", 26, 26, "fs2", 1), &c[6]);
+	post(x, full("A", 27, 27, "fs3", 1), &c[7]);
+	fifo_pause(x->f, false);
+	wait_all(x, c, 8);
+	static const uint64_t want[8] = {18, 20, 23, 24, 25, 26, 27, 28};
 	for (int i = 0; i < 8; i++) {
 		want_ok(&c[i], "item");
 		assert_int_equal(c[i].r.next_seq, want[i]);
 	}
-	assert_int_equal(c[2].r.content_version, 8);
-	assert_int_equal(c[7].r.content_version, version_of(&x, "A"));
-	struct scan *s = scan_of(&x, "A");
+	assert_int_equal(c[2].r.content_version, 23);
+	assert_int_equal(c[7].r.content_version, version_of(x, "A"));
+	s = scan_of(x, "A");
 	/* [h1 h2] [fs1] [h3 h4] [meta] [fs2] [fs3] */
 	assert_int_equal(s->n_frames, frames + 6);
-	static const uint64_t starts[6] = {2, 5, 8, 10, 11, 12};
+	static const uint64_t starts[6] = {17, 20, 23, 25, 26, 27};
 	for (int i = 0; i < 6; i++)
 		assert_int_equal(s->frames[frames + (size_t)i].first_seq, starts[i]);
 	assert_int_equal(s->frames[frames + 1].n_events, 3);
-	assert_int_equal(s->next_seq, 13);
+	assert_int_equal(s->next_seq, 28);
 	scan_free(s);
-	fx_finish(&x);
 }
 
 static uint64_t wal_size(const struct fx *x)
@@ -577,39 +536,35 @@ static uint64_t wal_size(const struct fx *x)
  * for the same items committed one by one. */
 static void test_group_commit(void **state)
 {
-	(void)state;
-	struct fx x;
+	struct fx *x = *state;
 	struct rec c[6];
-	fx_init(&x);
-	fx_start(&x);
 	const char *one[3] = {"D", "E", "F"}, *grouped[3] = {"A", "B", "C"};
-	uint64_t w0 = wal_size(&x);
+	uint64_t w0 = wal_size(x);
 	for (int k = 0; k < 3; k++) {
-		step(&x, create(one[k], NULL, one[k], 2), &c[2 * k]);
-		step(&x, full(one[k], 3, 3, one[k], 1), &c[2 * k + 1]);
+		step(x, create(one[k], NULL, one[k], 2), &c[2 * k]);
+		step(x, full(one[k], 3, 3, one[k], 1), &c[2 * k + 1]);
 	}
-	uint64_t w1 = wal_size(&x);
-	fifo_pause(x.f, true);
+	uint64_t w1 = wal_size(x);
+	fifo_pause(x->f, true);
 	for (int k = 0; k < 3; k++) {
-		post(&x, create(grouped[k], NULL, grouped[k], 2), &c[2 * k]);
-		post(&x, full(grouped[k], 3, 3, grouped[k], 1), &c[2 * k + 1]);
+		post(x, create(grouped[k], NULL, grouped[k], 2), &c[2 * k]);
+		post(x, full(grouped[k], 3, 3, grouped[k], 1), &c[2 * k + 1]);
 	}
-	fifo_pause(x.f, false);
-	wait_all(&x, c, 6);
-	uint64_t w2 = wal_size(&x);
+	fifo_pause(x->f, false);
+	wait_all(x, c, 6);
+	uint64_t w2 = wal_size(x);
 	for (int k = 0; k < 3; k++) {
 		want_ok(&c[2 * k], "create");
 		want_ok(&c[2 * k + 1], "full save");
 		assert_int_equal(c[2 * k + 1].r.next_seq, 4);
 		assert_int_equal(c[2 * k + 1].r.content_version, 4);
-		assert_int_equal(version_of(&x, grouped[k]), 4);
-		assert_int_equal(next_seq_of(&x, grouped[k]), 4);
+		assert_int_equal(version_of(x, grouped[k]), 4);
+		assert_int_equal(next_seq_of(x, grouped[k]), 4);
 	}
 	print_message("# WAL bytes: %llu one by one, %llu grouped\n",
 		      (unsigned long long)(w1 - w0), (unsigned long long)(w2 - w1));
 	assert_true(w1 > w0 && w2 > w1);
 	assert_true((w2 - w1) * 2 < (w1 - w0));
-	fx_finish(&x);
 }
 
 /* A wrong expected seq is a conflict that writes nothing; the session's
@@ -619,26 +574,22 @@ static void test_group_commit(void **state)
  * version recovers it, and history works again. */
 static void test_conflict_fail_fast_recovery(void **state)
 {
-	(void)state;
-	struct fx x;
+	struct fx *x = *state;
 	struct rec c[4];
-	fx_init(&x);
-	fx_start(&x);
-	step(&x, create("A", NULL, "a", 2), &c[0]);
-	step(&x, create("B", NULL, "b", 1), &c[1]);
+	step(x, create("A", NULL, "a", 2), &c[0]);
+	step(x, create("B", NULL, "b", 1), &c[1]);
 	size_t n;
-	char *before = slurp(&x, "A", &n);
+	char *before = slurp(x, "A", &n);
 
-	step(&x, hist("A", 99, "wrong", 1), &c[0]);
-	want_err(&c[0], CERR_CONFLICT, "history at a wrong seq");
+	step_err(x, hist("A", 99, "wrong", 1), &c[0], CERR_CONFLICT, "history at a wrong seq");
 	assert_false(c[0].err.outcome_unknown);
-	assert_same_bytes(&x, "A", before, n);
+	assert_same_bytes(x, "A", before, n);
 	struct cerr first = c[0].err;
 
-	post(&x, hist("A", 3, "after", 1), &c[0]);
-	post(&x, meta("{\"title\":\"never\"}"), &c[1]);
-	post(&x, hist("B", 2, "b2", 1), &c[2]);
-	wait_all(&x, c, 3);
+	post(x, hist("A", 3, "after", 1), &c[0]);
+	post(x, meta("{\"title\":\"never\"}"), &c[1]);
+	post(x, hist("B", 2, "b2", 1), &c[2]);
+	wait_all(x, c, 3);
 	for (int i = 0; i < 2; i++) {
 		assert_false(c[i].ok);
 		if (!strstr(c[i].err.msg, first.msg))
@@ -647,63 +598,55 @@ static void test_conflict_fail_fast_recovery(void **state)
 	}
 	want_ok(&c[2], "another session");
 	assert_int_equal(c[2].r.next_seq, 3);
-	assert_same_bytes(&x, "A", before, n);
+	assert_same_bytes(x, "A", before, n);
 
-	step(&x, full("A", 3, 1, "stale", 1), &c[0]);
-	want_err(&c[0], CERR_CONFLICT, "full save with a stale version");
-	assert_same_bytes(&x, "A", before, n);
-	struct cat_session row = row_of(&x, "A");
+	step_err(x, full("A", 3, 1, "stale", 1), &c[0], CERR_CONFLICT, "full save with a stale version");
+	assert_same_bytes(x, "A", before, n);
+	struct cat_session row = row_of(x, "A");
 	assert_int_equal(row.content_version, 3);
 	cat_session_release(&row);
-	step(&x, hist("A", 3, "still", 1), &c[0]);
+	step(x, hist("A", 3, "still", 1), &c[0]);
 	assert_false(c[0].ok);
-	assert_same_bytes(&x, "A", before, n);
+	assert_same_bytes(x, "A", before, n);
 
-	step(&x, full("A", 3, 3, "recover", 2), &c[0]);
-	check_receipt(&x, "A", &c[0], 5);
-	row = row_of(&x, "A");
+	step(x, full("A", 3, 3, "recover", 2), &c[0]);
+	check_receipt(x, "A", &c[0], 5);
+	row = row_of(x, "A");
 	assert_string_equal(row.status, "idle");
 	assert_true(row.title == NULL || strcmp(row.title, "never") != 0); /* the meta never landed */
 	cat_session_release(&row);
-	step(&x, hist("A", 5, "again", 1), &c[0]);
-	check_receipt(&x, "A", &c[0], 6);
-	struct scan *s = scan_of(&x, "A");
+	step(x, hist("A", 5, "again", 1), &c[0]);
+	check_receipt(x, "A", &c[0], 6);
+	struct scan *s = scan_of(x, "A");
 	assert_string_equal(text_at(s, 3), "recover 0");
 	assert_string_equal(text_at(s, 5), "again 0");
 	scan_free(s);
 	free(before);
-	fx_finish(&x);
 }
 
 /* A failed full save shows the session unsaved (DESIGN §3), whether its
  * seq or its version was stale; a recovery save clears it. */
 static void test_failed_full_save_is_unsaved(void **state)
 {
-	(void)state;
-	struct fx x;
+	struct fx *x = *state;
 	struct rec c;
-	fx_init(&x);
-	fx_start(&x);
-	step(&x, create("A", NULL, "a", 2), &c);
-	step(&x, create("B", NULL, "b", 2), &c);
-	step(&x, full("A", 7, 3, "stale seq", 1), &c);
-	want_err(&c, CERR_CONFLICT, "full save at a stale seq");
-	step(&x, full("B", 3, 2, "stale version", 1), &c);
-	want_err(&c, CERR_CONFLICT, "full save at a stale version");
+	step(x, create("A", NULL, "a", 2), &c);
+	step(x, create("B", NULL, "b", 2), &c);
+	step_err(x, full("A", 7, 3, "stale seq", 1), &c, CERR_CONFLICT, "full save at a stale seq");
+	step_err(x, full("B", 3, 2, "stale version", 1), &c, CERR_CONFLICT, "full save at a stale version");
 	const char *ids[2] = {"A", "B"};
 	for (int k = 0; k < 2; k++) {
-		struct cat_session row = row_of(&x, ids[k]);
+		struct cat_session row = row_of(x, ids[k]);
 		if (!row.status || strcmp(row.status, "unsaved") != 0)
 			fail_msg("session '%s' is '%s' after a failed full save, want unsaved", ids[k],
 				 row.status ? row.status : "(null)");
 		cat_session_release(&row);
-		step(&x, full(ids[k], 3, 3, "recover", 1), &c);
-		check_receipt(&x, ids[k], &c, 4);
-		row = row_of(&x, ids[k]);
+		step(x, full(ids[k], 3, 3, "recover", 1), &c);
+		check_receipt(x, ids[k], &c, 4);
+		row = row_of(x, ids[k]);
 		assert_string_equal(row.status, "idle");
 		cat_session_release(&row);
 	}
-	fx_finish(&x);
 }
 
 /* A full save with nothing to append still checks its expected seq: its
@@ -711,80 +654,37 @@ static void test_failed_full_save_is_unsaved(void **state)
  * a failed session at a wrong seq. */
 static void test_empty_full_save_checks_seq(void **state)
 {
-	(void)state;
-	struct fx x;
+	struct fx *x = *state;
 	struct rec c;
-	fx_init(&x);
-	fx_start(&x);
-	step(&x, create("A", NULL, "a", 2), &c);
-	step(&x, fifo_full_save("A", 10, 3, NULL), &c);
+	step(x, create("A", NULL, "a", 2), &c);
+	step(x, fifo_full_save("A", 10, 3, NULL), &c);
 	if (c.ok)
 		fail_msg("an empty full save at seq 10 succeeded with next seq %llu; the log is at 3",
 			 (unsigned long long)c.r.next_seq);
 	assert_int_equal(c.err.cls, CERR_CONFLICT);
-	step(&x, fifo_full_save("A", 3, 3, NULL), &c);
-	check_receipt(&x, "A", &c, 3);
-	fx_finish(&x);
+	step(x, fifo_full_save("A", 3, 3, NULL), &c);
+	check_receipt(x, "A", &c, 3);
 }
 
 /* An invalid event fails its own item only: the history item merged with
  * it is not failed on its account. */
 static void test_merge_keeps_items_apart(void **state)
 {
-	(void)state;
-	struct fx x;
+	struct fx *x = *state;
 	struct rec c[2];
-	fx_init(&x);
-	fx_start(&x);
-	step(&x, create("A", NULL, "a", 2), &c[0]);
-	fifo_pause(x.f, true);
-	post(&x, hist("A", 3, "good", 1), &c[0]);
-	post(&x, fifo_history("A", 4, msgs_typed("Not A Type!", "bad", 1)), &c[1]);
-	fifo_pause(x.f, false);
-	wait_all(&x, c, 2);
+	step(x, create("A", NULL, "a", 2), &c[0]);
+	fifo_pause(x->f, true);
+	post(x, hist("A", 3, "good", 1), &c[0]);
+	post(x, fifo_history("A", 4, msgs_typed("Not A Type!", "bad", 1)), &c[1]);
+	fifo_pause(x->f, false);
+	wait_all(x, c, 2);
 	want_err(&c[1], CERR_USAGE, "an invalid event");
 	if (!c[0].ok)
 		fail_msg("a valid history item failed because of the item merged after it: %s",
 			 c[0].err.msg);
-	check_receipt(&x, "A", &c[0], 4);
-	step(&x, hist("A", 4, "next", 1), &c[0]);
-	check_receipt(&x, "A", &c[0], 5);
-	fx_finish(&x);
-}
-
-/* Title and pin go to the log as session/meta events and to the catalog. */
-static void test_meta(void **state)
-{
-	(void)state;
-	struct fx x;
-	struct rec c;
-	fx_init(&x);
-	fx_start(&x);
-	step(&x, create("A", NULL, "first prompt", 1), &c);
-	step(&x, meta("{\"title\":\"Named\",\"pinned\":true}"), &c);
-	check_receipt(&x, "A", &c, 3);
-	struct cat_session row = row_of(&x, "A");
-	assert_string_equal(row.title, "Named");
-	assert_true(row.pinned);
-	cat_session_release(&row);
-	struct scan *s = scan_of(&x, "A");
-	assert_string_equal(s->events[2].type, "session/meta");
-	const cJSON *t = cJSON_GetObjectItemCaseSensitive(s->events[2].data, "title");
-	assert_true(cJSON_IsString(t));
-	assert_string_equal(t->valuestring, "Named");
-	assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(s->events[2].data, "pinned")));
-	scan_free(s);
-	step(&x, meta("{\"title\":null}"), &c);
-	check_receipt(&x, "A", &c, 4);
-	step(&x, meta("{\"pinned\":false}"), &c);
-	check_receipt(&x, "A", &c, 5);
-	row = row_of(&x, "A");
-	assert_false(row.pinned);
-	assert_true(row.title == NULL || strcmp(row.title, "Named") != 0);
-	cat_session_release(&row);
-	step(&x, hist("A", 5, "later", 1), &c);
-	check_receipt(&x, "A", &c, 6);
-	fx_finish(&x);
+	check_receipt(x, "A", &c[0], 4);
+	step(x, hist("A", 4, "next", 1), &c[0]);
+	check_receipt(x, "A", &c[0], 5);
 }
 
 /* Delete moves the whole directory to the trash, restore brings it back
@@ -792,74 +692,61 @@ static void test_meta(void **state)
  * catalog forgets it. */
 static void test_delete_restore_purge(void **state)
 {
-	(void)state;
-	struct fx x;
+	struct fx *x = *state;
 	struct rec c;
 	const char *cwd = "/tmp/cairn-fifo-proj";
-	fx_init(&x);
-	fx_start(&x);
-	step(&x, create("A", cwd, "a", 2), &c);
+	step(x, create("A", cwd, "a", 2), &c);
 	char *key = pathkey_project(cwd);
-	char *live = xasprintf("%s/%s/%s/A", x.root, STORE_SESSIONS, key);
-	char *trash = xasprintf("%s/%s/%s/A", x.root, STORE_TRASH, key);
+	char *live = xasprintf("%s/%s/%s/A", x->root, STORE_SESSIONS, key);
+	char *trash = xasprintf("%s/%s/%s/A", x->root, STORE_TRASH, key);
 	char *tlock = xasprintf("%s/%s", trash, LOCK_FILE);
 	char *tlog = xasprintf("%s/%s", trash, LOG_FILE);
 	assert_true(exists(live));
 
-	step(&x, fifo_delete("A"), &c);
-	want_ok(&c, "delete");
+	step_ok(x, fifo_delete("A"), &c, "delete");
 	assert_true(c.r.deleted_at > 0);
 	assert_false(exists(live));
 	assert_true(exists(tlog));
 	assert_true(exists(tlock));
-	struct cat_session row = row_of(&x, "A");
+	struct cat_session row = row_of(x, "A");
 	assert_int_equal(row.deleted_at, c.r.deleted_at);
 	cat_session_release(&row);
 
-	step(&x, fifo_restore("A"), &c);
-	want_ok(&c, "restore");
+	step_ok(x, fifo_restore("A"), &c, "restore");
 	assert_true(exists(live));
 	assert_false(exists(trash));
-	row = row_of(&x, "A");
+	row = row_of(x, "A");
 	assert_int_equal(row.deleted_at, 0);
 	cat_session_release(&row);
-	step(&x, hist("A", 3, "restored", 1), &c);
-	want_ok(&c, "history after restore");
+	step_ok(x, hist("A", 3, "restored", 1), &c, "history after restore");
 	assert_int_equal(c.r.next_seq, 4);
 
-	step(&x, fifo_purge("A"), &c); /* not in the trash */
+	step(x, fifo_purge("A"), &c); /* not in the trash */
 	want_err(&c, CERR_MISSING, "purge of a live session");
 	assert_true(exists(live));
-	step(&x, fifo_delete("A"), &c);
-	want_ok(&c, "delete again");
-	step(&x, fifo_purge("A"), &c);
-	want_ok(&c, "purge");
+	step_ok(x, fifo_delete("A"), &c, "delete again");
+	step_ok(x, fifo_purge("A"), &c, "purge");
 	assert_false(exists(tlock));
 	assert_false(exists(trash));
 	assert_false(exists(live));
 	struct cerr err;
-	assert_int_equal(catalog_get(x.cat, "A", &row, &err), -1);
+	assert_int_equal(catalog_get(x->cat, "A", &row, &err), -1);
 	assert_int_equal(err.cls, CERR_MISSING);
-	step(&x, fifo_restore("A"), &c);
-	want_err(&c, CERR_MISSING, "restore after purge");
-	step(&x, fifo_delete("nobody"), &c);
-	want_err(&c, CERR_MISSING, "delete of an unknown session");
+	step_err(x, fifo_restore("A"), &c, CERR_MISSING, "restore after purge");
+	step_err(x, fifo_delete("nobody"), &c, CERR_MISSING, "delete of an unknown session");
 	free(key), free(live), free(trash), free(tlock), free(tlog);
-	fx_finish(&x);
 }
 
 /* Delete is refused while the session runs or another process holds its
  * lock; nothing moves; it goes through once released. */
 static void test_delete_locked(void **state)
 {
-	(void)state;
-	struct fx x;
+	struct fx *x = *state;
 	struct rec c;
 	struct cerr err;
 	struct log *lg;
 	uint64_t next;
-	fx_init(&x);
-	assert_int_equal(log_create(x.st, "L", NULL, NULL, &lg, &err), 0);
+	assert_int_equal(log_create(x->st, "L", NULL, NULL, &lg, &err), 0);
 	cJSON *d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "text", "held");
 	struct log_event ev = {.type = "user/message", .data = d};
@@ -869,12 +756,12 @@ static void test_delete_locked(void **state)
 	int ready[2], go[2];
 	assert_int_equal(pipe(ready), 0);
 	assert_int_equal(pipe(go), 0);
-	pid_t pid = fork(); /* before any thread exists */
+	pid_t pid = fork(); /* the child only locks the log and waits */
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		struct store *st;
 		char b = 'n';
-		if (store_open(x.root, false, &st, &err) == 0 && log_open(st, "L", &lg, &err) == 0)
+		if (store_open(x->root, false, &st, &err) == 0 && log_open(st, "L", &lg, &err) == 0)
 			b = 'y';
 		if (write(ready[1], &b, 1) != 1 || read(go[0], &b, 1) < 0)
 			_exit(2);
@@ -883,10 +770,8 @@ static void test_delete_locked(void **state)
 	char b = 0;
 	assert_int_equal(read(ready[0], &b, 1), 1);
 	assert_int_equal(b, 'y');
-	fx_start(&x);
-	char *live = file_of(&x, STORE_SESSIONS, NULL, "L");
-	step(&x, fifo_delete("L"), &c);
-	want_err(&c, CERR_LOCKED, "delete of a session locked elsewhere");
+	char *live = file_of(x, STORE_SESSIONS, NULL, "L");
+	step_err(x, fifo_delete("L"), &c, CERR_LOCKED, "delete of a session locked elsewhere");
 	assert_true(exists(live));
 	assert_int_equal(write(go[1], "x", 1), 1);
 	int status;
@@ -894,19 +779,15 @@ static void test_delete_locked(void **state)
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	close(ready[0]), close(ready[1]), close(go[0]), close(go[1]);
 
-	step(&x, create("R", NULL, "r", 1), &c);
-	assert_int_equal(catalog_set_status(x.cat, "R", "running", &err), 0);
-	step(&x, fifo_delete("R"), &c);
-	want_err(&c, CERR_LOCKED, "delete of a running session");
-	assert_int_equal(next_seq_of(&x, "R"), 2);
-	assert_int_equal(catalog_set_status(x.cat, "R", NULL, &err), 0);
-	step(&x, fifo_delete("R"), &c);
-	want_ok(&c, "delete once stopped");
-	step(&x, fifo_delete("L"), &c);
-	want_ok(&c, "delete once unlocked");
+	step(x, create("R", NULL, "r", 1), &c);
+	assert_int_equal(catalog_set_status(x->cat, "R", "running", &err), 0);
+	step_err(x, fifo_delete("R"), &c, CERR_LOCKED, "delete of a running session");
+	assert_int_equal(next_seq_of(x, "R"), 2);
+	assert_int_equal(catalog_set_status(x->cat, "R", NULL, &err), 0);
+	step_ok(x, fifo_delete("R"), &c, "delete once stopped");
+	step_ok(x, fifo_delete("L"), &c, "delete once unlocked");
 	assert_false(exists(live));
 	free(live);
-	fx_finish(&x);
 }
 
 /* Flush returns 0 once everything earlier is durable (the log already holds
@@ -914,44 +795,40 @@ static void test_delete_locked(void **state)
  * the writer is paused; nothing is lost by a timeout. */
 static void test_flush(void **state)
 {
-	(void)state;
-	struct fx x;
+	struct fx *x = *state;
 	struct rec c[3], setup;
-	fx_init(&x);
-	fx_start(&x);
-	step(&x, create("A", NULL, "a", 1), &setup);
-	step(&x, create("B", NULL, "b", 1), &setup);
-	fifo_pause(x.f, true);
-	post(&x, hist("A", 2, "fa", 2), &c[0]);
-	post(&x, hist("B", 2, "fb", 1), &c[1]);
-	post(&x, hist("A", 4, "fa2", 1), &c[2]);
+	step(x, create("A", NULL, "a", 1), &setup);
+	step(x, create("B", NULL, "b", 1), &setup);
+	fifo_pause(x->f, true);
+	post(x, hist("A", 2, "fa", 2), &c[0]);
+	post(x, hist("B", 2, "fb", 1), &c[1]);
+	post(x, hist("A", 4, "fa2", 1), &c[2]);
 	uint64_t past = deadline(-5);
-	assert_int_equal(fifo_flush(x.f, "A", past), 1);
-	assert_int_equal(fifo_flush(x.f, NULL, past), 1);
-	assert_int_equal(fifo_flush(x.f, "nobody", past), 0); /* nothing posted for it */
+	assert_int_equal(fifo_flush(x->f, "A", past), 1);
+	assert_int_equal(fifo_flush(x->f, NULL, past), 1);
+	assert_int_equal(fifo_flush(x->f, "nobody", past), 0); /* nothing posted for it */
 	uint64_t t0 = clock_mono_ns();
-	assert_int_equal(fifo_flush(x.f, "B", deadline(80)), 1);
+	assert_int_equal(fifo_flush(x->f, "B", deadline(80)), 1);
 	assert_true(clock_mono_ns() - t0 >= 70 * 1000000ull);
-	assert_int_equal(next_seq_of(&x, "A"), 2);
-	uv_run(&x.loop, UV_RUN_NOWAIT);
+	assert_int_equal(next_seq_of(x, "A"), 2);
+	uv_run(&x->loop, UV_RUN_NOWAIT);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(c[i].calls, 0);
 
-	fifo_pause(x.f, false);
-	assert_int_equal(fifo_flush(x.f, "A", deadline(10000)), 0);
-	struct scan *s = scan_of(&x, "A"); /* durable before any delivery */
+	fifo_pause(x->f, false);
+	assert_int_equal(fifo_flush(x->f, "A", deadline(10000)), 0);
+	struct scan *s = scan_of(x, "A"); /* durable before any delivery */
 	assert_int_equal(s->next_seq, 5);
 	assert_string_equal(text_at(s, 4), "fa2 0");
 	scan_free(s);
-	assert_int_equal(fifo_flush(x.f, NULL, deadline(10000)), 0);
-	assert_int_equal(next_seq_of(&x, "B"), 3);
+	assert_int_equal(fifo_flush(x->f, NULL, deadline(10000)), 0);
+	assert_int_equal(next_seq_of(x, "B"), 3);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(c[i].calls, 0);
-	wait_all(&x, c, 3);
+	wait_all(x, c, 3);
 	want_ok(&c[0], "A"), want_ok(&c[1], "B"), want_ok(&c[2], "A");
 	assert_int_equal(c[2].r.next_seq, 5);
 	assert_int_equal(c[1].r.next_seq, 3);
-	fx_finish(&x);
 }
 
 /* fifo_close on a paused writer times out and keeps ownership; once let go
@@ -959,55 +836,49 @@ static void test_flush(void **state)
  * callback never runs. */
 static void test_close_timeout_and_post_after_close(void **state)
 {
-	(void)state;
-	struct fx x;
+	struct fx *x = *state;
 	struct rec c, setup, late;
 	struct cerr err = {0};
-	fx_init(&x);
-	fx_start(&x);
-	step(&x, create("A", NULL, "a", 1), &setup);
-	fifo_pause(x.f, true);
-	post(&x, hist("A", 2, "pending", 1), &c);
-	assert_int_equal(fifo_close(x.f, deadline(-1)), 1);
-	assert_int_equal(fifo_close(x.f, deadline(30)), 1);
-	uv_run(&x.loop, UV_RUN_NOWAIT);
+	step(x, create("A", NULL, "a", 1), &setup);
+	fifo_pause(x->f, true);
+	post(x, hist("A", 2, "pending", 1), &c);
+	assert_int_equal(fifo_close(x->f, deadline(-1)), 1);
+	assert_int_equal(fifo_close(x->f, deadline(30)), 1);
+	uv_run(&x->loop, UV_RUN_NOWAIT);
 	assert_int_equal(c.calls, 0);
-	assert_int_equal(next_seq_of(&x, "A"), 2);
-	fifo_pause(x.f, false);
-	assert_int_equal(fifo_close(x.f, deadline(10000)), 0);
+	assert_int_equal(next_seq_of(x, "A"), 2);
+	fifo_pause(x->f, false);
+	assert_int_equal(fifo_close(x->f, deadline(10000)), 0);
 	assert_int_equal(c.calls, 1); /* delivered by the close, on this thread */
 	assert_true(c.on_loop);
 	want_ok(&c, "pending item");
 	assert_int_equal(c.r.next_seq, 3);
-	assert_int_equal(next_seq_of(&x, "A"), 3);
+	assert_int_equal(next_seq_of(x, "A"), 3);
 	memset(&late, 0, sizeof late);
-	assert_int_equal(fifo_post(x.f, hist("A", 3, "late", 1), done_cb, &late, &err), -1);
+	assert_int_equal(fifo_post(x->f, hist("A", 3, "late", 1), done_cb, &late, &err), -1);
 	assert_int_not_equal(err.cls, CERR_OK);
-	x.f = NULL;
-	assert_int_equal(uv_run(&x.loop, UV_RUN_DEFAULT), 0);
+	x->f = NULL;
+	assert_int_equal(uv_run(&x->loop, UV_RUN_DEFAULT), 0);
 	assert_int_equal(late.calls, 0);
-	assert_int_equal(next_seq_of(&x, "A"), 3);
-	fx_finish(&x);
+	assert_int_equal(next_seq_of(x, "A"), 3);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_receipts_step_by_step),
-		cmocka_unit_test(test_order_and_thread),
-		cmocka_unit_test(test_create),
-		cmocka_unit_test(test_history_coalesces),
-		cmocka_unit_test(test_full_save_is_a_boundary),
-		cmocka_unit_test(test_group_commit),
-		cmocka_unit_test(test_conflict_fail_fast_recovery),
-		cmocka_unit_test(test_failed_full_save_is_unsaved),
-		cmocka_unit_test(test_empty_full_save_checks_seq),
-		cmocka_unit_test(test_merge_keeps_items_apart),
-		cmocka_unit_test(test_meta),
-		cmocka_unit_test(test_delete_restore_purge),
-		cmocka_unit_test(test_delete_locked),
-		cmocka_unit_test(test_flush),
-		cmocka_unit_test(test_close_timeout_and_post_after_close),
+		cmocka_unit_test_setup_teardown(test_receipts_and_meta, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_order_and_thread, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_create, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_coalescing_and_boundaries, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_conflict_fail_fast_recovery, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failed_full_save_is_unsaved, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_empty_full_save_checks_seq, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_merge_keeps_items_apart, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_delete_restore_purge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_delete_locked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flush, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_close_timeout_and_post_after_close, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
