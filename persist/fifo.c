@@ -177,7 +177,8 @@ static void trim_handles(struct fifo *f, struct wsess *keep)
 	while (open > MAX_OPEN_LOGS) {
 		struct wsess *old = NULL;
 		for (size_t i = 0; i < f->n_ws; i++)
-			if (f->ws[i]->lg && f->ws[i] != keep && (!old || f->ws[i]->used < old->used))
+			if (f->ws[i]->lg && f->ws[i] != keep && !f->ws[i]->failed &&
+			    (!old || f->ws[i]->used < old->used))
 				old = f->ws[i];
 		if (!old)
 			break;
@@ -342,6 +343,26 @@ static void run_group(struct fifo *f, struct fifo_item *first, struct fifo_item 
 		struct log_event *evs = to_events(arr, &n);
 		uint64_t next = 0, version = 0;
 		int rc = log_append(w->lg, expected, evs, n, &next, &err);
+		if (rc == 0 && n == 0 && expected != log_next_seq(w->lg)) {
+			/* An empty batch writes nothing, but its expectation
+			 * still has to hold. */
+			cerr_set(&err, CERR_CONFLICT, 0, "'%s' is at seq %llu, not %llu", w->id,
+				 (unsigned long long)log_next_seq(w->lg), (unsigned long long)expected);
+			rc = -1;
+		}
+		if (rc < 0 && err.cls == CERR_USAGE && first != last) {
+			/* One invalid event must not fail the valid items merged
+			 * with it: nothing was written, run them one by one. */
+			free(evs);
+			cJSON_Delete(all);
+			struct fifo_item *stop = last->next;
+			for (struct fifo_item *m = first; m != stop; m = m->next) {
+				struct fifo_item *keep = m->next;
+				run_group(f, m, m);
+				m->next = keep;
+			}
+			return;
+		}
 		if (rc == 0 && n > 0) {
 			/* The log is durable: its projection (and watermark) go
 			 * into this batch's transaction, undone alone on failure. */
@@ -351,6 +372,7 @@ static void run_group(struct fifo *f, struct fifo_item *first, struct fifo_item 
 				catalog_savepoint_rollback(f->cat);
 				err = pe;
 				cerr_prefix(&err, "the log is durable but the catalog was not updated");
+				err.outcome_unknown = true; /* written, but no receipt to give */
 				rc = -1;
 			} else {
 				catalog_savepoint_release(f->cat);
@@ -365,13 +387,8 @@ static void run_group(struct fifo *f, struct fifo_item *first, struct fifo_item 
 		}
 		free(evs);
 		cJSON_Delete(all);
-		if (rc < 0) {
-			if (it->kind == FIFO_FULL_SAVE) {
-				struct cerr e;
-				catalog_set_status(f->cat, w->id, "unsaved", &e);
-			}
+		if (rc < 0)
 			goto fail;
-		}
 		if (it->kind == FIFO_FULL_SAVE) {
 			struct cerr e;
 			catalog_set_status(f->cat, w->id, NULL, &e); /* settled: no override */
@@ -405,6 +422,7 @@ static void run_group(struct fifo *f, struct fifo_item *first, struct fifo_item 
 		struct cerr e;
 		if (catalog_set_deleted(f->cat, ref.id, at, &e) < 0 && e.cls != CERR_MISSING) {
 			err = e;
+			err.outcome_unknown = true; /* moved, catalog not told */
 			goto fail_plain;
 		}
 	} else if (it->kind == FIFO_RESTORE) {
@@ -414,6 +432,7 @@ static void run_group(struct fifo *f, struct fifo_item *first, struct fifo_item 
 		struct cerr e;
 		if (catalog_set_deleted(f->cat, ref.id, 0, &e) < 0 && e.cls != CERR_MISSING) {
 			err = e;
+			err.outcome_unknown = true; /* moved back, catalog not told */
 			goto fail_plain;
 		}
 	} else {
@@ -425,11 +444,15 @@ static void run_group(struct fifo *f, struct fifo_item *first, struct fifo_item 
 fail:
 	if (appends) {
 		/* A conflict or a failed write leaves a gap this session must
-		 * not write past; a usage error wrote nothing and changes
-		 * nothing. */
-		if (err.cls != CERR_USAGE && !w->failed) {
+		 * not write past; a usage error or a missing session wrote
+		 * nothing and changes nothing. */
+		if (err.cls != CERR_USAGE && err.cls != CERR_MISSING && !w->failed) {
 			w->failed = true;
 			w->why = err;
+		}
+		if (it->kind == FIFO_FULL_SAVE) {
+			struct cerr e;
+			catalog_set_status(f->cat, w->id, "unsaved", &e);
 		}
 	}
 fail_plain:
@@ -560,13 +583,14 @@ struct fifo *fifo_new(uv_loop_t *loop, const char *root, struct cerr *err)
 		goto fail_sync;
 	}
 	f->async.data = f;
-	if (pthread_create(&f->thread, NULL, writer_main, f) != 0) {
-		cerr_set(err, CERR_IO, errno, "cannot start the persistence writer");
+	int perr = pthread_create(&f->thread, NULL, writer_main, f);
+	if (perr != 0) {
+		cerr_set(err, CERR_IO, perr, "cannot start the persistence writer");
 		catalog_close(f->cat);
 		store_close(f->st);
-		pthread_cond_destroy(&f->work_cv);
-		pthread_cond_destroy(&f->done_cv);
-		pthread_mutex_destroy(&f->mu);
+		f->cat = NULL;
+		f->st = NULL;
+		f->stopping = true; /* a post before the loop closes it is refused */
 		/* The handle lives in f: the loop frees f when it closes it. */
 		uv_close((uv_handle_t *)&f->async, close_cb);
 		return NULL;
@@ -652,6 +676,9 @@ void fifo_pause(struct fifo *f, bool paused)
 static void close_cb(uv_handle_t *h)
 {
 	struct fifo *f = h->data;
+	pthread_cond_destroy(&f->work_cv);
+	pthread_cond_destroy(&f->done_cv);
+	pthread_mutex_destroy(&f->mu);
 	strmap_release(&f->last_ticket);
 	for (size_t i = 0; i < f->n_ticket_keys; i++)
 		free(f->ticket_keys[i]);
@@ -677,9 +704,10 @@ int fifo_close(struct fifo *f, uint64_t deadline_ms)
 	free(f->ws);
 	catalog_close(f->cat);
 	store_close(f->st);
-	pthread_cond_destroy(&f->work_cv);
-	pthread_cond_destroy(&f->done_cv);
-	pthread_mutex_destroy(&f->mu);
+	f->cat = NULL;
+	f->st = NULL;
+	/* The mutex and conditions live until the close callback: a late
+	 * fifo_post must find a valid mutex to be refused. */
 	uv_close((uv_handle_t *)&f->async, close_cb);
 	return 0;
 }
