@@ -202,8 +202,10 @@ int cmd_search(struct cli *c, int argc, char **argv)
 			buf_adds(&q, argv[i]);
 		}
 	}
-	if (!q.len)
+	if (!q.len) {
+		buf_release(&q);
 		return cli_usage(me, "missing QUERY");
+	}
 	struct store *st;
 	struct catalog *cat;
 	struct cerr err;
