@@ -6,7 +6,6 @@
 #include "persist/catalog_int.h"
 #include "base/buf.h"
 #include "base/json.h"
-#include "base/strmap.h"
 #include "base/xalloc.h"
 #include "persist/fsops.h"
 #include "persist/safefs.h"
