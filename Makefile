@@ -78,7 +78,7 @@ fuzz:
 	  fuzz/fuzz_log.c build-fuzz/libcairn.a $(LIBS) -o build-fuzz/fuzz/fuzz_log
 	fuzz/run.sh build-fuzz/fuzz/fuzz_log $(FUZZ_SECONDS)
 
-bench: $(BENCH_BIN)
+bench: $(BUILD)/cairn $(BENCH_BIN)
 	bench/run.sh $(BUILD)
 
 install: $(BUILD)/cairn

@@ -50,36 +50,47 @@ static void add_opt_str(cJSON *o, const char *name, const char *v)
 		cJSON_AddNullToObject(o, name);
 }
 
-cJSON *session_json(const struct cat_session *s)
+static void field_str(struct buf *b, const char *name, const char *v)
 {
-	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "id", s->id);
-	add_opt_str(o, "title", s->title);
-	add_opt_str(o, "cwd", s->cwd);
-	cJSON_AddStringToObject(o, "project_key", s->project_key);
-	cJSON_AddNumberToObject(o, "created_at", (double)s->created_at);
-	cJSON_AddNumberToObject(o, "updated_at", (double)s->updated_at);
-	cJSON_AddNumberToObject(o, "turns", (double)s->turns);
-	cJSON_AddBoolToObject(o, "pinned", s->pinned);
-	cJSON_AddStringToObject(o, "status", s->status);
-	if (s->deleted_at)
-		cJSON_AddNumberToObject(o, "deleted_at", (double)s->deleted_at);
+	buf_printf(b, ",\"%s\":", name);
+	if (v)
+		buf_add_json_string(b, v);
 	else
-		cJSON_AddNullToObject(o, "deleted_at");
-	add_opt_str(o, "last_prompt", s->last_prompt);
-	add_opt_str(o, "provider", s->provider);
-	add_opt_str(o, "model", s->model);
+		buf_adds(b, "null");
+}
+
+void session_json(struct buf *b, const struct cat_session *s)
+{
+	/* Written straight into the output: a listing of ten thousand
+	 * sessions would spend most of its time building a cJSON tree. */
+	buf_adds(b, "{\"id\":");
+	buf_add_json_string(b, s->id);
+	field_str(b, "title", s->title);
+	field_str(b, "cwd", s->cwd);
+	field_str(b, "project_key", s->project_key);
+	buf_printf(b, ",\"created_at\":%lld,\"updated_at\":%lld,\"turns\":%lld,\"pinned\":%s",
+		   (long long)s->created_at, (long long)s->updated_at, (long long)s->turns,
+		   s->pinned ? "true" : "false");
+	field_str(b, "status", s->status);
+	if (s->deleted_at)
+		buf_printf(b, ",\"deleted_at\":%lld", (long long)s->deleted_at);
+	else
+		buf_adds(b, ",\"deleted_at\":null");
+	field_str(b, "last_prompt", s->last_prompt);
+	field_str(b, "provider", s->provider);
+	field_str(b, "model", s->model);
 	if (s->forked_from) {
-		cJSON *f = cJSON_AddObjectToObject(o, "forked_from");
-		cJSON_AddStringToObject(f, "session", s->forked_from);
-		add_opt_str(f, "turn", s->forked_turn);
+		buf_adds(b, ",\"forked_from\":{\"session\":");
+		buf_add_json_string(b, s->forked_from);
+		field_str(b, "turn", s->forked_turn);
+		buf_addc(b, '}');
 	} else {
-		cJSON_AddNullToObject(o, "forked_from");
+		buf_adds(b, ",\"forked_from\":null");
 	}
-	cJSON_AddNumberToObject(o, "next_seq", (double)s->content_version);
-	cJSON_AddNumberToObject(o, "content_version", (double)s->content_version);
-	add_opt_str(o, "error", s->error);
-	return o;
+	buf_printf(b, ",\"next_seq\":%llu,\"content_version\":%llu",
+		   (unsigned long long)s->content_version, (unsigned long long)s->content_version);
+	field_str(b, "error", s->error);
+	buf_addc(b, '}');
 }
 
 /* "5s", "3m", "2h", "4d", "7w" ago. */
@@ -146,10 +157,16 @@ int cmd_sessions(struct cli *c, int argc, char **argv)
 		goto out;
 	}
 	if (json) {
-		cJSON *a = cJSON_CreateArray();
-		for (size_t i = 0; i < n; i++)
-			cJSON_AddItemToArray(a, session_json(&v[i]));
-		cli_print_json(a);
+		struct buf b = BUF_INIT;
+		buf_addc(&b, '[');
+		for (size_t i = 0; i < n; i++) {
+			if (i)
+				buf_addc(&b, ',');
+			session_json(&b, &v[i]);
+		}
+		buf_adds(&b, "]\n");
+		fwrite(b.p, 1, b.len, stdout);
+		buf_release(&b);
 	} else if (n == 0) {
 		printf("no sessions%s\n", trash ? " in the trash" : "");
 	} else {

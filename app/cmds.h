@@ -36,8 +36,9 @@ void cli_watermark(struct store *st, const char *id, struct scan_opts *o);
 void cli_note_durable(struct store *st, const char *id, struct log_revision dur);
 /* A positive integer option value. */
 int cli_parse_limit(const char *s, size_t *out);
-/* The --json object of a listed session. Caller frees. */
-cJSON *session_json(const struct cat_session *s);
+/* Append the --json object of a listed session to b. */
+struct buf;
+void session_json(struct buf *b, const struct cat_session *s);
 
 /* The `inspect --json` object of a scan; path may be NULL. Caller frees. */
 cJSON *inspect_json(const struct scan *s, const char *path);

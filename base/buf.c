@@ -76,7 +76,16 @@ void buf_add_json_string(struct buf *b, const char *s)
 {
 	static const char hex[] = "0123456789abcdef";
 	buf_addc(b, '"');
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+	const unsigned char *p = (const unsigned char *)s;
+	for (;;) {
+		/* Copy the run of bytes that need no escape in one go. */
+		const unsigned char *run = p;
+		while (*p >= 0x20 && *p != '"' && *p != '\\')
+			p++;
+		if (p > run)
+			buf_add(b, run, (size_t)(p - run));
+		if (!*p)
+			break;
 		switch (*p) {
 		case '"': buf_add(b, "\\\"", 2); break;
 		case '\\': buf_add(b, "\\\\", 2); break;
@@ -85,14 +94,12 @@ void buf_add_json_string(struct buf *b, const char *s)
 		case '\t': buf_add(b, "\\t", 2); break;
 		case '\b': buf_add(b, "\\b", 2); break;
 		case '\f': buf_add(b, "\\f", 2); break;
-		default:
-			if (*p < 0x20) {
-				char e[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
-				buf_add(b, e, 6);
-			} else {
-				buf_addc(b, (char)*p);
-			}
+		default: {
+			char e[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
+			buf_add(b, e, 6);
 		}
+		}
+		p++;
 	}
 	buf_addc(b, '"');
 }

@@ -106,7 +106,7 @@ int cat_exec(struct catalog *c, const char *sql, struct cerr *err)
 	return 0;
 }
 
-sqlite3_stmt *cat_prepare(struct catalog *c, const char *sql, struct cerr *err)
+sqlite3_stmt *cat_prepare_once(struct catalog *c, const char *sql, struct cerr *err)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(c->db, sql, -1, &st, NULL);
@@ -115,6 +115,41 @@ sqlite3_stmt *cat_prepare(struct catalog *c, const char *sql, struct cerr *err)
 		return NULL;
 	}
 	return st;
+}
+
+sqlite3_stmt *cat_prepare(struct catalog *c, const char *sql, struct cerr *err)
+{
+	for (size_t i = 0; i < c->n_cache; i++) {
+		if (strcmp(c->cache[i].sql, sql) != 0)
+			continue;
+		if (sqlite3_stmt_busy(c->cache[i].st))
+			return cat_prepare_once(c, sql, err); /* in use further up */
+		return c->cache[i].st;
+	}
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
+	if (rc != SQLITE_OK) {
+		cat_fail(c, err, rc, "prepare");
+		return NULL;
+	}
+	if (c->n_cache < CAT_CACHE) {
+		c->cache[c->n_cache].sql = sql;
+		c->cache[c->n_cache++].st = st;
+	}
+	return st;
+}
+
+void cat_done(struct catalog *c, sqlite3_stmt *st)
+{
+	if (!st)
+		return;
+	for (size_t i = 0; i < c->n_cache; i++)
+		if (c->cache[i].st == st) {
+			sqlite3_reset(st);
+			sqlite3_clear_bindings(st);
+			return;
+		}
+	sqlite3_finalize(st);
 }
 
 char *cat_col_str(sqlite3_stmt *st, int i)
@@ -180,13 +215,14 @@ int catalog_open(struct store *st, struct catalog **out, struct cerr *err)
 					   SQLITE_BUSY; i++)
 		sqlite3_sleep(10);
 	if (cat_exec(c, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-			"PRAGMA wal_autocheckpoint=1000; PRAGMA foreign_keys=OFF;", err) < 0)
+			"PRAGMA wal_autocheckpoint=1000; PRAGMA foreign_keys=OFF;"
+			"PRAGMA temp_store=MEMORY;", err) < 0)
 		goto fail;
 	sqlite3_stmt *q = cat_prepare(c, "PRAGMA user_version", err);
 	if (!q)
 		goto fail;
 	int version = sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int(q, 0) : -1;
-	sqlite3_finalize(q);
+	cat_done(c, q);
 	if (version > CATALOG_SCHEMA) {
 		cerr_set(err, CERR_UNSUPPORTED, 0,
 			 "catalog '%s' has schema %d, newer than this cairn's %d ('cairn doctor --reindex' rebuilds it)",
@@ -198,7 +234,7 @@ int catalog_open(struct store *st, struct catalog **out, struct cerr *err)
 			goto fail;
 		q = cat_prepare(c, "PRAGMA user_version", err);
 		version = q && sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int(q, 0) : -1;
-		sqlite3_finalize(q);
+		cat_done(c, q);
 		/* An older schema is dropped, not migrated: everything in it is
 		 * derived from the logs, and the next sync projects them again
 		 * (its watermarks are lost, which only makes them lag). */
@@ -224,6 +260,9 @@ void catalog_close(struct catalog *c)
 {
 	if (!c)
 		return;
+	for (size_t i = 0; i < c->n_cache; i++)
+		sqlite3_finalize(c->cache[i].st);
+	c->n_cache = 0;
 	if (c->db) {
 		sqlite3_exec(c->db, "PRAGMA wal_checkpoint(PASSIVE)", NULL, NULL, NULL);
 		sqlite3_close_v2(c->db);
@@ -521,7 +560,7 @@ static int row_store(struct catalog *c, const struct row *r, bool replace, struc
 			return -1;
 		cat_bind_str(st, 1, r->id);
 		rc = sqlite3_step(st);
-		sqlite3_finalize(st);
+		cat_done(c, st);
 		if (rc != SQLITE_DONE)
 			return cat_fail(c, err, rc, "clear documents");
 		st = cat_prepare(c, "DELETE FROM claims WHERE session = ?1", err);
@@ -529,7 +568,7 @@ static int row_store(struct catalog *c, const struct row *r, bool replace, struc
 			return -1;
 		cat_bind_str(st, 1, r->id);
 		rc = sqlite3_step(st);
-		sqlite3_finalize(st);
+		cat_done(c, st);
 		if (rc != SQLITE_DONE)
 			return cat_fail(c, err, rc, "clear claims");
 	}
@@ -579,7 +618,7 @@ static int row_store(struct catalog *c, const struct row *r, bool replace, struc
 	sqlite3_bind_int64(st, 22, (sqlite3_int64)r->len);
 	sqlite3_bind_int64(st, 23, r->ctime_ns);
 	rc = sqlite3_step(st);
-	sqlite3_finalize(st);
+	cat_done(c, st);
 	free(open);
 	if (rc != SQLITE_DONE)
 		return cat_fail(c, err, rc, "store session");
@@ -599,7 +638,7 @@ static int row_store(struct catalog *c, const struct row *r, bool replace, struc
 		sqlite3_bind_text(st, 4, d->text.p, (int)d->text.len, SQLITE_STATIC);
 		cat_bind_str(st, 5, sep);
 		rc = sqlite3_step(st);
-		sqlite3_finalize(st);
+		cat_done(c, st);
 		if (rc != SQLITE_DONE)
 			return cat_fail(c, err, rc, "store text");
 	}
@@ -612,7 +651,7 @@ static int row_store(struct catalog *c, const struct row *r, bool replace, struc
 		cat_bind_str(st, 2, r->id);
 		cat_bind_str(st, 3, r->claims[i].turn);
 		rc = sqlite3_step(st);
-		sqlite3_finalize(st);
+		cat_done(c, st);
 		if (rc != SQLITE_DONE)
 			return cat_fail(c, err, rc, "store claim");
 	}
@@ -624,7 +663,7 @@ static int row_store(struct catalog *c, const struct row *r, bool replace, struc
 		cat_bind_str(st, 2, r->ends[i].turn);
 		cat_bind_str(st, 3, r->ends[i].state);
 		rc = sqlite3_step(st);
-		sqlite3_finalize(st);
+		cat_done(c, st);
 		if (rc != SQLITE_DONE)
 			return cat_fail(c, err, rc, "settle claim");
 	}
@@ -649,7 +688,7 @@ static int write_watermark(struct catalog *c, const char *id, const struct cat_w
 	sqlite3_bind_int64(st, 4, (sqlite3_int64)wm->dev);
 	sqlite3_bind_int64(st, 5, (sqlite3_int64)wm->ino);
 	int rc = sqlite3_step(st);
-	sqlite3_finalize(st);
+	cat_done(c, st);
 	return rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, "store watermark");
 }
 
@@ -752,7 +791,7 @@ int row_load(struct catalog *c, const char *id, struct row *r, bool *found, stru
 		r->ctime_ns = sqlite3_column_int64(st, 21);
 		rc = SQLITE_DONE;
 	}
-	sqlite3_finalize(st);
+	cat_done(c, st);
 	return rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, "load session");
 }
 
@@ -837,7 +876,7 @@ static int do_set_watermark(struct catalog *c, void *arg, struct cerr *err)
 		return -1;
 	cat_bind_str(st, 1, a->id);
 	int rc = sqlite3_step(st);
-	sqlite3_finalize(st);
+	cat_done(c, st);
 	if (rc == SQLITE_ROW)
 		return 0;
 	if (rc == SQLITE_DONE)
@@ -870,7 +909,7 @@ int catalog_get_watermark(struct catalog *c, const char *id, struct cat_watermar
 		wm->ino = (ino_t)sqlite3_column_int64(st, 3);
 		rc = SQLITE_DONE;
 	}
-	sqlite3_finalize(st);
+	cat_done(c, st);
 	return rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, "load watermark");
 }
 
@@ -891,7 +930,7 @@ static int update_one(struct catalog *c, const char *sql, const char *id, const 
 		cat_bind_str(st, 2, text);
 	}
 	int rc = sqlite3_step(st);
-	sqlite3_finalize(st);
+	cat_done(c, st);
 	if (rc != SQLITE_DONE)
 		return cat_fail(c, err, rc, "update session");
 	if (sqlite3_changes(c->db) == 0)
@@ -922,7 +961,7 @@ static int do_forget(struct catalog *c, void *arg, struct cerr *err)
 			return -1;
 		cat_bind_str(st, 1, arg);
 		int rc = sqlite3_step(st);
-		sqlite3_finalize(st);
+		cat_done(c, st);
 		if (rc != SQLITE_DONE)
 			return cat_fail(c, err, rc, "forget session");
 	}
@@ -961,11 +1000,11 @@ int catalog_integrity(struct catalog *c, bool *ok, char **msg, struct cerr *err)
 		return -1;
 	int rc = sqlite3_step(st);
 	if (rc != SQLITE_ROW) {
-		sqlite3_finalize(st);
+		cat_done(c, st);
 		return cat_fail(c, err, rc, "integrity check");
 	}
 	*msg = cat_col_str(st, 0);
 	*ok = *msg && strcmp(*msg, "ok") == 0;
-	sqlite3_finalize(st);
+	cat_done(c, st);
 	return 0;
 }

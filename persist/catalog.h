@@ -27,6 +27,7 @@
 #define CATALOG_TITLE_MAX 80 /* characters of a title derived from a prompt */
 #define CATALOG_PREVIEW_MAX 200
 #define CATALOG_SEARCH_LIMIT 50
+#define CATALOG_SEARCH_WINDOW 2000 /* newest matching documents ranked by relevance */
 
 struct catalog;
 
@@ -122,7 +123,8 @@ void cat_session_release(struct cat_session *s);
 void cat_sessions_free(struct cat_session *s, size_t n);
 
 /* Full-text search of message text: plain words and "quoted phrases", all
- * required; ranked by relevance then recency. Text without spaces (Chinese,
+ * required; ranked by relevance then recency, among the newest
+ * CATALOG_SEARCH_WINDOW matching documents. Text without spaces (Chinese,
  * Japanese) is matched through a trigram index. limit 0: the default.
  * An empty query is CERR_USAGE. Caller frees with cat_hits_free. */
 int catalog_search(struct catalog *c, const char *query, size_t limit, bool with_deleted,

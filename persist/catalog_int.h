@@ -8,11 +8,18 @@
 #include "base/buf.h"
 #include "persist/catalog.h"
 
+#define CAT_CACHE 48 /* prepared statements kept per connection */
+
 struct catalog {
 	sqlite3 *db;
 	char *path;
 	int rootfd;   /* borrowed from the store */
 	bool in_tx;
+	struct {
+		const char *sql; /* the static SQL text it was prepared from */
+		sqlite3_stmt *st;
+	} cache[CAT_CACHE];
+	size_t n_cache;
 };
 
 /* A document being built: all text of one role in one turn. */
@@ -47,7 +54,14 @@ struct row {
 
 int cat_fail(struct catalog *c, struct cerr *err, int rc, const char *what);
 int cat_exec(struct catalog *c, const char *sql, struct cerr *err);
+/* A statement for static SQL text, from the connection's cache (compiled
+ * once: full-text triggers make compiling costly). Give it back with
+ * cat_done. */
 sqlite3_stmt *cat_prepare(struct catalog *c, const char *sql, struct cerr *err);
+/* A statement for SQL built at run time; cat_done finalizes it. */
+sqlite3_stmt *cat_prepare_once(struct catalog *c, const char *sql, struct cerr *err);
+/* Reset a cached statement, or finalize any other. */
+void cat_done(struct catalog *c, sqlite3_stmt *st);
 /* Column i as a new string (NULL for SQL NULL); caller frees. */
 char *cat_col_str(sqlite3_stmt *st, int i);
 /* Bind a string (copied) or NULL. */

@@ -87,7 +87,7 @@ int catalog_list(struct catalog *c, bool with_deleted, bool only_deleted, const 
 		}
 		read_session(st, &(*out)[(*n)++]);
 	}
-	sqlite3_finalize(st);
+	cat_done(c, st);
 	free(key);
 	if (rc != SQLITE_DONE) {
 		cat_sessions_free(*out, *n);
@@ -108,7 +108,7 @@ int catalog_get(struct catalog *c, const char *id, struct cat_session *out, stru
 	int rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW)
 		read_session(st, out);
-	sqlite3_finalize(st);
+	cat_done(c, st);
 	if (rc == SQLITE_ROW)
 		return 0;
 	if (rc == SQLITE_DONE)
@@ -355,8 +355,13 @@ int catalog_search(struct catalog *c, const char *query, size_t limit, bool with
 			   "SELECT d.session, d.turn, d.role, snippet(%s, 0, '[', ']', '\xE2\x80\xA6', 12),"
 			   " COALESCE(s.title, s.auto_title), s.updated_at, d.body"
 			   " FROM %s JOIN docs d ON d.docid = %s.rowid JOIN sessions s ON s.id = d.session"
-			   " WHERE %s MATCH ?1",
-			   fts, fts, fts, fts);
+			   " WHERE %s MATCH ?1"
+			   /* Rank only the newest matches: a common word matches
+			    * hundreds of thousands of messages, and ranking them
+			    * all would take most of a second. */
+			   " AND %s.rowid >= COALESCE((SELECT rowid FROM %s WHERE %s MATCH ?1"
+			   " ORDER BY rowid DESC LIMIT 1 OFFSET %d), 0)",
+			   fts, fts, fts, fts, fts, fts, fts, CATALOG_SEARCH_WINDOW - 1);
 	} else {
 		buf_adds(&sql, "SELECT d.session, d.turn, d.role, NULL, COALESCE(s.title, s.auto_title),"
 			       " s.updated_at, d.body FROM docs d JOIN sessions s ON s.id = d.session"
@@ -367,7 +372,7 @@ int catalog_search(struct catalog *c, const char *query, size_t limit, bool with
 	buf_adds(&sql, with_deleted ? "" : " AND s.deleted_at IS NULL");
 	buf_printf(&sql, " ORDER BY %s s.updated_at DESC, d.docid DESC LIMIT ?2",
 		   match.len ? "rank," : "");
-	st = cat_prepare(c, sql.p, err);
+	st = cat_prepare_once(c, sql.p, err); /* built per query: not cached */
 	if (!st)
 		goto out;
 	if (match.len)
@@ -399,7 +404,7 @@ int catalog_search(struct catalog *c, const char *query, size_t limit, bool with
 			h->snippet = make_snippet(body ? body : "", short_term ? short_term : t.v[0]);
 		}
 	}
-	sqlite3_finalize(st);
+	cat_done(c, st);
 	if (rc != SQLITE_DONE) {
 		cat_hits_free(*out, *n);
 		*out = NULL;
@@ -436,6 +441,6 @@ int catalog_claim(struct catalog *c, const char *client_submit_id, bool *found, 
 		*state = cat_col_str(st, 2);
 		rc = SQLITE_DONE;
 	}
-	sqlite3_finalize(st);
+	cat_done(c, st);
 	return rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, "read claim");
 }

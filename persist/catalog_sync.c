@@ -111,7 +111,7 @@ int catalog_sync(struct catalog *c, struct store *st, size_t *changed, struct ce
 		r->wm.ino = (ino_t)sqlite3_column_int64(q, 9);
 		r->ctime_ns = sqlite3_column_int64(q, 11);
 	}
-	sqlite3_finalize(q);
+	cat_done(c, q);
 	if (rc != SQLITE_DONE) {
 		cat_fail(c, err, rc, "read sessions");
 		goto out;

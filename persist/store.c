@@ -77,7 +77,7 @@ static bool has_log(int keyfd, const char *id)
 }
 
 /* Call fn for each <key>/<id> directory in area that holds a log file. */
-static int each_session(struct store *st, const char *area,
+static int each_session(struct store *st, const char *area, bool check_log,
 			int (*fn)(void *ctx, int keyfd, const char *key, const char *id), void *ctx,
 			struct cerr *err)
 {
@@ -104,7 +104,8 @@ static int each_session(struct store *st, const char *area,
 		}
 		struct dirent *se;
 		while (ret == 0 && (se = readdir(kd))) {
-			if (!pathkey_valid_id(se->d_name) || !has_log(dirfd(kd), se->d_name))
+			if (!pathkey_valid_id(se->d_name) ||
+			    (check_log && !has_log(dirfd(kd), se->d_name)))
 				continue;
 			ret = fn(ctx, dirfd(kd), de->d_name, se->d_name);
 		}
@@ -140,7 +141,7 @@ int store_list(struct store *st, const char *area, struct session_ref **refs, si
 	       struct cerr *err)
 {
 	struct list_ctx c = {0};
-	if (each_session(st, area, collect, &c, err) < 0) {
+	if (each_session(st, area, true, collect, &c, err) < 0) {
 		free(c.refs);
 		return -1;
 	}
@@ -160,7 +161,7 @@ int store_resolve_in(struct store *st, const char *area, const char *q, struct s
 	if (!*q || strlen(q) > SESSION_ID_MAX || !pathkey_valid_id(q))
 		return cerr_set(err, CERR_USAGE, 0, "'%s' is not a session id", q);
 	struct list_ctx c = {.prefix = q};
-	if (each_session(st, area, collect, &c, err) < 0) {
+	if (each_session(st, area, true, collect, &c, err) < 0) {
 		free(c.refs);
 		return -1;
 	}
@@ -289,10 +290,10 @@ static int collect_entry(void *vctx, int keyfd, const char *key, const char *id)
 int store_list_entries(struct store *st, struct store_entry **out, size_t *n, struct cerr *err)
 {
 	struct entries_ctx c = {0};
-	if (each_session(st, STORE_SESSIONS, collect_entry, &c, err) < 0)
+	if (each_session(st, STORE_SESSIONS, false, collect_entry, &c, err) < 0)
 		goto fail;
 	c.trash = true;
-	if (each_session(st, STORE_TRASH, collect_entry, &c, err) < 0)
+	if (each_session(st, STORE_TRASH, false, collect_entry, &c, err) < 0)
 		goto fail;
 	*out = c.v;
 	*n = c.n;
