@@ -14,6 +14,21 @@
 #include <string.h>
 #include <unistd.h>
 
+int cli_open_catalog_nosync(struct cli *c, struct store **st, struct catalog **cat,
+			    struct cerr *err)
+{
+	*st = NULL;
+	*cat = NULL;
+	if (cli_open_store(c, true, st, err) < 0)
+		return -1;
+	if (catalog_open(*st, cat, err) < 0) {
+		store_close(*st);
+		*st = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 int cli_open_catalog(struct cli *c, bool create, struct store **st, struct catalog **cat,
 		     struct cerr *err)
 {
@@ -229,7 +244,9 @@ int cmd_search(struct cli *c, int argc, char **argv)
 	struct cat_hit *h = NULL;
 	size_t n = 0;
 	int code = 0;
-	if (cli_open_catalog(c, true, &st, &cat, &err) < 0 ||
+	/* Search reads the catalog as every cairn write keeps it, without
+	 * walking the directories first (the listing does that). */
+	if (cli_open_catalog_nosync(c, &st, &cat, &err) < 0 ||
 	    catalog_search(cat, q.p, limit, all, &h, &n, &err) < 0) {
 		code = cli_fail(&err);
 		goto out;

@@ -34,6 +34,9 @@ void cli_watermark(struct store *st, const char *id, struct scan_opts *o);
 /* After a durable write: reconcile the catalog and record the watermark;
  * a failure is a warning (the log is the truth, the catalog may lag). */
 void cli_note_durable(struct store *st, const char *id, struct log_revision dur);
+/* The same without the reconciliation (the catalog as writes left it). */
+int cli_open_catalog_nosync(struct cli *c, struct store **st, struct catalog **cat,
+			    struct cerr *err);
 /* A positive integer option value. */
 int cli_parse_limit(const char *s, size_t *out);
 /* Append the --json object of a listed session to b. */
