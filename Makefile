@@ -33,7 +33,9 @@ HELPER_BIN := $(HELPER_SRC:tests/crash/%.c=$(BUILD)/tests/%)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all test asan fuzz bench install clean check
+.PHONY: all test asan fuzz bench install clean build-tests
+# Keep object files: a test run must end with its own summary line.
+.SECONDARY:
 all: $(BUILD)/cairn
 
 $(BUILD)/obj/%.o: %.c
