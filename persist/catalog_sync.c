@@ -4,7 +4,6 @@
  * transactions; vanished sessions are forgotten. */
 #include "persist/catalog.h"
 #include "persist/catalog_int.h"
-#include "base/strmap.h"
 #include "base/xalloc.h"
 #include "persist/fsops.h"
 #include "persist/safefs.h"
@@ -13,14 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct known {
-	char *id;
-	char *key;
-	uint64_t dev, ino, len;
-	int64_t ctime_ns;
-	bool deleted, seen;
-	struct cat_watermark wm;
-};
 
 /* Read one session's log for projection, with its watermark. */
 static struct scan *read_entry(struct store *st, const struct store_entry *e,
@@ -70,74 +61,83 @@ struct todo {
 	struct cat_watermark wm;
 };
 
+/* Entries by id, a live session before a trashed one with the same id. */
+static int cmp_entry(const void *pa, const void *pb)
+{
+	const struct store_entry *a = pa, *b = pb;
+	int c = strcmp(a->ref.id, b->ref.id);
+	return c ? c : (int)a->trash - (int)b->trash;
+}
+
 int catalog_sync(struct catalog *c, struct store *st, size_t *changed, struct cerr *err)
 {
 	struct todo *todo = NULL;
 	size_t n_todo = 0, todo_cap = 0;
 	struct store_entry *ents = NULL;
-	size_t n = 0, nk = 0, count = 0;
-	struct known *k = NULL;
-	struct strmap map;
-	strmap_init(&map);
+	size_t n = 0, count = 0;
+	char **gone = NULL; /* rows whose session is no longer on disk */
+	size_t n_gone = 0;
 	int ret = -1;
 	if (changed)
 		*changed = 0;
 	if (store_list_entries(st, &ents, &n, err) < 0)
 		return -1;
+	/* Merge the directory listing and the rows, both sorted by id: no
+	 * copy of the ten thousand ids that did not change. */
+	qsort(ents, n, sizeof *ents, cmp_entry);
 	sqlite3_stmt *q = cat_prepare(c, "SELECT id, project_key, proj_dev, proj_ino, proj_len,"
 					 " deleted_at IS NOT NULL, wm_len, wm_seq, wm_dev, wm_ino,"
-					 " wm_len IS NOT NULL, proj_ctime FROM sessions", err);
+					 " wm_len IS NOT NULL, proj_ctime FROM sessions ORDER BY id", err);
 	if (!q)
 		goto out;
-	size_t cap = 0;
-	int rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		if (nk == cap) {
-			cap = cap ? cap * 2 : 256;
-			k = xreallocarray(k, cap, sizeof *k);
+	int rc = sqlite3_step(q);
+	size_t ei = 0;
+	while (rc == SQLITE_ROW || ei < n) {
+		const char *rid = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(q, 0) : NULL;
+		int cmp = !rid ? 1 : ei >= n ? -1 : strcmp(rid, ents[ei].ref.id);
+		if (cmp < 0) {
+			gone = xreallocarray(gone, n_gone + 1, sizeof *gone);
+			gone[n_gone++] = xstrdup(rid);
+			rc = sqlite3_step(q);
+			continue;
 		}
-		struct known *r = &k[nk++];
-		memset(r, 0, sizeof *r);
-		r->id = cat_col_str(q, 0);
-		r->key = cat_col_str(q, 1);
-		r->dev = (uint64_t)sqlite3_column_int64(q, 2);
-		r->ino = (uint64_t)sqlite3_column_int64(q, 3);
-		r->len = (uint64_t)sqlite3_column_int64(q, 4);
-		r->deleted = sqlite3_column_int(q, 5) != 0;
-		r->wm.known = sqlite3_column_int(q, 10) != 0;
-		r->wm.len = (uint64_t)sqlite3_column_int64(q, 6);
-		r->wm.next_seq = (uint64_t)sqlite3_column_int64(q, 7);
-		r->wm.dev = (dev_t)sqlite3_column_int64(q, 8);
-		r->wm.ino = (ino_t)sqlite3_column_int64(q, 9);
-		r->ctime_ns = sqlite3_column_int64(q, 11);
+		const struct store_entry *e = &ents[ei];
+		struct cat_watermark wm = {0};
+		bool same = false;
+		if (cmp == 0) {
+			const char *key = (const char *)sqlite3_column_text(q, 1);
+			wm.known = sqlite3_column_int(q, 10) != 0;
+			wm.len = (uint64_t)sqlite3_column_int64(q, 6);
+			wm.next_seq = (uint64_t)sqlite3_column_int64(q, 7);
+			wm.dev = (dev_t)sqlite3_column_int64(q, 8);
+			wm.ino = (ino_t)sqlite3_column_int64(q, 9);
+			/* Any rewrite of the file (even in place, same length)
+			 * changes its ctime. */
+			same = (uint64_t)sqlite3_column_int64(q, 2) == (uint64_t)e->dev &&
+			       (uint64_t)sqlite3_column_int64(q, 3) == (uint64_t)e->ino &&
+			       (uint64_t)sqlite3_column_int64(q, 4) == e->size &&
+			       sqlite3_column_int64(q, 11) == e->ctime_ns &&
+			       (sqlite3_column_int(q, 5) != 0) == e->trash && key &&
+			       strcmp(key, e->ref.key) == 0;
+			rc = sqlite3_step(q);
+		}
+		if (!same) {
+			if (n_todo == todo_cap)
+				todo = xreallocarray(todo, todo_cap = todo_cap ? todo_cap * 2 : 64,
+						     sizeof *todo);
+			todo[n_todo++] = (struct todo){e, wm};
+		}
+		/* The same id live and in the trash: the live one wins. */
+		for (ei++; ei < n && strcmp(ents[ei].ref.id, e->ref.id) == 0; ei++)
+			;
 	}
-	cat_done(c, q);
-	if (rc != SQLITE_DONE) {
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+		cat_done(c, q);
 		cat_fail(c, err, rc, "read sessions");
 		goto out;
 	}
-	for (size_t i = 0; i < nk; i++)
-		strmap_put(&map, k[i].id, i);
+	cat_done(c, q);
 	bool began = false;
-	for (size_t i = 0; i < n; i++) {
-		const struct store_entry *e = &ents[i];
-		size_t at;
-		struct known *r = strmap_get(&map, e->ref.id, &at) ? &k[at] : NULL;
-		if (r) {
-			if (r->seen)
-				continue; /* the same id live and in the trash: live wins */
-			r->seen = true;
-			/* Any rewrite of the file (even in place, same length)
-			 * changes its ctime. */
-			if (r->dev == (uint64_t)e->dev && r->ino == (uint64_t)e->ino && r->len == e->size &&
-			    r->ctime_ns == e->ctime_ns && r->deleted == e->trash &&
-			    strcmp(r->key, e->ref.key) == 0)
-				continue;
-		}
-		if (n_todo == todo_cap)
-			todo = xreallocarray(todo, todo_cap = todo_cap ? todo_cap * 2 : 64, sizeof *todo);
-		todo[n_todo++] = (struct todo){e, r ? r->wm : (struct cat_watermark){0}};
-	}
 	/* Logs are read outside any transaction, so a long sync (thousands
 	 * of new logs, a reindex) never holds the write lock while it reads;
 	 * each chunk is then written in one short transaction. */
@@ -164,13 +164,11 @@ int catalog_sync(struct catalog *c, struct store *st, size_t *changed, struct ce
 		if (r < 0)
 			goto out;
 	}
-	for (size_t i = 0; i < nk; i++) {
-		if (k[i].seen)
-			continue;
+	for (size_t g = 0; g < n_gone; g++) {
 		if (!began && catalog_begin(c, err) < 0)
 			goto out;
 		began = true;
-		if (catalog_forget(c, k[i].id, err) < 0) {
+		if (catalog_forget(c, gone[g], err) < 0) {
 			catalog_rollback(c);
 			goto out;
 		}
@@ -182,11 +180,10 @@ int catalog_sync(struct catalog *c, struct store *st, size_t *changed, struct ce
 		*changed = count;
 	ret = 0;
 out:
-	for (size_t i = 0; i < nk; i++)
-		free(k[i].id), free(k[i].key);
-	free(k);
+	for (size_t g = 0; g < n_gone; g++)
+		free(gone[g]);
+	free(gone);
 	free(todo);
-	strmap_release(&map);
 	free(ents);
 	return ret;
 }
