@@ -134,6 +134,19 @@ static char *absolute(const char *dir)
 	return getcwd(cwd, sizeof cwd) ? xasprintf("%s/%s", cwd, dir) : xstrdup(dir);
 }
 
+struct json_list {
+	struct buf b;
+	size_t n;
+};
+
+static void json_one(const struct cat_session *s, void *ctx)
+{
+	struct json_list *jl = ctx;
+	if (jl->n++)
+		buf_addc(&jl->b, ',');
+	session_json(&jl->b, s);
+}
+
 int cmd_sessions(struct cli *c, int argc, char **argv)
 {
 	const struct command *me = cli_find("sessions");
@@ -166,23 +179,29 @@ int cmd_sessions(struct cli *c, int argc, char **argv)
 	struct cat_session *v = NULL;
 	size_t n = 0;
 	int code = 0;
-	if (cli_open_catalog(c, true, &st, &cat, &err) < 0 ||
-	    catalog_list(cat, all, trash, project, limit, &v, &n, &err) < 0) {
+	if (cli_open_catalog(c, true, &st, &cat, &err) < 0) {
 		code = cli_fail(&err);
 		goto out;
 	}
 	if (json) {
-		struct buf b = BUF_INIT;
-		buf_addc(&b, '[');
-		for (size_t i = 0; i < n; i++) {
-			if (i)
-				buf_addc(&b, ',');
-			session_json(&b, &v[i]);
+		/* Streamed from the query into one buffer, without copies. */
+		struct json_list jl = {BUF_INIT, 0};
+		buf_addc(&jl.b, '[');
+		if (catalog_list_each(cat, all, trash, project, limit, json_one, &jl, &err) < 0) {
+			buf_release(&jl.b);
+			code = cli_fail(&err);
+			goto out;
 		}
-		buf_adds(&b, "]\n");
-		fwrite(b.p, 1, b.len, stdout);
-		buf_release(&b);
-	} else if (n == 0) {
+		buf_adds(&jl.b, "]\n");
+		fwrite(jl.b.p, 1, jl.b.len, stdout);
+		buf_release(&jl.b);
+		goto out;
+	}
+	if (catalog_list(cat, all, trash, project, limit, &v, &n, &err) < 0) {
+		code = cli_fail(&err);
+		goto out;
+	}
+	if (n == 0) {
 		printf("no sessions%s\n", trash ? " in the trash" : "");
 	} else {
 		for (size_t i = 0; i < n; i++) {

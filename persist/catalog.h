@@ -118,6 +118,12 @@ int catalog_sync(struct catalog *c, struct store *st, size_t *changed, struct ce
  * 0: no limit. Caller frees *out with cat_sessions_free. */
 int catalog_list(struct catalog *c, bool with_deleted, bool only_deleted, const char *project,
 		 size_t limit, struct cat_session **out, size_t *n, struct cerr *err);
+/* The same, one session at a time: fn gets a session whose strings are
+ * borrowed and valid only during the call (no copies: a listing of ten
+ * thousand sessions can stream). */
+int catalog_list_each(struct catalog *c, bool with_deleted, bool only_deleted, const char *project,
+		      size_t limit, void (*fn)(const struct cat_session *s, void *ctx), void *ctx,
+		      struct cerr *err);
 int catalog_get(struct catalog *c, const char *id, struct cat_session *out, struct cerr *err);
 void cat_session_release(struct cat_session *s);
 void cat_sessions_free(struct cat_session *s, size_t n);

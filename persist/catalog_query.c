@@ -58,11 +58,29 @@ void cat_sessions_free(struct cat_session *s, size_t n)
 	free(s);
 }
 
-int catalog_list(struct catalog *c, bool with_deleted, bool only_deleted, const char *project,
-		 size_t limit, struct cat_session **out, size_t *n, struct cerr *err)
+/* A row's session with its strings borrowed from the statement (valid
+ * until the next step). */
+static void view_session(sqlite3_stmt *st, struct cat_session *s)
 {
-	*out = NULL;
-	*n = 0;
+	char **strs[] = {&s->id, &s->project_key, &s->cwd, &s->title, &s->last_prompt, &s->provider,
+			 &s->model, &s->status, &s->error, &s->forked_from, &s->forked_turn};
+	for (int i = 0; i < 11; i++)
+		*strs[i] = (char *)sqlite3_column_text(st, i);
+	s->created_at = sqlite3_column_int64(st, 11);
+	s->updated_at = sqlite3_column_int64(st, 12);
+	s->deleted_at = sqlite3_column_int64(st, 13);
+	s->turns = sqlite3_column_int64(st, 14);
+	s->pinned = sqlite3_column_int(st, 15) != 0;
+	s->title_explicit = sqlite3_column_int(st, 16) != 0;
+	s->durable_len = (uint64_t)sqlite3_column_int64(st, 17);
+	s->durable_seq = (uint64_t)sqlite3_column_int64(st, 18);
+	s->content_version = (uint64_t)sqlite3_column_int64(st, 19);
+}
+
+int catalog_list_each(struct catalog *c, bool with_deleted, bool only_deleted, const char *project,
+		      size_t limit, void (*fn)(const struct cat_session *s, void *ctx), void *ctx,
+		      struct cerr *err)
+{
 	char *key = project ? pathkey_project(project) : NULL;
 	sqlite3_stmt *st = cat_prepare(c,
 		"SELECT " SESSION_COLS " FROM sessions"
@@ -78,23 +96,48 @@ int catalog_list(struct catalog *c, bool with_deleted, bool only_deleted, const 
 	cat_bind_str(st, 3, project);
 	cat_bind_str(st, 4, key);
 	sqlite3_bind_int64(st, 5, limit ? (sqlite3_int64)limit : -1);
-	size_t cap = 0;
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 64;
-			*out = xreallocarray(*out, cap, sizeof **out);
-		}
-		read_session(st, &(*out)[(*n)++]);
+		struct cat_session s;
+		view_session(st, &s);
+		fn(&s, ctx);
 	}
 	cat_done(c, st);
 	free(key);
-	if (rc != SQLITE_DONE) {
-		cat_sessions_free(*out, *n);
+	return rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, "list sessions");
+}
+
+struct collect {
+	struct cat_session *v;
+	size_t n, cap;
+};
+
+static void collect_copy(const struct cat_session *s, void *ctx)
+{
+	struct collect *k = ctx;
+	if (k->n == k->cap)
+		k->v = xreallocarray(k->v, k->cap = k->cap ? k->cap * 2 : 64, sizeof *k->v);
+	struct cat_session *d = &k->v[k->n++];
+	*d = *s;
+	char **strs[] = {&d->id, &d->project_key, &d->cwd, &d->title, &d->last_prompt, &d->provider,
+			 &d->model, &d->status, &d->error, &d->forked_from, &d->forked_turn};
+	for (int i = 0; i < 11; i++)
+		*strs[i] = *strs[i] ? xstrdup(*strs[i]) : NULL;
+}
+
+int catalog_list(struct catalog *c, bool with_deleted, bool only_deleted, const char *project,
+		 size_t limit, struct cat_session **out, size_t *n, struct cerr *err)
+{
+	struct collect k = {0};
+	int rc = catalog_list_each(c, with_deleted, only_deleted, project, limit, collect_copy, &k, err);
+	if (rc < 0) {
+		cat_sessions_free(k.v, k.n);
 		*out = NULL;
 		*n = 0;
-		return cat_fail(c, err, rc, "list sessions");
+		return -1;
 	}
+	*out = k.v;
+	*n = k.n;
 	return 0;
 }
 
