@@ -55,22 +55,16 @@ static const char schema_sql[] =
 	"  UNIQUE(session, turn, role)"
 	");"
 	"CREATE VIRTUAL TABLE fts_words USING fts5(body, content='docs', content_rowid='docid',"
-	"  tokenize='unicode61 remove_diacritics 2');"
-	"CREATE VIRTUAL TABLE fts_tri USING fts5(body, content='docs', content_rowid='docid',"
-	"  tokenize='trigram');"
+	"  tokenize='cairn');"
 	"CREATE TRIGGER docs_ai AFTER INSERT ON docs BEGIN"
 	"  INSERT INTO fts_words(rowid, body) VALUES (new.docid, new.body);"
-	"  INSERT INTO fts_tri(rowid, body) VALUES (new.docid, new.body);"
 	"END;"
 	"CREATE TRIGGER docs_ad AFTER DELETE ON docs BEGIN"
 	"  INSERT INTO fts_words(fts_words, rowid, body) VALUES ('delete', old.docid, old.body);"
-	"  INSERT INTO fts_tri(fts_tri, rowid, body) VALUES ('delete', old.docid, old.body);"
 	"END;"
 	"CREATE TRIGGER docs_au AFTER UPDATE ON docs BEGIN"
 	"  INSERT INTO fts_words(fts_words, rowid, body) VALUES ('delete', old.docid, old.body);"
-	"  INSERT INTO fts_tri(fts_tri, rowid, body) VALUES ('delete', old.docid, old.body);"
 	"  INSERT INTO fts_words(rowid, body) VALUES (new.docid, new.body);"
-	"  INSERT INTO fts_tri(rowid, body) VALUES (new.docid, new.body);"
 	"END;"
 	"CREATE TABLE claims ("
 	"  client_submit_id TEXT PRIMARY KEY,"
@@ -204,6 +198,8 @@ int catalog_open(struct store *st, struct catalog **out, struct cerr *err)
 		goto fail;
 	}
 	sqlite3_busy_timeout(c->db, 5000);
+	if (cat_register_tokenizer(c->db, err) < 0)
+		goto fail;
 	sqlite3_extended_result_codes(c->db, 0);
 	/* WAL so readers never block the writer; NORMAL because the catalog is
 	 * a projection of fsynced logs: losing its last commits to a power loss
@@ -1006,5 +1002,16 @@ int catalog_integrity(struct catalog *c, bool *ok, char **msg, struct cerr *err)
 	*msg = cat_col_str(st, 0);
 	*ok = *msg && strcmp(*msg, "ok") == 0;
 	cat_done(c, st);
+	if (*ok) {
+		/* The full-text index must agree with the documents too. */
+		char *e = NULL;
+		if (sqlite3_exec(c->db, "INSERT INTO fts_words(fts_words) VALUES('integrity-check')", NULL,
+				 NULL, &e) != SQLITE_OK) {
+			free(*msg);
+			*msg = xasprintf("full-text index: %s", e ? e : "integrity check failed");
+			*ok = false;
+		}
+		sqlite3_free(e);
+	}
 	return 0;
 }

@@ -22,8 +22,8 @@
 #include "persist/store.h"
 
 #define CATALOG_FILE "index.db"
-#define CATALOG_SCHEMA 2     /* PRAGMA user_version; not the log format */
-#define CATALOG_SCHEMA_STR "2"
+#define CATALOG_SCHEMA 3     /* PRAGMA user_version; not the log format */
+#define CATALOG_SCHEMA_STR "3"
 #define CATALOG_TITLE_MAX 80 /* characters of a title derived from a prompt */
 #define CATALOG_PREVIEW_MAX 200
 #define CATALOG_SEARCH_LIMIT 50
@@ -131,7 +131,7 @@ void cat_sessions_free(struct cat_session *s, size_t n);
 /* Full-text search of message text: plain words and "quoted phrases", all
  * required; ranked by relevance then recency, among the newest
  * CATALOG_SEARCH_WINDOW matching documents. Text without spaces (Chinese,
- * Japanese) is matched through a trigram index. limit 0: the default.
+ * Japanese) is matched through character bigrams (catalog_tok.c). limit 0: the default.
  * An empty query is CERR_USAGE. Caller frees with cat_hits_free. */
 int catalog_search(struct catalog *c, const char *query, size_t limit, bool with_deleted,
 		   struct cat_hit **out, size_t *n, struct cerr *err);

@@ -67,6 +67,11 @@ char *cat_col_str(sqlite3_stmt *st, int i);
 /* Bind a string (copied) or NULL. */
 void cat_bind_str(sqlite3_stmt *st, int i, const char *s);
 
+/* Register the "cairn" FTS5 tokenizer on a connection (catalog_tok.c). */
+int cat_register_tokenizer(sqlite3 *db, struct cerr *err);
+/* Does s[0..n) hold a character of a script written without spaces? */
+bool cat_has_cjk(const char *s, size_t n);
+
 void row_apply(struct row *r, uint64_t seq, int64_t t, const char *type, const char *turn,
 	       const cJSON *data, bool known);
 int row_load(struct catalog *c, const char *id, struct row *r, bool *found, struct cerr *err);

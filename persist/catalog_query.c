@@ -1,5 +1,5 @@
 /* catalog_query.c — reading the catalog: listing, one session, full-text
- * search (word index, or trigrams for text without spaces) and submit
+ * search (one word index; text without spaces goes in as character bigrams) and submit
  * claims. */
 #include "persist/catalog.h"
 #include "persist/catalog_int.h"
@@ -238,34 +238,6 @@ static void terms_free(struct terms *t)
 	free(t->v);
 }
 
-/* Scripts written without spaces between words: the word tokenizer sees a
- * whole run as one token, so such terms go through the trigram index. */
-static bool needs_trigram(const char *s, size_t *chars)
-{
-	bool tri = false;
-	*chars = 0;
-	const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)s;
-	utf8proc_ssize_t left = (utf8proc_ssize_t)strlen(s);
-	while (left > 0) {
-		utf8proc_int32_t cp;
-		utf8proc_ssize_t r = utf8proc_iterate(p, left, &cp);
-		if (r <= 0)
-			break;
-		(*chars)++;
-		if ((cp >= 0x0E00 && cp <= 0x0EFF) ||  /* Thai, Lao */
-		    (cp >= 0x1000 && cp <= 0x109F) ||  /* Myanmar */
-		    (cp >= 0x1780 && cp <= 0x17FF) ||  /* Khmer */
-		    (cp >= 0x2E80 && cp <= 0x9FFF) ||  /* CJK, kana */
-		    (cp >= 0xAC00 && cp <= 0xD7AF) ||  /* Hangul */
-		    (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0xFF00 && cp <= 0xFFEF) ||
-		    (cp >= 0x20000 && cp <= 0x3FFFF))
-			tri = true;
-		p += r;
-		left -= r;
-	}
-	return tri;
-}
-
 /* Does the term hold a letter or digit (a token for the word index)? */
 static bool has_word_char(const char *s)
 {
@@ -299,55 +271,6 @@ static void add_fts_literal(struct buf *b, const char *term)
 	buf_addc(b, '"');
 }
 
-/* A LIKE pattern matching term anywhere, with %, _ and \ escaped. */
-static char *like_pattern(const char *term)
-{
-	struct buf b = BUF_INIT;
-	buf_addc(&b, '%');
-	for (const char *p = term; *p; p++) {
-		if (*p == '%' || *p == '_' || *p == '\\')
-			buf_addc(&b, '\\');
-		buf_addc(&b, *p);
-	}
-	buf_addc(&b, '%');
-	return buf_detach(&b, NULL);
-}
-
-/* A snippet around the first occurrence of needle in body (bytes, kept on
- * character boundaries), the match in [brackets]. */
-static char *make_snippet(const char *body, const char *needle)
-{
-	const char *m = strcasestr(body, needle);
-	size_t blen = strlen(body), nlen = strlen(needle);
-	if (!m) {
-		m = body;
-		nlen = 0;
-	}
-	size_t at = (size_t)(m - body), from = at > 60 ? at - 60 : 0, to = at + nlen + 60;
-	if (to > blen)
-		to = blen;
-	while (from > 0 && ((unsigned char)body[from] & 0xC0) == 0x80)
-		from--;
-	while (to < blen && ((unsigned char)body[to] & 0xC0) == 0x80)
-		to++;
-	struct buf b = BUF_INIT;
-	if (from > 0)
-		buf_adds(&b, "\xE2\x80\xA6");
-	buf_add(&b, body + from, at - from);
-	if (nlen) {
-		buf_addc(&b, '[');
-		buf_add(&b, m, nlen);
-		buf_addc(&b, ']');
-	}
-	buf_add(&b, m + nlen, to - at - nlen);
-	if (to < blen)
-		buf_adds(&b, "\xE2\x80\xA6");
-	for (size_t i = 0; i < b.len; i++)
-		if (b.p[i] == '\n' || b.p[i] == '\r' || b.p[i] == '\t')
-			b.p[i] = ' ';
-	return buf_detach(&b, NULL);
-}
-
 int catalog_search(struct catalog *c, const char *query, size_t limit, bool with_deleted,
 		   struct cat_hit **out, size_t *n, struct cerr *err)
 {
@@ -359,72 +282,40 @@ int catalog_search(struct catalog *c, const char *query, size_t limit, bool with
 		terms_free(&t);
 		return cerr_set(err, CERR_USAGE, 0, "empty search query");
 	}
-	bool tri = false;
-	for (size_t i = 0; i < t.n; i++) {
-		size_t chars;
-		if (needs_trigram(t.v[i], &chars))
-			tri = true;
-	}
-	/* Word index: every term a phrase literal. Trigram index: terms of 3+
-	 * characters as literals (substring match), shorter ones by LIKE. */
+	/* Every term a phrase literal, all required; the tokenizer turns text
+	 * without spaces into character bigrams (catalog_tok.c). */
 	struct buf match = BUF_INIT, sql = BUF_INIT;
-	char **likes = xcalloc(t.n, sizeof *likes);
-	size_t n_likes = 0;
-	const char *short_term = NULL;
 	for (size_t i = 0; i < t.n; i++) {
-		size_t chars;
-		needs_trigram(t.v[i], &chars);
 		if (!has_word_char(t.v[i]))
 			continue; /* no letter or digit: nothing to look for */
-		if (tri && chars < 3) {
-			likes[n_likes++] = like_pattern(t.v[i]);
-			if (!short_term)
-				short_term = t.v[i];
-			continue;
-		}
 		if (match.len)
 			buf_adds(&match, " AND ");
 		add_fts_literal(&match, t.v[i]);
 	}
 	int ret = -1;
 	sqlite3_stmt *st = NULL;
-	if (!match.len && !n_likes) {
+	if (!match.len) {
 		ret = 0; /* only punctuation: no word can match it */
 		goto out;
 	}
-	const char *fts = tri ? "fts_tri" : "fts_words";
-	if (match.len) {
-		buf_printf(&sql,
-			   "SELECT d.session, d.turn, d.role, snippet(%s, 0, '[', ']', '\xE2\x80\xA6', 12),"
-			   " COALESCE(s.title, s.auto_title), s.updated_at, d.body"
-			   " FROM %s JOIN docs d ON d.docid = %s.rowid JOIN sessions s ON s.id = d.session"
-			   " WHERE %s MATCH ?1"
-			   /* Rank only the newest matches: a common word matches
-			    * hundreds of thousands of messages, and ranking them
-			    * all would take most of a second. */
-			   " AND %s.rowid >= COALESCE((SELECT rowid FROM %s WHERE %s MATCH ?1"
-			   " ORDER BY rowid DESC LIMIT 1 OFFSET %d), 0)",
-			   fts, fts, fts, fts, fts, fts, fts, CATALOG_SEARCH_WINDOW - 1);
-	} else {
-		buf_adds(&sql, "SELECT d.session, d.turn, d.role, NULL, COALESCE(s.title, s.auto_title),"
-			       " s.updated_at, d.body FROM docs d JOIN sessions s ON s.id = d.session"
-			       " WHERE ?1 IS NULL");
-	}
-	for (size_t i = 0; i < n_likes; i++)
-		buf_printf(&sql, " AND d.body LIKE ?%zu ESCAPE '\\'", i + 3);
-	buf_adds(&sql, with_deleted ? "" : " AND s.deleted_at IS NULL");
-	buf_printf(&sql, " ORDER BY %s s.updated_at DESC, d.docid DESC LIMIT ?2",
-		   match.len ? "rank," : "");
+	buf_printf(&sql,
+		   "SELECT d.session, d.turn, d.role, snippet(fts_words, 0, '[', ']', '\xE2\x80\xA6', 12),"
+		   " COALESCE(s.title, s.auto_title), s.updated_at"
+		   " FROM fts_words JOIN docs d ON d.docid = fts_words.rowid"
+		   " JOIN sessions s ON s.id = d.session"
+		   " WHERE fts_words MATCH ?1"
+		   /* Rank only the newest matches: a common word matches hundreds
+		    * of thousands of messages, and ranking them all would take
+		    * most of a second. */
+		   " AND fts_words.rowid >= COALESCE((SELECT rowid FROM fts_words WHERE fts_words MATCH ?1"
+		   " ORDER BY rowid DESC LIMIT 1 OFFSET %d), 0)%s"
+		   " ORDER BY rank, s.updated_at DESC, d.docid DESC LIMIT ?2",
+		   CATALOG_SEARCH_WINDOW - 1, with_deleted ? "" : " AND s.deleted_at IS NULL");
 	st = cat_prepare_once(c, sql.p, err); /* built per query: not cached */
 	if (!st)
 		goto out;
-	if (match.len)
-		sqlite3_bind_text(st, 1, match.p, (int)match.len, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(st, 1);
+	sqlite3_bind_text(st, 1, match.p, (int)match.len, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)(limit ? limit : CATALOG_SEARCH_LIMIT));
-	for (size_t i = 0; i < n_likes; i++)
-		sqlite3_bind_text(st, (int)i + 3, likes[i], -1, SQLITE_STATIC);
 	size_t cap = 0;
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -439,13 +330,6 @@ int catalog_search(struct catalog *c, const char *query, size_t limit, bool with
 		h->snippet = cat_col_str(st, 3);
 		h->title = cat_col_str(st, 4);
 		h->updated_at = sqlite3_column_int64(st, 5);
-		if (!h->snippet || short_term || tri) {
-			/* No FTS snippet for LIKE matches: cut one around the
-			 * short term. */
-			free(h->snippet);
-			const char *body = (const char *)sqlite3_column_text(st, 6);
-			h->snippet = make_snippet(body ? body : "", short_term ? short_term : t.v[0]);
-		}
 	}
 	cat_done(c, st);
 	if (rc != SQLITE_DONE) {
@@ -457,9 +341,6 @@ int catalog_search(struct catalog *c, const char *query, size_t limit, bool with
 	}
 	ret = 0;
 out:
-	for (size_t i = 0; i < n_likes; i++)
-		free(likes[i]);
-	free(likes);
 	buf_release(&match);
 	buf_release(&sql);
 	terms_free(&t);

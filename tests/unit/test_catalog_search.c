@@ -305,10 +305,12 @@ static void test_hostile_input(void **state)
 	expect(f, "bear AND rabbit", "s2/t1/user");
 	expect(f, "(brown bear)", "s2/t1/user");
 	expect(f, "NEAR(brown bear)", ""); /* the phrase "near brown" */
-	/* LIKE wildcards in short CJK terms are literal. */
+	/* Punctuation next to CJK text is not searched, as with "(fox)":
+	 * no wildcard ever widens a term. */
 	expect(f, "\xE6\x8D\xAE\xE5\xBA\x93", "c1/t/user");  /* 据库 */
-	expect(f, "_\xE5\xBA\x93", "");                       /* _库 */
-	expect(f, "%\xE5\xBA\x93", "");                       /* %库 */
+	expect(f, "_\xE5\xBA\x93", "c1/t/user");              /* _库 */
+	expect(f, "%\xE5\xBA\x93", "c1/t/user");              /* %库 */
+	expect(f, "\xE5\xBA\x93_", "c1/t/user");              /* 库_ */
 	/* Nothing was damaged. */
 	bool ok = false;
 	char *msg = NULL;
@@ -354,6 +356,11 @@ static void test_cjk(void **state)
 	expect(f, "\xEC\x84\xA4\xEA\xB3\x84", "ko/t1/user");             /* 설계 */
 	expect(f, "\xE4\xBD\xBF\xE7\x94\xA8 sqlite", "mix/t2/user");     /* 使用 + a word */
 	expect(f, "SQLite\xE7\x9A\x84", "mix/t2/user");
+	/* A word inside text without spaces is a word of its own. */
+	expect(f, "sqlite", "mix/t2/user");
+	expect(f, "fts5", "mix/t2/user");
+	expect(f, "\xE7\x94\xA8SQLite", "mix/t2/user");                 /* 用SQLite */
+	expect(f, "\xE4\xBD\xBFSQLite", "");                             /* 使SQLite: not adjacent */
 	expect_snippet(f, DB, "[" DB "]");
 	expect_snippet(f, IDX, "[" IDX "]");
 	expect_snippet(f, TOKYO, "[" TOKYO "]");
