@@ -624,51 +624,6 @@ static void test_titles_and_pins(void **state)
 	expect_row(f, "sN", "title=NULL|prompt=NULL|explicit=0");
 }
 
-static void title_is(const char *in, size_t max, const char *want)
-{
-	char *t = catalog_title_of(in, max);
-	assert_string_equal(t, want);
-	free(t);
-}
-
-/* 100 copies of ch cut to CATALOG_TITLE_MAX characters: 79 and "…". */
-static void long_title(const char *ch)
-{
-	char big[512] = "", *t;
-	size_t w = strlen(ch);
-	for (int i = 0; i < 100; i++)
-		strcat(big, ch);
-	t = catalog_title_of(big, CATALOG_TITLE_MAX);
-	assert_int_equal(strlen(t), 79 * w + 3);
-	assert_memory_equal(t, big, 79 * w);
-	assert_string_equal(t + 79 * w, "\xE2\x80\xA6");
-	free(t);
-	big[80 * w] = '\0';
-	title_is(big, CATALOG_TITLE_MAX, big); /* exactly the maximum: not cut */
-}
-
-static void test_title_of(void **state)
-{
-	(void)state;
-	title_is("  hello \t\n  world  ", 80, "hello world");
-	title_is("a\x01" "b\x7f c\x1b[0m", 80, "ab c[0m");
-	title_is("\xE3\x80\x80" "x\xE3\x80\x80\xC2\xA0y", 80, "x y"); /* U+3000, U+00A0 */
-	title_is("", 80, "");
-	title_is(" \t\n", 80, "");
-	title_is("ab\xE2\x80\xAE" "cd", 80, "abcd"); /* a bidi override is dropped */
-	title_is("a\xFF" "b", 80, "ab");               /* so are stray bytes */
-	title_is("abcdef", 6, "abcdef");
-	title_is("abcdefg", 6, "abcde\xE2\x80\xA6");
-	title_is("abcd efgh", 6, "abcd\xE2\x80\xA6"); /* no space before the ellipsis */
-	long_title("x");
-	long_title("\xE6\xBC\xA2");     /* 漢: 3 bytes */
-	long_title("\xF0\x9F\x98\x80"); /* 😀: 4 bytes */
-	title_is("\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E \xF0\x9F\x98\x80 ok", 80,
-		 "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E \xF0\x9F\x98\x80 ok");
-	title_is("\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE3\x81\xA7\xE3\x81\x99", 4,
-		 "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE2\x80\xA6"); /* 日本語… */
-}
-
 /* ---- statuses ---- */
 
 static void test_statuses(void **state)
@@ -1091,7 +1046,6 @@ int main(void)
 		T(test_concurrent_processes),
 		T(test_projection_fields),
 		T(test_titles_and_pins),
-		T(test_title_of),
 		T(test_statuses),
 		T(test_list_order_and_filters),
 		T(test_sync_lifecycle),
