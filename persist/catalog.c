@@ -765,6 +765,10 @@ static int do_project_batch(struct catalog *c, void *arg, struct cerr *err)
 		r.ino = a->wm->ino;
 		r.len = a->wm->len;
 		r.ctime_ns = a->wm->ctime_ns;
+	} else {
+		/* Not durable yet: until catalog_set_durable, any sync reads
+		 * the log again rather than trust this projection. */
+		r.len = (uint64_t)-1;
 	}
 	ret = row_store(c, &r, false, err);
 	if (ret == 0)
@@ -819,6 +823,69 @@ int catalog_set_watermark(struct catalog *c, const char *id, const struct cat_wa
 {
 	struct wm_args a = {id, wm};
 	return in_tx(c, err, do_set_watermark, &a);
+}
+
+struct durable_args {
+	const char *id;
+	uint64_t version;
+	const struct cat_watermark *wm;
+	bool applied;
+};
+
+static int do_set_durable(struct catalog *c, void *arg, struct cerr *err)
+{
+	struct durable_args *a = arg;
+	sqlite3_stmt *st = cat_prepare(c,
+		"UPDATE sessions SET proj_dev = ?3, proj_ino = ?4, proj_len = ?5, proj_ctime = ?6"
+		" WHERE id = ?1 AND content_version = ?2", err);
+	if (!st)
+		return -1;
+	cat_bind_str(st, 1, a->id);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)a->version);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)a->wm->dev);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)a->wm->ino);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)a->wm->len);
+	sqlite3_bind_int64(st, 6, a->wm->ctime_ns);
+	int rc = sqlite3_step(st);
+	cat_done(c, st);
+	if (rc != SQLITE_DONE)
+		return cat_fail(c, err, rc, "record the durable log");
+	a->applied = sqlite3_changes(c->db) > 0;
+	return a->applied ? write_watermark(c, a->id, a->wm, err) : 0;
+}
+
+int catalog_set_durable(struct catalog *c, const char *id, uint64_t version,
+			const struct cat_watermark *wm, bool *applied, struct cerr *err)
+{
+	struct durable_args a = {id, version, wm, false};
+	if (applied)
+		*applied = false;
+	if (!wm || !wm->known || wm->next_seq != version)
+		return 0;
+	if (in_tx(c, err, do_set_durable, &a) < 0)
+		return -1;
+	if (applied)
+		*applied = a.applied;
+	return 0;
+}
+
+int catalog_get_version(struct catalog *c, const char *id, uint64_t *version, bool *found,
+			struct cerr *err)
+{
+	*version = 0;
+	*found = false;
+	sqlite3_stmt *st = cat_prepare(c, "SELECT content_version FROM sessions WHERE id = ?1", err);
+	if (!st)
+		return -1;
+	cat_bind_str(st, 1, id);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*found = true;
+		*version = (uint64_t)sqlite3_column_int64(st, 0);
+		rc = SQLITE_DONE;
+	}
+	cat_done(c, st);
+	return rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, "load session version");
 }
 
 int catalog_get_watermark(struct catalog *c, const char *id, struct cat_watermark *wm,

@@ -85,13 +85,25 @@ int catalog_project_scan(struct catalog *c, const struct session_ref *ref, const
  * one: batch_t) onto the session's row, and record the new watermark. The
  * row must be at content_version == first_seq (else CERR_CONFLICT); a
  * session without a row is projected from its header first by the caller
- * (catalog_project_scan). On success *version is the new content version. */
+ * (catalog_project_scan). On success *version is the new content version.
+ * wm NULL: the batch is written but not yet synced; the row is marked as
+ * not matching a durable file (a catalog_sync re-reads the log) until
+ * catalog_set_durable records the watermark. */
 int catalog_project_batch(struct catalog *c, const char *id, uint64_t first_seq, int64_t batch_t,
 			  const struct log_event *evs, size_t n, const struct cat_watermark *wm,
 			  uint64_t *version, struct cerr *err);
 /* Record a newer durable watermark (never moves it backwards on one file). */
 int catalog_set_watermark(struct catalog *c, const char *id, const struct cat_watermark *wm,
 			  struct cerr *err);
+/* After the log's sync: record the durable file (identity, length) the
+ * projection at content version `version` matches, and the watermark
+ * wm. A row that moved on to another version is left alone (*applied
+ * false, may be NULL). */
+int catalog_set_durable(struct catalog *c, const char *id, uint64_t version,
+			const struct cat_watermark *wm, bool *applied, struct cerr *err);
+/* content_version of id; *found false when the catalog has no row. */
+int catalog_get_version(struct catalog *c, const char *id, uint64_t *version, bool *found,
+			struct cerr *err);
 /* The recorded watermark of id (wm->known false when none). */
 int catalog_get_watermark(struct catalog *c, const char *id, struct cat_watermark *wm,
 			  struct cerr *err);

@@ -46,6 +46,8 @@ struct log {
 	bool poisoned;          /* an fsync or cleanup failed: re-read before use */
 	bool synced_known;      /* synced_len is a length this handle synced */
 	uint64_t synced_len;    /* the file length at this handle's last sync */
+	bool pending;           /* log_write wrote frames log_sync has not synced */
+	struct cursor pending_from; /* the cursor before the first of them */
 	struct cursor cur;
 	struct scan *scan;
 	struct scan_opts wm;    /* durable watermark for every read */
@@ -520,15 +522,21 @@ int log_cut_torn_tail(struct log *lg, const struct log_revision *rev, uint64_t *
 	return 0;
 }
 
-int log_append(struct log *lg, uint64_t expected, const struct log_event *evs, size_t n,
-	       uint64_t *next_seq, struct cerr *err)
+int log_write(struct log *lg, uint64_t expected, const struct log_event *evs, size_t n,
+	      uint64_t *next_seq, struct cerr *err)
 {
 	if (n == 0) {
 		if (next_seq)
 			*next_seq = log_next_seq(lg);
 		return 0;
 	}
-	if (lg->published && !cursor_matches(lg)) {
+	if (lg->pending && lg->poisoned)
+		return cerr_set(err, CERR_IO, 0,
+				"'%s' has unsynced frames after a failed cleanup: sync them first",
+				lg->path);
+	/* Behind unsynced bytes of our own the cursor is the truth: a re-read
+	 * now would build on them as if they were durable. */
+	if (lg->published && !lg->pending && !cursor_matches(lg)) {
 		if (reread(lg, err) < 0)
 			return -1;
 		if (lg->scan->status == SCAN_TORN) {
@@ -556,6 +564,8 @@ int log_append(struct log *lg, uint64_t expected, const struct log_event *evs, s
 	if (frame_encode(lg->fc, content.p, content.len, &frames) < 0)
 		goto encode_failed;
 	if (!lg->published) {
+		/* First publication is durable by itself (staging file synced,
+		 * renamed, directory synced): nothing is left pending. */
 		ret = publish(lg, &frames, seq + n, err);
 		if (ret == 0)
 			lg->batch_t = now;
@@ -566,21 +576,13 @@ int log_append(struct log *lg, uint64_t expected, const struct log_event *evs, s
 		roll_back(lg, lg->cur.len);
 		goto out;
 	}
-	if (fsops->fdatasync(lg->fd) < 0) {
-		/* Never retry a failed sync: its pages may already be marked
-		 * clean. Remove the frame if we can; either way the outcome is
-		 * unknown and the next append re-reads from disk. */
-		cerr_set(err, CERR_IO, errno, "cannot sync '%s'", lg->path);
-		err->outcome_unknown = true;
-		roll_back(lg, lg->cur.len);
-		lg->poisoned = true;
-		goto out;
+	if (!lg->pending) {
+		lg->pending = true;
+		lg->pending_from = lg->cur;
 	}
 	lg->cur.len += frames.len;
 	lg->cur.next_seq = seq + n;
 	lg->batch_t = now;
-	lg->synced_known = true;
-	lg->synced_len = lg->cur.len;
 	ret = 0;
 	goto out;
 encode_failed:
@@ -591,4 +593,41 @@ out:
 	buf_release(&content);
 	buf_release(&frames);
 	return ret;
+}
+
+int log_sync(struct log *lg, struct cerr *err)
+{
+	if (!lg->pending)
+		return 0;
+	lg->pending = false;
+	if (fsops->fdatasync(lg->fd) < 0) {
+		/* Never retry a failed sync: its pages may already be marked
+		 * clean. Remove every unsynced frame if we can; either way the
+		 * outcome is unknown and the next append re-reads from disk. */
+		cerr_set(err, CERR_IO, errno, "cannot sync '%s'", lg->path);
+		err->outcome_unknown = true;
+		lg->cur = lg->pending_from;
+		roll_back(lg, lg->cur.len);
+		lg->poisoned = true;
+		return -1;
+	}
+	lg->synced_known = true;
+	lg->synced_len = lg->cur.len;
+	return 0;
+}
+
+bool log_pending(const struct log *lg)
+{
+	return lg->pending;
+}
+
+int log_append(struct log *lg, uint64_t expected, const struct log_event *evs, size_t n,
+	       uint64_t *next_seq, struct cerr *err)
+{
+	uint64_t next;
+	if (log_write(lg, expected, evs, n, &next, err) < 0 || log_sync(lg, err) < 0)
+		return -1;
+	if (next_seq)
+		*next_seq = next;
+	return 0;
 }

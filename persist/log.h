@@ -69,6 +69,18 @@ int log_open_path_opts(const char *path, const struct scan_opts *wm, struct log 
  * invalid event is CERR_USAGE and nothing is written. n == 0: no-op. */
 int log_append(struct log *lg, uint64_t expected_next_seq, const struct log_event *evs, size_t n,
 	       uint64_t *next_seq, struct cerr *err);
+/* The same in two steps, so a caller can do other work while the disk
+ * syncs: log_write writes the frame without syncing it (a first
+ * publication is durable at once), log_sync makes every frame written
+ * since the last sync durable. Several log_write calls may queue up before
+ * one log_sync; if the sync fails they are all rolled back together (the
+ * outcome is unknown, as for log_append). Between the two, the handle may
+ * be given to another thread for log_sync, but nothing else may use it. */
+int log_write(struct log *lg, uint64_t expected_next_seq, const struct log_event *evs, size_t n,
+	      uint64_t *next_seq, struct cerr *err);
+int log_sync(struct log *lg, struct cerr *err);
+/* Does lg hold frames written but not yet synced? */
+bool log_pending(const struct log *lg);
 /* Cut the torn tail seen at open, fenced by rev (anything changed:
  * CERR_CONFLICT). *cut gets the bytes removed (0 when there was none). */
 int log_cut_torn_tail(struct log *lg, const struct log_revision *rev, uint64_t *cut,

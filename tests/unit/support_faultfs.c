@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include "base/xalloc.h"
@@ -421,7 +422,7 @@ int faultfs_crash_copy(const char *root, const char *dest)
 
 /* ---- the table ---- */
 
-static int ff_openat(int dirfd, const char *path, int flags, mode_t mode)
+static int ff_openat_(int dirfd, const char *path, int flags, mode_t mode)
 {
 	bool creat = (flags & O_CREAT) != 0;
 	struct armed *a = tick(creat ? FF_CREATE : FF_OPENAT);
@@ -438,7 +439,7 @@ static int ff_openat(int dirfd, const char *path, int flags, mode_t mode)
 	return fd;
 }
 
-static int ff_close(int fd)
+static int ff_close_(int fd)
 {
 	struct armed *a = tick(FF_CLOSE);
 	if (a) {
@@ -450,7 +451,7 @@ static int ff_close(int fd)
 	return fsops_real.close(fd);
 }
 
-static ssize_t ff_pread(int fd, void *buf, size_t n, off_t off)
+static ssize_t ff_pread_(int fd, void *buf, size_t n, off_t off)
 {
 	struct armed *a = tick(FF_PREAD);
 	if (a) {
@@ -460,7 +461,7 @@ static ssize_t ff_pread(int fd, void *buf, size_t n, off_t off)
 	return fsops_real.pread(fd, buf, n, off);
 }
 
-static ssize_t ff_pwrite(int fd, const void *buf, size_t n, off_t off)
+static ssize_t ff_pwrite_(int fd, const void *buf, size_t n, off_t off)
 {
 	struct armed *a = tick(FF_PWRITE);
 	if (enospc_next_pwrite) {
@@ -507,17 +508,17 @@ static int ff_sync(enum faultfs_op op, int fd)
 	return r;
 }
 
-static int ff_fsync(int fd)
+static int ff_fsync_(int fd)
 {
 	return ff_sync(FF_FSYNC, fd);
 }
 
-static int ff_fdatasync(int fd)
+static int ff_fdatasync_(int fd)
 {
 	return ff_sync(FF_FDATASYNC, fd);
 }
 
-static int ff_ftruncate(int fd, off_t len)
+static int ff_ftruncate_(int fd, off_t len)
 {
 	struct armed *a = tick(FF_FTRUNCATE);
 	if (a) {
@@ -527,7 +528,7 @@ static int ff_ftruncate(int fd, off_t len)
 	return fsops_real.ftruncate(fd, len);
 }
 
-static int ff_rename_noreplace(int od, const char *op, int nd, const char *np)
+static int ff_rename_noreplace_(int od, const char *op, int nd, const char *np)
 {
 	struct armed *a = tick(FF_RENAME);
 	if (a) {
@@ -537,7 +538,7 @@ static int ff_rename_noreplace(int od, const char *op, int nd, const char *np)
 	return fsops_real.rename_noreplace(od, op, nd, np);
 }
 
-static int ff_mkdirat(int dirfd, const char *path, mode_t mode)
+static int ff_mkdirat_(int dirfd, const char *path, mode_t mode)
 {
 	struct armed *a = tick(FF_MKDIRAT);
 	if (a) {
@@ -551,7 +552,7 @@ static int ff_mkdirat(int dirfd, const char *path, mode_t mode)
 	return r;
 }
 
-static int ff_unlinkat(int dirfd, const char *path, int flags)
+static int ff_unlinkat_(int dirfd, const char *path, int flags)
 {
 	struct armed *a = tick(FF_UNLINKAT);
 	if (a) {
@@ -561,7 +562,7 @@ static int ff_unlinkat(int dirfd, const char *path, int flags)
 	return fsops_real.unlinkat(dirfd, path, flags);
 }
 
-static int ff_fstat(int fd, struct stat *st)
+static int ff_fstat_(int fd, struct stat *st)
 {
 	struct armed *a = tick(FF_FSTAT);
 	if (a) {
@@ -571,7 +572,7 @@ static int ff_fstat(int fd, struct stat *st)
 	return fsops_real.fstat(fd, st);
 }
 
-static int ff_fstatat(int dirfd, const char *path, struct stat *st, int flags)
+static int ff_fstatat_(int dirfd, const char *path, struct stat *st, int flags)
 {
 	struct armed *a = tick(FF_FSTATAT);
 	if (a) {
@@ -581,7 +582,7 @@ static int ff_fstatat(int dirfd, const char *path, struct stat *st, int flags)
 	return fsops_real.fstatat(dirfd, path, st, flags);
 }
 
-static int ff_fchmod(int fd, mode_t mode)
+static int ff_fchmod_(int fd, mode_t mode)
 {
 	struct armed *a = tick(FF_FCHMOD);
 	if (a) {
@@ -591,7 +592,7 @@ static int ff_fchmod(int fd, mode_t mode)
 	return fsops_real.fchmod(fd, mode);
 }
 
-static int ff_flock(int fd, int op)
+static int ff_flock_(int fd, int op)
 {
 	struct armed *a = tick(FF_FLOCK);
 	if (a) {
@@ -599,6 +600,150 @@ static int ff_flock(int fd, int op)
 		return -1;
 	}
 	return fsops_real.flock(fd, op);
+}
+
+/* Threads (the FIFO's helpers) may call in at once: every call and the
+ * model behind it go through one lock, and so run one at a time. */
+static pthread_mutex_t ff_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int ff_openat(int dirfd, const char *path, int flags, mode_t mode)
+{
+	pthread_mutex_lock(&ff_mu);
+	int r = ff_openat_(dirfd, path, flags, mode);
+	int e = errno;
+	pthread_mutex_unlock(&ff_mu);
+	errno = e;
+	return r;
+}
+
+static int ff_close(int fd)
+{
+	pthread_mutex_lock(&ff_mu);
+	int r = ff_close_(fd);
+	int e = errno;
+	pthread_mutex_unlock(&ff_mu);
+	errno = e;
+	return r;
+}
+
+static ssize_t ff_pread(int fd, void *buf, size_t n, off_t off)
+{
+	pthread_mutex_lock(&ff_mu);
+	ssize_t r = ff_pread_(fd, buf, n, off);
+	int e = errno;
+	pthread_mutex_unlock(&ff_mu);
+	errno = e;
+	return r;
+}
+
+static ssize_t ff_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	pthread_mutex_lock(&ff_mu);
+	ssize_t r = ff_pwrite_(fd, buf, n, off);
+	int e = errno;
+	pthread_mutex_unlock(&ff_mu);
+	errno = e;
+	return r;
+}
+
+static int ff_fsync(int fd)
+{
+	pthread_mutex_lock(&ff_mu);
+	int r = ff_fsync_(fd);
+	int e = errno;
+	pthread_mutex_unlock(&ff_mu);
+	errno = e;
+	return r;
+}
+
+static int ff_fdatasync(int fd)
+{
+	pthread_mutex_lock(&ff_mu);
+	int r = ff_fdatasync_(fd);
+	int e = errno;
+	pthread_mutex_unlock(&ff_mu);
+	errno = e;
+	return r;
+}
+
+static int ff_ftruncate(int fd, off_t len)
+{
+	pthread_mutex_lock(&ff_mu);
+	int r = ff_ftruncate_(fd, len);
+	int e = errno;
+	pthread_mutex_unlock(&ff_mu);
+	errno = e;
+	return r;
+}
+
+static int ff_rename_noreplace(int od, const char *op, int nd, const char *np)
+{
+	pthread_mutex_lock(&ff_mu);
+	int r = ff_rename_noreplace_(od, op, nd, np);
+	int e = errno;
+	pthread_mutex_unlock(&ff_mu);
+	errno = e;
+	return r;
+}
+
+static int ff_mkdirat(int dirfd, const char *path, mode_t mode)
+{
+	pthread_mutex_lock(&ff_mu);
+	int r = ff_mkdirat_(dirfd, path, mode);
+	int e = errno;
+	pthread_mutex_unlock(&ff_mu);
+	errno = e;
+	return r;
+}
+
+static int ff_unlinkat(int dirfd, const char *path, int flags)
+{
+	pthread_mutex_lock(&ff_mu);
+	int r = ff_unlinkat_(dirfd, path, flags);
+	int e = errno;
+	pthread_mutex_unlock(&ff_mu);
+	errno = e;
+	return r;
+}
+
+static int ff_fstat(int fd, struct stat *st)
+{
+	pthread_mutex_lock(&ff_mu);
+	int r = ff_fstat_(fd, st);
+	int e = errno;
+	pthread_mutex_unlock(&ff_mu);
+	errno = e;
+	return r;
+}
+
+static int ff_fstatat(int dirfd, const char *path, struct stat *st, int flags)
+{
+	pthread_mutex_lock(&ff_mu);
+	int r = ff_fstatat_(dirfd, path, st, flags);
+	int e = errno;
+	pthread_mutex_unlock(&ff_mu);
+	errno = e;
+	return r;
+}
+
+static int ff_fchmod(int fd, mode_t mode)
+{
+	pthread_mutex_lock(&ff_mu);
+	int r = ff_fchmod_(fd, mode);
+	int e = errno;
+	pthread_mutex_unlock(&ff_mu);
+	errno = e;
+	return r;
+}
+
+static int ff_flock(int fd, int op)
+{
+	pthread_mutex_lock(&ff_mu);
+	int r = ff_flock_(fd, op);
+	int e = errno;
+	pthread_mutex_unlock(&ff_mu);
+	errno = e;
+	return r;
 }
 
 const struct fsops faultfs_ops = {

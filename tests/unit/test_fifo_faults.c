@@ -6,7 +6,9 @@
  * failed write or sync) for N = 1, 2, ... until a run meets no fault. In
  * every run: every item completes exactly once, in post order, on the loop
  * thread, with a receipt or an io error (fail-fast follow-ups naming the
- * first failure; pipelined full saves of a failed session may conflict);
+ * first failure, or, when they were written in the same round and their
+ * log's one sync failed, that same error; pipelined full saves of a failed
+ * session may conflict);
  * every acknowledged event is in the log read back and after a simulated
  * power loss; and nothing of a failed session is written after its gap
  * (the log is exactly the acknowledged items, plus possibly items whose
@@ -269,6 +271,11 @@ static void judge(size_t i)
 	    R.it[i - 1].kind == FIFO_HISTORY && e->cls == S->why.cls &&
 	    e->outcome_unknown == S->why.outcome_unknown && strcmp(e->msg, S->why.msg) == 0)
 		return; /* merged with the item before it: one append, one outcome */
+	if (S->failed && t->kind != FIFO_DELETE && e->cls == S->why.cls &&
+	    e->outcome_unknown == S->why.outcome_unknown && strcmp(e->msg, S->why.msg) == 0 &&
+	    (is_sync(R.flt->op) || is_sync(R.flt->pre)))
+		return; /* written in the same round as the failed item and synced
+			 * with it: one sync, one outcome */
 	if (S->failed && (t->kind == FIFO_HISTORY || t->kind == FIFO_META)) {
 		/* Fail fast, naming the first failure. */
 		char head[64];

@@ -1,0 +1,99 @@
+/* fifo_int.h — what fifo.c (the queue, the thread, the loop side) and
+ * fifo_writer.c (how the writer thread executes a batch) share; not for
+ * other modules. */
+#ifndef CAIRN_FIFO_INT_H
+#define CAIRN_FIFO_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "base/err.h"
+#include "base/pool.h"
+#include "base/strmap.h"
+#include "persist/catalog.h"
+#include "persist/fifo.h"
+#include "persist/log.h"
+#include "persist/store.h"
+
+struct fifo_item {
+	struct fifo_item *next;
+	enum fifo_kind kind;
+	char session[SESSION_ID_MAX + 1];
+	bool create;
+	char *cwd;
+	uint64_t expected_seq, expected_version;
+	cJSON *events; /* array */
+	cJSON *meta;
+	fifo_done_cb cb;
+	void *ctx;
+	uint64_t ticket;
+	bool failed;
+	struct cerr err;
+	struct fifo_receipt rcpt;
+};
+
+/* The writer's view of one session. */
+struct wsess {
+	char id[SESSION_ID_MAX + 1];
+	struct log *lg;
+	bool failed;        /* an item failed: only a full save may go on */
+	struct cerr why;
+	uint64_t used;      /* for closing the least recently used handle */
+	bool acked;         /* acked_version is known: */
+	uint64_t acked_version; /* the version of its last receipt, or the one found */
+	uint64_t round;     /* the last round this session wrote in (0: none) */
+	uint64_t version;   /* in that round: the version its last write makes */
+	bool full;          /* in that round: a full save (clears the status override) */
+	int sync_rc;        /* in that round: the outcome of its log's sync */
+	struct cerr sync_err;
+	struct pool_job sync_job;
+};
+
+/* A durable watermark the catalog has not recorded yet. */
+struct durable {
+	char id[SESSION_ID_MAX + 1];
+	uint64_t version;
+	struct cat_watermark wm;
+};
+
+struct fifo {
+	uv_loop_t *loop;
+	uv_async_t async;
+	pthread_t thread;
+	bool thread_started;
+	pthread_mutex_t mu;
+	pthread_cond_t work_cv, done_cv;
+	struct fifo_item *queue, *queue_tail; /* posted, not taken */
+	struct fifo_item *done, *done_tail;   /* completed, not delivered */
+	uint64_t posted, completed;           /* tickets */
+	atomic_bool queued;                   /* queue non-empty (read without mu) */
+	struct strmap last_ticket;            /* session -> ticket of its last post */
+	char **ticket_keys;
+	size_t n_ticket_keys;
+	bool stopping, paused;
+
+	/* writer thread only */
+	struct store *st;
+	struct catalog *cat;
+	struct pool *pool;
+	struct wsess **ws;
+	size_t n_ws;
+	uint64_t use_clock;
+	uint64_t round;
+	struct durable *durable; /* recorded with the next transaction */
+	size_t n_durable;
+};
+
+/* Execute a batch taken from the queue (writer thread); every item ends
+ * failed or with its receipt. */
+void fifo_writer_process(struct fifo *f, struct fifo_item *batch);
+/* Nothing queued: record what is pending (writer thread). */
+void fifo_writer_idle(struct fifo *f);
+/* Close every log handle and free the writer's state. */
+void fifo_writer_free(struct fifo *f);
+
+#endif

@@ -1,0 +1,708 @@
+/* fifo_writer.c — how the FIFO's writer thread executes a batch.
+ *
+ * A batch runs in rounds. A round first prepares each append (history,
+ * full save, meta) in post order: the checks, then log_write, which writes
+ * the frame without syncing it. Then it finishes them together: one
+ * catalog transaction projects every write, on a helper thread, while the
+ * logs sync (one here, the others on helpers, all at once); only after
+ * both do the items complete. That transaction may commit before its log
+ * is durable, so it marks each row as not matching a durable file (a
+ * catalog_sync elsewhere reads the log again); the watermark and the file
+ * identity are recorded after the sync, in the next transaction or when
+ * the writer goes idle. So the watermark may lag a log, never lead it.
+ * Delete, restore and purge end the round and run on their own. */
+#include "persist/fifo_int.h"
+#include "base/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_OPEN_LOGS 64      /* writer handles kept open (each holds a lock) */
+#define MERGE_MAX_EVENTS 4096 /* events in one merged history append */
+
+/* ---- sessions and handles ---- */
+
+static struct wsess *wsess_get(struct fifo *f, const char *id)
+{
+	for (size_t i = 0; i < f->n_ws; i++)
+		if (strcmp(f->ws[i]->id, id) == 0) {
+			f->ws[i]->used = ++f->use_clock;
+			return f->ws[i];
+		}
+	struct wsess *w = xcalloc(1, sizeof *w);
+	snprintf(w->id, sizeof w->id, "%s", id);
+	w->used = ++f->use_clock;
+	f->ws = xreallocarray(f->ws, f->n_ws + 1, sizeof *f->ws);
+	f->ws[f->n_ws++] = w;
+	return w;
+}
+
+static void wsess_close_log(struct wsess *w)
+{
+	log_close(w->lg);
+	w->lg = NULL;
+}
+
+/* Keep at most MAX_OPEN_LOGS handles (and so locks) open; never one the
+ * current round wrote to. */
+static void trim_handles(struct fifo *f, struct wsess *keep)
+{
+	size_t open = 0;
+	for (size_t i = 0; i < f->n_ws; i++)
+		open += f->ws[i]->lg != NULL;
+	while (open > MAX_OPEN_LOGS) {
+		struct wsess *old = NULL;
+		for (size_t i = 0; i < f->n_ws; i++) {
+			struct wsess *w = f->ws[i];
+			if (w->lg && w != keep && !w->failed && w->round != f->round &&
+			    (!old || w->used < old->used))
+				old = w;
+		}
+		if (!old)
+			break;
+		wsess_close_log(old);
+		open--;
+	}
+}
+
+/* The session's log open for writing, created if the item allows it. */
+static int ensure_log(struct fifo *f, struct wsess *w, const struct fifo_item *it,
+		      struct cerr *err)
+{
+	if (w->lg)
+		return 0;
+	struct cat_watermark wm;
+	struct scan_opts o = {0};
+	if (catalog_get_watermark(f->cat, w->id, &wm, err) < 0)
+		return -1;
+	if (wm.known)
+		o = (struct scan_opts){true, wm.len, wm.next_seq, wm.dev, wm.ino};
+	if (log_open_opts(f->st, w->id, &o, &w->lg, err) == 0) {
+		trim_handles(f, w);
+		return 0;
+	}
+	if (err->cls != CERR_MISSING || !it->create)
+		return -1;
+	if (log_create(f->st, w->id, it->cwd, NULL, &w->lg, err) < 0)
+		return -1;
+	trim_handles(f, w);
+	return 0;
+}
+
+static struct cat_watermark durable_wm(const struct log *lg)
+{
+	struct log_revision d = log_durable(lg);
+	return (struct cat_watermark){d.len > 0, d.len, d.next_seq, d.dev, d.ino, d.ctime_ns};
+}
+
+/* Project the session whole from its log read again (its row lags the
+ * log, is missing, or may hold writes that failed). */
+static int reproject(struct fifo *f, struct wsess *w, uint64_t *version, struct cerr *err)
+{
+	if (log_reread(w->lg, err) < 0)
+		return -1;
+	struct session_ref ref;
+	if (store_resolve(f->st, w->id, &ref, err) < 0)
+		return -1;
+	struct cat_watermark wm = durable_wm(w->lg);
+	if (catalog_project_scan(f->cat, &ref, log_scan(w->lg), 0, &wm, err) < 0)
+		return -1;
+	if (version)
+		*version = log_scan(w->lg)->next_seq;
+	return 0;
+}
+
+/* ---- failures ---- */
+
+static void fail_items(struct fifo_item *first, struct fifo_item *last, const struct cerr *err)
+{
+	for (struct fifo_item *m = first;; m = m->next) {
+		m->failed = true;
+		m->err = *err;
+		if (m == last)
+			break;
+	}
+}
+
+/* A conflict or a failed write leaves a gap the session must not write
+ * past until a full save recovers it. */
+static void set_failed(struct wsess *w, const struct cerr *err)
+{
+	if (!w->failed) {
+		w->failed = true;
+		w->why = *err;
+	}
+}
+
+/* A failed full save leaves the session unsaved. */
+static void set_unsaved(struct fifo *f, struct wsess *w)
+{
+	struct cerr e;
+	catalog_set_status(f->cat, w->id, "unsaved", &e);
+}
+
+/* ---- a round ---- */
+
+enum proj { PROJ_OK, PROJ_WHOLE, PROJ_FAILED };
+
+/* One append of the round: an item, or a merged group first..last. */
+struct pend {
+	struct fifo_item *first, *last;
+	struct wsess *w;
+	cJSON *all; /* events built here (merged, meta); owned */
+	struct log_event *evs;
+	size_t n;
+	uint64_t first_seq, version;
+	int64_t batch_t;
+	bool full;
+	enum proj proj;
+	struct cerr proj_err;
+};
+
+struct round {
+	struct fifo *f;
+	struct pend *p;
+	size_t n, cap;
+	bool tx;          /* the round's catalog transaction is open */
+	bool tx_failed;   /* it could not be opened: the round writes nothing */
+	struct cerr tx_err;
+};
+
+/* Events of a JSON array as log events borrowing from it. */
+static struct log_event *to_events(const cJSON *arr, size_t *n)
+{
+	*n = (size_t)cJSON_GetArraySize(arr);
+	struct log_event *evs = xcalloc(*n ? *n : 1, sizeof *evs);
+	size_t i = 0;
+	for (const cJSON *e = arr ? arr->child : NULL; e; e = e->next, i++) {
+		const cJSON *type = cJSON_GetObjectItemCaseSensitive(e, "type");
+		const cJSON *turn = cJSON_GetObjectItemCaseSensitive(e, "turn");
+		const cJSON *data = cJSON_GetObjectItemCaseSensitive(e, "data");
+		evs[i].type = cJSON_IsString(type) ? type->valuestring : NULL;
+		evs[i].turn = cJSON_IsString(turn) ? turn->valuestring : NULL;
+		evs[i].data = cJSON_IsObject(data) ? data : NULL;
+		evs[i].ignorable = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "ignorable"));
+	}
+	return evs;
+}
+
+/* The rest of the round's catalog transaction, which prepare() opened
+ * before the first write (so a busy catalog fails a round before it writes
+ * anything). A helper thread runs it while the logs sync: the watermarks
+ * left from earlier rounds, then each write's projection under its own
+ * savepoint, then the commit. */
+static void project_round(void *arg)
+{
+	struct round *r = arg;
+	struct fifo *f = r->f;
+	struct cerr err;
+	if (f->n_durable && catalog_savepoint(f->cat, &err) == 0) {
+		int rc = 0;
+		for (size_t i = 0; i < f->n_durable && rc == 0; i++) {
+			struct durable *d = &f->durable[i];
+			rc = catalog_set_durable(f->cat, d->id, d->version, &d->wm, NULL, &err);
+		}
+		if (rc == 0)
+			catalog_savepoint_release(f->cat);
+		else
+			catalog_savepoint_rollback(f->cat);
+	}
+	for (size_t i = 0; i < r->n; i++) {
+		struct pend *p = &r->p[i];
+		p->proj = PROJ_OK;
+		for (size_t j = 0; j < i; j++)
+			if (r->p[j].w == p->w && r->p[j].proj == PROJ_FAILED) {
+				/* Never project past a write the catalog missed. */
+				p->proj = PROJ_FAILED;
+				p->proj_err = r->p[j].proj_err;
+			}
+		if (p->proj != PROJ_OK || (p->n == 0 && !p->full))
+			continue;
+		struct cerr e;
+		if (catalog_savepoint(f->cat, &e) < 0) {
+			p->proj = PROJ_FAILED, p->proj_err = e;
+			continue;
+		}
+		int rc = 0;
+		if (p->n > 0) {
+			rc = catalog_project_batch(f->cat, p->w->id, p->first_seq, p->batch_t, p->evs,
+						   p->n, NULL, &p->version, &e);
+			if (rc < 0 && (e.cls == CERR_CONFLICT || e.cls == CERR_MISSING)) {
+				/* The row lags the log or is missing: the whole
+				 * log is projected after the sync. */
+				p->proj = PROJ_WHOLE;
+				rc = 0;
+			}
+		}
+		if (rc == 0 && p->full && catalog_set_status(f->cat, p->w->id, NULL, &e) < 0 &&
+		    e.cls != CERR_MISSING)
+			rc = -1; /* settled: no override */
+		if (rc == 0) {
+			catalog_savepoint_release(f->cat);
+		} else {
+			catalog_savepoint_rollback(f->cat);
+			p->proj = PROJ_FAILED, p->proj_err = e;
+		}
+	}
+	r->tx = false;
+	if (catalog_commit(f->cat, &err) < 0) {
+		for (size_t i = 0; i < r->n; i++)
+			if (r->p[i].proj == PROJ_OK)
+				r->p[i].proj = PROJ_FAILED, r->p[i].proj_err = err;
+		return;
+	}
+	f->n_durable = 0;
+}
+
+static void sync_log(void *arg)
+{
+	struct wsess *w = arg;
+	w->sync_rc = log_sync(w->lg, &w->sync_err);
+}
+
+/* Remember a watermark to record with the next transaction (one per
+ * session: a newer one replaces it). */
+static void add_durable(struct fifo *f, struct wsess *w)
+{
+	struct cat_watermark wm = durable_wm(w->lg);
+	if (!wm.known)
+		return;
+	size_t i = 0;
+	while (i < f->n_durable && strcmp(f->durable[i].id, w->id) != 0)
+		i++;
+	if (i == f->n_durable)
+		f->durable = xreallocarray(f->durable, ++f->n_durable, sizeof *f->durable);
+	snprintf(f->durable[i].id, sizeof f->durable[i].id, "%s", w->id);
+	f->durable[i].version = w->version;
+	f->durable[i].wm = wm;
+}
+
+/* Rebuild from their logs, in one transaction, the rows the round's
+ * projection could not extend (new sessions, rows that lag); their logs
+ * are synced by now. */
+static void whole_rows(struct round *r)
+{
+	struct fifo *f = r->f;
+	struct cerr err;
+	bool any = false, tx;
+	for (size_t i = 0; i < r->n; i++)
+		any |= r->p[i].proj == PROJ_WHOLE && r->p[i].w->sync_rc == 0;
+	if (!any)
+		return;
+	tx = catalog_begin(f->cat, &err) == 0;
+	for (size_t i = 0; i < r->n; i++) {
+		struct pend *p = &r->p[i];
+		if (p->proj != PROJ_WHOLE || p->w->sync_rc < 0)
+			continue;
+		bool done = false; /* an earlier write of the same session did it */
+		for (size_t j = 0; j < i && !done; j++)
+			done = r->p[j].w == p->w && r->p[j].proj == PROJ_WHOLE;
+		if (done)
+			continue;
+		struct cerr e = err;
+		if (!tx || catalog_savepoint(f->cat, &e) < 0) {
+			p->proj = PROJ_FAILED, p->proj_err = e;
+			continue;
+		}
+		if (reproject(f, p->w, NULL, &e) < 0) {
+			catalog_savepoint_rollback(f->cat);
+			p->proj = PROJ_FAILED, p->proj_err = e;
+		} else {
+			catalog_savepoint_release(f->cat);
+		}
+	}
+	if (tx && catalog_commit(f->cat, &err) < 0)
+		for (size_t i = 0; i < r->n; i++)
+			if (r->p[i].proj == PROJ_WHOLE)
+				r->p[i].proj = PROJ_FAILED, r->p[i].proj_err = err;
+}
+
+/* Sync every log the round wrote while its projection runs, then complete
+ * its items. */
+static void round_finish(struct round *r)
+{
+	struct fifo *f = r->f;
+	r->tx_failed = false;
+	if (r->n == 0) {
+		if (r->tx) {
+			struct cerr e;
+			if (catalog_commit(f->cat, &e) < 0)
+				catalog_rollback(f->cat);
+			r->tx = false;
+		}
+		f->round++;
+		return;
+	}
+	struct pool_job proj = {.fn = project_round, .arg = r};
+	pool_submit(f->pool, &proj);
+	/* Each log once; the first syncs on this thread, the rest at once on
+	 * helpers. */
+	struct wsess **logs = xcalloc(r->n, sizeof *logs);
+	size_t n_logs = 0;
+	for (size_t i = 0; i < r->n; i++) {
+		struct wsess *w = r->p[i].w;
+		bool seen = false;
+		for (size_t j = 0; j < n_logs && !seen; j++)
+			seen = logs[j] == w;
+		if (!seen && w->lg && log_pending(w->lg))
+			logs[n_logs++] = w;
+	}
+	for (size_t j = 1; j < n_logs; j++) {
+		logs[j]->sync_job = (struct pool_job){.fn = sync_log, .arg = logs[j]};
+		pool_submit(f->pool, &logs[j]->sync_job);
+	}
+	if (n_logs)
+		sync_log(logs[0]);
+	for (size_t j = 1; j < n_logs; j++)
+		pool_wait(f->pool, &logs[j]->sync_job);
+	pool_wait(f->pool, &proj);
+	/* A failed sync rolled its log back, but the projection may have
+	 * committed: rebuild those rows from the logs (if that fails too, the
+	 * rows stay marked as not durable and a recovery save rebuilds them). */
+	for (size_t j = 0; j < n_logs; j++) {
+		struct cerr e;
+		if (logs[j]->sync_rc < 0)
+			reproject(f, logs[j], NULL, &e);
+	}
+	free(logs);
+	whole_rows(r);
+
+	for (size_t i = 0; i < r->n; i++) {
+		struct pend *p = &r->p[i];
+		struct wsess *w = p->w;
+		struct cerr err;
+		const struct pend *before = NULL; /* an earlier failed write of w */
+		for (size_t j = 0; j < i; j++)
+			if (r->p[j].w == w && r->p[j].proj == PROJ_FAILED)
+				before = &r->p[j];
+		if (w->sync_rc < 0) {
+			err = w->sync_err;
+		} else {
+			if (before && p->proj != PROJ_FAILED)
+				p->proj = PROJ_FAILED, p->proj_err = before->proj_err;
+			err = p->proj_err;
+		}
+		if (w->sync_rc < 0 || p->proj == PROJ_FAILED) {
+			if (w->sync_rc == 0 && !before) {
+				cerr_prefix(&err, "the log is durable but the catalog was not updated");
+				err.outcome_unknown = true; /* written, no receipt to give */
+			}
+			p->proj = PROJ_FAILED;
+			p->proj_err = err;
+			set_failed(w, &err);
+			if (w->full)
+				set_unsaved(f, w);
+			fail_items(p->first, p->last, &err);
+		} else {
+			uint64_t seq = p->first_seq;
+			for (struct fifo_item *m = p->first;; m = m->next) {
+				seq += m->kind == FIFO_META ? 1 : (uint64_t)cJSON_GetArraySize(m->events);
+				m->rcpt.next_seq = seq;
+				m->rcpt.content_version = p->version;
+				if (m == p->last)
+					break;
+			}
+			w->version = p->version;
+			w->acked = true;
+			w->acked_version = p->version;
+		}
+		bool last_of_w = true;
+		for (size_t j = i + 1; j < r->n && last_of_w; j++)
+			last_of_w = r->p[j].w != w;
+		/* A row rebuilt whole recorded its watermark already. */
+		if (p->proj == PROJ_OK && last_of_w && p->n > 0 && w->lg)
+			add_durable(f, w);
+		free(p->evs);
+		cJSON_Delete(p->all);
+	}
+	r->n = 0;
+	f->round++;
+}
+
+/* Recovery by a full save: read the log again through the same handle
+ * (which syncs or cuts what a failed sync left unsure; a fresh handle would
+ * build on it) and rebuild the session's row from it, since the catalog
+ * may hold a projection of writes that failed. */
+static int recover(struct fifo *f, struct wsess *w, const struct fifo_item *it, struct cerr *err)
+{
+	if (!w->lg) {
+		if (ensure_log(f, w, it, err) < 0)
+			return -1;
+	}
+	if (reproject(f, w, NULL, err) < 0)
+		return err->cls == CERR_MISSING ? 0 : -1; /* never published: the append will */
+	return 0;
+}
+
+/* Prepare history, full save or meta items first..last of one session. */
+static void prepare(struct round *r, struct fifo_item *first, struct fifo_item *last)
+{
+	struct fifo *f = r->f;
+	struct wsess *w = wsess_get(f, first->session);
+	struct fifo_item *it = first;
+	bool full = it->kind == FIFO_FULL_SAVE;
+	struct cerr err = {0};
+	if (w->failed && !full) {
+		/* Never a write after a gap: wait for a full save. */
+		cerr_set(&err, w->why.cls, 0, "session '%s' has a failed save before this one (%s); a full save must recover it first",
+			 w->id, w->why.msg);
+		fail_items(first, last, &err);
+		return;
+	}
+	if (!w->acked) {
+		/* The version this writer finds (0: no row) is what a recovery
+		 * save builds on until it acknowledges one. */
+		struct cerr e;
+		uint64_t v;
+		bool found;
+		if (catalog_get_version(f->cat, w->id, &v, &found, &e) == 0) {
+			w->acked = true;
+			w->acked_version = found ? v : 0;
+		}
+	}
+	if (full && w->failed && w->round == f->round)
+		round_finish(r); /* its log must be settled before it is read */
+	if (r->tx_failed) {
+		err = r->tx_err; /* nothing written: no gap */
+		fail_items(first, last, &err);
+		return;
+	}
+	if (!r->tx) {
+		if (catalog_begin(f->cat, &err) < 0) {
+			r->tx_failed = true;
+			r->tx_err = err;
+			fail_items(first, last, &err);
+			return;
+		}
+		r->tx = true;
+	}
+	bool checked = false;
+	if (full && w->failed) {
+		/* The catalog may hold a projection of the failed write: the
+		 * version to build on is the one last acknowledged (or found). */
+		uint64_t base = w->acked_version;
+		bool known = w->acked;
+		if (!known && catalog_get_version(f->cat, w->id, &base, &known, &err) < 0)
+			goto fail;
+		if (known && base != it->expected_version) {
+			cerr_set(&err, CERR_CONFLICT, 0, "session '%s' is at version %llu, not %llu",
+				 w->id, (unsigned long long)base,
+				 (unsigned long long)it->expected_version);
+			goto fail;
+		}
+		if (recover(f, w, it, &err) < 0)
+			goto fail;
+		checked = true;
+	}
+	bool in_round = w->round == f->round;
+	if (ensure_log(f, w, it, &err) < 0)
+		goto fail;
+	cJSON *all = NULL;
+	const cJSON *arr = it->events;
+	uint64_t expected = it->expected_seq;
+	if (it->kind == FIFO_META) {
+		all = cJSON_CreateArray();
+		cJSON *ev = cJSON_CreateObject();
+		cJSON_AddStringToObject(ev, "type", "session/meta");
+		cJSON_AddItemToObject(ev, "data", cJSON_Duplicate(it->meta, 1));
+		cJSON_AddItemToArray(all, ev);
+		arr = all;
+		expected = log_next_seq(w->lg);
+	} else if (first != last) {
+		all = cJSON_CreateArray();
+		for (struct fifo_item *m = first;; m = m->next) {
+			for (cJSON *e = m->events->child; e; e = e->next)
+				cJSON_AddItemToArray(all, cJSON_Duplicate(e, 1));
+			if (m == last)
+				break;
+		}
+		arr = all;
+	}
+	/* The version a full save builds on: what this round's earlier write
+	 * makes, else the catalog's. */
+	uint64_t have = 0;
+	bool found = in_round;
+	if (in_round) {
+		have = w->version;
+	} else {
+		struct cerr e;
+		if (catalog_get_version(f->cat, w->id, &have, &found, &e) < 0)
+			found = false; /* the projection meets the same error */
+	}
+	if (full && !checked && found && have != it->expected_version) {
+		cerr_set(&err, CERR_CONFLICT, 0, "session '%s' is at version %llu, not %llu", w->id,
+			 (unsigned long long)have, (unsigned long long)it->expected_version);
+		cJSON_Delete(all);
+		goto fail;
+	}
+	size_t n;
+	struct log_event *evs = to_events(arr, &n);
+	int rc = log_write(w->lg, expected, evs, n, NULL, &err);
+	if (rc == 0 && n == 0 && expected != log_next_seq(w->lg)) {
+		/* An empty batch writes nothing, but its expectation still
+		 * has to hold. */
+		cerr_set(&err, CERR_CONFLICT, 0, "'%s' is at seq %llu, not %llu", w->id,
+			 (unsigned long long)log_next_seq(w->lg), (unsigned long long)expected);
+		rc = -1;
+	}
+	if (rc < 0 && err.cls == CERR_USAGE && first != last) {
+		/* One invalid event must not fail the valid items merged with
+		 * it: nothing was written, prepare them one by one. */
+		free(evs);
+		cJSON_Delete(all);
+		struct fifo_item *stop = last->next;
+		for (struct fifo_item *m = first; m != stop; m = m->next) {
+			struct fifo_item *keep = m->next;
+			prepare(r, m, m);
+			m->next = keep;
+		}
+		return;
+	}
+	if (rc < 0) {
+		free(evs);
+		cJSON_Delete(all);
+		goto fail;
+	}
+	if (r->n == r->cap)
+		r->p = xreallocarray(r->p, r->cap = r->cap ? 2 * r->cap : 16, sizeof *r->p);
+	struct pend *p = &r->p[r->n++];
+	*p = (struct pend){.first = first, .last = last, .w = w, .all = all, .evs = evs, .n = n,
+			   .first_seq = expected, .full = full};
+	p->batch_t = log_batch_time(w->lg);
+	p->version = n > 0 ? log_next_seq(w->lg) : found ? have : 0;
+	if (!in_round) {
+		w->round = f->round;
+		w->full = false;
+		w->sync_rc = 0;
+	}
+	w->full |= full;
+	w->version = p->version;
+	if (full)
+		w->failed = false; /* recovered, unless this write fails */
+	return;
+fail:
+	/* A usage error or a missing session wrote nothing and changes
+	 * nothing. */
+	if (err.cls != CERR_USAGE && err.cls != CERR_MISSING)
+		set_failed(w, &err);
+	if (full)
+		set_unsaved(f, w);
+	fail_items(first, last, &err);
+}
+
+static bool running_elsewhere(struct fifo *f, const char *id)
+{
+	struct cat_session row;
+	struct cerr e;
+	if (catalog_get(f->cat, id, &row, &e) < 0)
+		return false;
+	bool running = row.status && strcmp(row.status, "running") == 0;
+	cat_session_release(&row);
+	return running;
+}
+
+/* Delete, restore or purge: this writer's own handle goes first (it holds
+ * the lock); a session running here or locked elsewhere stays. */
+static void run_move(struct fifo *f, struct fifo_item *it)
+{
+	struct wsess *w = wsess_get(f, it->session);
+	struct cerr err = {0};
+	if (it->kind != FIFO_RESTORE && running_elsewhere(f, w->id)) {
+		cerr_set(&err, CERR_LOCKED, 0, "session '%s' is running", w->id);
+		goto fail;
+	}
+	wsess_close_log(w);
+	struct session_ref ref;
+	struct cerr e;
+	if (it->kind == FIFO_DELETE) {
+		int64_t at = 0;
+		if (store_resolve(f->st, it->session, &ref, &err) < 0 ||
+		    strcmp(ref.id, it->session) != 0 || store_trash(f->st, &ref, &at, &err) < 0)
+			goto fail;
+		it->rcpt.deleted_at = at;
+		if (catalog_set_deleted(f->cat, ref.id, at, &e) < 0 && e.cls != CERR_MISSING) {
+			err = e;
+			err.outcome_unknown = true; /* moved, catalog not told */
+			goto fail;
+		}
+	} else if (it->kind == FIFO_RESTORE) {
+		if (store_resolve_in(f->st, STORE_TRASH, it->session, &ref, &err) < 0 ||
+		    store_restore(f->st, &ref, &err) < 0)
+			goto fail;
+		if (catalog_set_deleted(f->cat, ref.id, 0, &e) < 0 && e.cls != CERR_MISSING) {
+			err = e;
+			err.outcome_unknown = true; /* moved back, catalog not told */
+			goto fail;
+		}
+	} else {
+		if (store_resolve_in(f->st, STORE_TRASH, it->session, &ref, &err) < 0 ||
+		    store_purge(f->st, &ref, &err) < 0 || catalog_forget(f->cat, ref.id, &err) < 0)
+			goto fail;
+	}
+	return;
+fail:
+	fail_items(it, it, &err);
+}
+
+/* May `b` be merged into the history group ending at `a`? */
+static bool mergeable(const struct fifo_item *a, const struct fifo_item *b, size_t n)
+{
+	return b && a->kind == FIFO_HISTORY && b->kind == FIFO_HISTORY &&
+	       strcmp(a->session, b->session) == 0 && !b->create &&
+	       b->expected_seq == a->expected_seq + (uint64_t)cJSON_GetArraySize(a->events) &&
+	       n + (size_t)cJSON_GetArraySize(b->events) <= MERGE_MAX_EVENTS;
+}
+
+void fifo_writer_process(struct fifo *f, struct fifo_item *batch)
+{
+	struct round r = {.f = f};
+	for (struct fifo_item *it = batch; it;) {
+		struct fifo_item *last = it;
+		size_t n = (size_t)cJSON_GetArraySize(it->events);
+		while (mergeable(last, last->next, n)) {
+			n += (size_t)cJSON_GetArraySize(last->next->events);
+			last = last->next;
+		}
+		struct fifo_item *next = last->next;
+		if (it->kind == FIFO_DELETE || it->kind == FIFO_RESTORE || it->kind == FIFO_PURGE) {
+			round_finish(&r);
+			run_move(f, it);
+		} else {
+			prepare(&r, it, last);
+		}
+		it = next;
+	}
+	round_finish(&r);
+	free(r.p);
+}
+
+void fifo_writer_idle(struct fifo *f)
+{
+	if (!f->n_durable)
+		return;
+	struct cerr err;
+	if (catalog_begin(f->cat, &err) < 0)
+		return; /* kept for the next transaction */
+	for (size_t i = 0; i < f->n_durable; i++) {
+		struct durable *d = &f->durable[i];
+		if (catalog_set_durable(f->cat, d->id, d->version, &d->wm, NULL, &err) < 0) {
+			catalog_rollback(f->cat);
+			return;
+		}
+	}
+	if (catalog_commit(f->cat, &err) == 0)
+		f->n_durable = 0;
+}
+
+void fifo_writer_free(struct fifo *f)
+{
+	for (size_t i = 0; i < f->n_ws; i++) {
+		log_close(f->ws[i]->lg);
+		free(f->ws[i]);
+	}
+	free(f->ws);
+	free(f->durable);
+	f->ws = NULL;
+	f->durable = NULL;
+	f->n_ws = f->n_durable = 0;
+}
