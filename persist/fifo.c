@@ -18,7 +18,7 @@
 /* After a batch the writer polls the queue this long before it sleeps: a
  * completion often prompts the next post within microseconds, and waking a
  * sleeping thread costs more than that on a virtual machine. */
-#define FIFO_POLL_NS 50000
+#define FIFO_POLL_NS 200000
 
 /* ---- items ---- */
 
