@@ -835,6 +835,51 @@ static void test_project_batch(void **state)
 	log_close(lg);
 }
 
+/* A batch projected before its log is synced (wm NULL, as the FIFO does
+ * while the sync runs) marks the row as not matching a durable file: a sync
+ * reads the log again. catalog_set_durable then records the file and the
+ * watermark, only at the version it names. */
+static void test_project_before_sync(void **state)
+{
+	struct fx *f = *state;
+	struct log *lg;
+	struct cerr err;
+	assert_int_equal(log_create(f->st, "sD", "/p", NULL, &lg, &err), 0);
+	add_projected(f, lg, "-p", "[" START("t1") "," USER("durable first") "]");
+	assert_int_equal(sync_ok(f), 0);
+	struct batch b;
+	uint64_t ver = 0;
+	batch_parse(&b, "[" USER("written, not yet synced") "]");
+	assert_int_equal(log_write(lg, 3, b.evs, b.n, NULL, &err), 0);
+	assert_int_equal(catalog_project_batch(cat(f), "sD", 3, 0, b.evs, b.n, NULL, &ver, &err), 0);
+	assert_int_equal(ver, 4);
+	raw_expect(f->root, "SELECT proj_len FROM sessions WHERE id = 'sD'", "-1");
+	assert_int_equal(log_sync(lg, &err), 0);
+	struct cat_watermark wm = wm_of(log_durable(lg));
+	bool applied = true;
+	assert_int_equal(catalog_set_durable(cat(f), "sD", 3, &wm, &applied, &err), 0);
+	assert_false(applied); /* not the version this watermark is of */
+	raw_expect(f->root, "SELECT proj_len FROM sessions WHERE id = 'sD'", "-1");
+	/* Marked: a sync reads it again (and finds what was projected). */
+	assert_int_equal(sync_ok(f), 1);
+	expect_row(f, "sD", "version=4|prompt=written, not yet synced");
+	batch_free(&b);
+
+	batch_parse(&b, "[" END("t1", "completed") "]");
+	assert_int_equal(log_write(lg, 4, b.evs, b.n, NULL, &err), 0);
+	assert_int_equal(catalog_project_batch(cat(f), "sD", 4, 0, b.evs, b.n, NULL, &ver, &err), 0);
+	assert_int_equal(log_sync(lg, &err), 0);
+	wm = wm_of(log_durable(lg));
+	assert_int_equal(catalog_set_durable(cat(f), "sD", 5, &wm, &applied, &err), 0);
+	assert_true(applied);
+	char w[64];
+	snprintf(w, sizeof w, "version=5|wm=%llu/5", (unsigned long long)wm.len);
+	expect_row(f, "sD", w);
+	assert_int_equal(sync_ok(f), 0); /* clean: nothing to read again */
+	batch_free(&b);
+	log_close(lg);
+}
+
 static void expect_claim(struct fx *f, const char *id, const char *session, const char *turn,
 			 const char *state)
 {
@@ -1050,6 +1095,7 @@ int main(void)
 		T(test_list_order_and_filters),
 		T(test_sync_lifecycle),
 		T(test_project_batch),
+		T(test_project_before_sync),
 		T(test_claims_and_status),
 		T(test_rebuild_equivalence),
 	};

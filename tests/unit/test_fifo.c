@@ -565,6 +565,55 @@ static void test_group_commit(void **state)
 	assert_true((w2 - w1) * 2 < (w1 - w0));
 }
 
+/* Full saves posted before the last receipt (each expects the version the
+ * one before it makes: the next seq) run in one round with one sync of the
+ * log; receipts come in order and the watermark follows once the writer is
+ * idle. In the same way a save whose expected version is stale conflicts,
+ * and the session's later items in the round fail fast. */
+static void test_pipelined_full_saves(void **state)
+{
+	struct fx *x = *state;
+	struct rec c[8];
+	step_ok(x, create("P", NULL, "p", 2), &c[0], "create");
+	fifo_pause(x->f, true);
+	post(x, full("P", 3, 3, "a", 2), &c[1]);
+	post(x, full("P", 5, 5, "b", 1), &c[2]);
+	post(x, hist("P", 6, "c", 3), &c[3]);
+	post(x, full("P", 9, 9, "d", 1), &c[4]);
+	fifo_pause(x->f, false);
+	wait_all(x, c + 1, 4);
+	const uint64_t want[4] = {5, 6, 9, 10};
+	for (int i = 0; i < 4; i++) {
+		want_ok(&c[1 + i], "pipelined item");
+		assert_int_equal(c[1 + i].r.next_seq, want[i]);
+		assert_int_equal(c[1 + i].r.content_version, want[i]);
+	}
+	check_receipt(x, "P", &c[4], 10);
+	/* The watermark is recorded after the sync, when the writer idles. */
+	uint64_t until = deadline(5000);
+	for (;;) {
+		struct cat_session row = row_of(x, "P");
+		uint64_t seq = row.durable_seq;
+		cat_session_release(&row);
+		if (seq == 10)
+			break;
+		if (clock_mono_ns() / 1000000 > until)
+			fail_msg("the watermark stays at %llu, not 10", (unsigned long long)seq);
+		usleep(1000);
+	}
+	fifo_pause(x->f, true);
+	post(x, full("P", 10, 10, "e", 1), &c[5]);
+	post(x, full("P", 11, 10, "stale", 1), &c[6]);
+	post(x, hist("P", 11, "after", 1), &c[7]);
+	fifo_pause(x->f, false);
+	wait_all(x, c + 5, 3);
+	check_receipt(x, "P", &c[5], 11);
+	want_err(&c[6], CERR_CONFLICT, "a stale expected version");
+	want_err(&c[7], CERR_CONFLICT, "an item after the conflict");
+	assert_non_null(strstr(c[7].err.msg, "failed save before this one"));
+	assert_int_equal(next_seq_of(x, "P"), 11);
+}
+
 /* A wrong expected seq is a conflict that writes nothing; the session's
  * later history and meta items fail fast (naming the first failure) and
  * write nothing while another session goes on; a full save with a stale
@@ -843,6 +892,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_create, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_coalescing_and_boundaries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipelined_full_saves, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_conflict_fail_fast_recovery, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_full_save_checks_seq, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_keeps_items_apart, setup, teardown),

@@ -474,6 +474,62 @@ static void count_preads(void)
 	fsops = &counting_ops;
 }
 
+/* Two-step appends: log_write writes frames nobody may call durable yet
+ * (log_durable still names the last sync, log_pending says so), several
+ * queue up, and one log_sync makes them all durable. */
+static int write_only(struct log *lg, uint64_t expect, const char *batch, struct cerr *err)
+{
+	cJSON *arr = cJSON_Parse(batch);
+	assert_non_null(arr);
+	size_t n = (size_t)cJSON_GetArraySize(arr), i = 0;
+	struct log_event *evs = calloc(n, sizeof *evs);
+	for (cJSON *c = arr->child; c; c = c->next, i++) {
+		const cJSON *turn = cJSON_GetObjectItem(c, "turn");
+		evs[i].type = cJSON_GetObjectItem(c, "type")->valuestring;
+		evs[i].turn = turn ? turn->valuestring : NULL;
+		evs[i].data = cJSON_GetObjectItem(c, "data");
+	}
+	uint64_t next = 0;
+	int r = log_write(lg, expect, evs, n, &next, err);
+	if (r == 0)
+		assert_int_equal(next, expect + n);
+	free(evs);
+	cJSON_Delete(arr);
+	return r;
+}
+
+static void test_write_then_sync(void **state)
+{
+	struct fx *f = *state;
+	struct log *lg;
+	struct cerr err;
+	assert_int_equal(log_create(f->st, "two", NULL, NULL, &lg, &err), 0);
+	/* A first publication is durable at once: nothing pending. */
+	assert_int_equal(write_only(lg, 1, B_TURN, &err), 0);
+	assert_false(log_pending(lg));
+	assert_int_equal(log_durable(lg).next_seq, 3);
+	assert_int_equal(log_sync(lg, &err), 0);
+	assert_int_equal(write_only(lg, 3, B_TEXT, &err), 0);
+	assert_int_equal(write_only(lg, 4, B_TEXT, &err), 0);
+	assert_true(log_pending(lg));
+	assert_int_equal(log_next_seq(lg), 5);
+	assert_int_equal(log_durable(lg).len, 0); /* not durable yet: no watermark */
+	/* The seq check sees the unsynced frames. */
+	assert_int_equal(write_only(lg, 4, B_TEXT, &err), -1);
+	assert_int_equal(err.cls, CERR_CONFLICT);
+	assert_int_equal(log_sync(lg, &err), 0);
+	assert_false(log_pending(lg));
+	struct log_revision d = log_durable(lg);
+	assert_int_equal(d.next_seq, 5);
+	assert_int_equal(log_sync(lg, &err), 0); /* nothing pending: a no-op */
+	log_close(lg);
+	struct scan *s = scan_path(P(f, "root/sessions/_no-cwd/two/session.jsonl.zst"));
+	assert_int_equal(s->status, SCAN_OK);
+	assert_int_equal(s->next_seq, 5);
+	assert_int_equal(s->file_len, d.len);
+	scan_free(s);
+}
+
 static void test_cursor_avoids_rereads(void **state)
 {
 	struct fx *f = *state;
@@ -827,6 +883,7 @@ int main(void)
 		T(test_invalid_events_rejected),
 		T(test_oversized_rejected),
 		T(test_unknown_ignorable_accepted),
+		T(test_write_then_sync),
 		T(test_cursor_avoids_rereads),
 		T(test_cursor_after_truncate),
 		T(test_cursor_after_replace),

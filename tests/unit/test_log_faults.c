@@ -688,6 +688,44 @@ static void test_fdatasync_failure_never_acked(void **state)
 	}
 }
 
+/* Two frames written with log_write and one failing log_sync: both are
+ * taken back together, the outcome is unknown, and the handle goes on at
+ * the seq before the first. */
+static void test_failed_sync_takes_back_every_write(void **state)
+{
+	(void)state;
+	struct fx x;
+	struct log *lg;
+	struct cerr err = {0};
+	struct batch b;
+	msgs(&b, "pending", 2);
+	uint64_t before = two_batches(&x, &lg);
+	assert_int_equal(log_write(lg, before, b.ev, b.n, NULL, &err), 0);
+	assert_int_equal(log_write(lg, before + b.n, b.ev, b.n, NULL, &err), 0);
+	assert_true(log_pending(lg));
+	faultfs_fail(FF_FDATASYNC, 1, EIO);
+	assert_int_equal(log_sync(lg, &err), -1);
+	assert_int_equal(err.cls, CERR_IO);
+	assert_true(err.outcome_unknown);
+	assert_false(log_pending(lg));
+	assert_int_equal(log_next_seq(lg), before);
+	faultfs_disarm();
+	struct snap now;
+	snap_read(x.path, &now);
+	assert_int_equal(now.status, SCAN_OK);
+	assert_int_equal(now.next_seq, before);
+	snap_free(&now);
+	uint64_t next;
+	assert_int_equal(log_append(lg, before, b.ev, b.n, &next, &err), 0);
+	assert_int_equal(next, before + b.n);
+	log_close(lg);
+	snap_read(x.path, &now);
+	assert_int_equal(now.next_seq, before + b.n);
+	snap_free(&now);
+	batch_free(&b);
+	fx_close(&x);
+}
+
 /* Counts the re-read of the next append: opening the log again (openat)
  * and reading it (pread). */
 static bool next_append_rereads(struct log *lg, uint64_t seq)
@@ -800,6 +838,7 @@ int main(void)
 		cmocka_unit_test(test_publish_faults),
 		cmocka_unit_test(test_repair_faults),
 		cmocka_unit_test(test_fdatasync_failure_never_acked),
+		cmocka_unit_test(test_failed_sync_takes_back_every_write),
 		cmocka_unit_test(test_poisoned_handle_rereads),
 		cmocka_unit_test(test_publish_dir_sync_failure),
 	};
