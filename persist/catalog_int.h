@@ -1,5 +1,4 @@
-/* catalog_int.h — what catalog.c and catalog_query.c share; not for other
- * modules. */
+/* catalog_int.h — what the catalog_*.c files share; not for other modules. */
 #ifndef CAIRN_CATALOG_INT_H
 #define CAIRN_CATALOG_INT_H
 
@@ -53,6 +52,13 @@ struct row {
 };
 
 int cat_fail(struct catalog *c, struct cerr *err, int rc, const char *what);
+/* Run fn inside the caller's transaction, or in one of its own. */
+int cat_in_tx(struct catalog *c, struct cerr *err, int (*fn)(struct catalog *, void *, struct cerr *),
+	      void *arg);
+/* Record a durable watermark (catalog_durable.c); never moves it backwards
+ * on one file. wm NULL or unknown: nothing. */
+int cat_write_watermark(struct catalog *c, const char *id, const struct cat_watermark *wm,
+			struct cerr *err);
 int cat_exec(struct catalog *c, const char *sql, struct cerr *err);
 /* A statement for static SQL text, from the connection's cache (compiled
  * once: full-text triggers make compiling costly). Give it back with

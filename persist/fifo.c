@@ -173,6 +173,7 @@ struct fifo *fifo_new(uv_loop_t *loop, const char *root, struct cerr *err)
 {
 	struct fifo *f = xcalloc(1, sizeof *f);
 	f->loop = loop;
+	f->round = 1; /* a session that never wrote is at round 0 */
 	strmap_init(&f->last_ticket);
 	if (store_open(root, true, &f->st, err) < 0)
 		goto fail;

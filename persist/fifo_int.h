@@ -45,12 +45,17 @@ struct wsess {
 	uint64_t used;      /* for closing the least recently used handle */
 	bool acked;         /* acked_version is known: */
 	uint64_t acked_version; /* the version of its last receipt, or the one found */
-	uint64_t round;     /* the last round this session wrote in (0: none) */
-	uint64_t version;   /* in that round: the version its last write makes */
-	bool full;          /* in that round: a full save (clears the status override) */
-	int sync_rc;        /* in that round: the outcome of its log's sync */
+	/* In the last round this session wrote in (round; 0: none): */
+	uint64_t round;
+	uint64_t version;   /* the version its last write makes */
+	bool full;          /* a full save (clears the status override) */
+	bool synced;        /* its log had frames to sync */
+	int sync_rc;        /* the outcome of that sync */
 	struct cerr sync_err;
 	struct pool_job sync_job;
+	bool whole;         /* its row is to be rebuilt from the log */
+	bool proj_failed;   /* its projection failed; later writes fail with it */
+	struct cerr proj_err;
 };
 
 /* A durable watermark the catalog has not recorded yet. */

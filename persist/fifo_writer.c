@@ -156,13 +156,14 @@ struct pend {
 	int64_t batch_t;
 	bool full;
 	enum proj proj;
-	struct cerr proj_err;
 };
 
 struct round {
 	struct fifo *f;
 	struct pend *p;
 	size_t n, cap;
+	struct wsess **ws; /* the sessions written, each once */
+	size_t n_ws, cap_ws;
 	bool tx;          /* the round's catalog transaction is open */
 	bool tx_failed;   /* it could not be opened: the round writes nothing */
 	struct cerr tx_err;
@@ -209,46 +210,49 @@ static void project_round(void *arg)
 	}
 	for (size_t i = 0; i < r->n; i++) {
 		struct pend *p = &r->p[i];
-		p->proj = PROJ_OK;
-		for (size_t j = 0; j < i; j++)
-			if (r->p[j].w == p->w && r->p[j].proj == PROJ_FAILED) {
-				/* Never project past a write the catalog missed. */
-				p->proj = PROJ_FAILED;
-				p->proj_err = r->p[j].proj_err;
-			}
-		if (p->proj != PROJ_OK || (p->n == 0 && !p->full))
-			continue;
-		struct cerr e;
-		if (catalog_savepoint(f->cat, &e) < 0) {
-			p->proj = PROJ_FAILED, p->proj_err = e;
+		struct wsess *w = p->w;
+		if (w->proj_failed) {
+			p->proj = PROJ_FAILED; /* never project past a write the catalog missed */
 			continue;
 		}
-		int rc = 0;
-		if (p->n > 0) {
-			rc = catalog_project_batch(f->cat, p->w->id, p->first_seq, p->batch_t, p->evs,
-						   p->n, NULL, &p->version, &e);
+		p->proj = PROJ_OK;
+		if (p->n == 0 && !p->full)
+			continue;
+		struct cerr e;
+		int rc = catalog_savepoint(f->cat, &e);
+		if (rc == 0 && p->n > 0) {
+			rc = catalog_project_batch(f->cat, w->id, p->first_seq, p->batch_t, p->evs, p->n,
+						   NULL, &p->version, &e);
 			if (rc < 0 && (e.cls == CERR_CONFLICT || e.cls == CERR_MISSING)) {
 				/* The row lags the log or is missing: the whole
 				 * log is projected after the sync. */
 				p->proj = PROJ_WHOLE;
+				w->whole = true;
 				rc = 0;
 			}
 		}
-		if (rc == 0 && p->full && catalog_set_status(f->cat, p->w->id, NULL, &e) < 0 &&
+		if (rc == 0 && p->full && catalog_set_status(f->cat, w->id, NULL, &e) < 0 &&
 		    e.cls != CERR_MISSING)
 			rc = -1; /* settled: no override */
 		if (rc == 0) {
 			catalog_savepoint_release(f->cat);
 		} else {
 			catalog_savepoint_rollback(f->cat);
-			p->proj = PROJ_FAILED, p->proj_err = e;
+			p->proj = PROJ_FAILED;
+			w->proj_failed = true;
+			w->proj_err = e;
 		}
 	}
 	r->tx = false;
 	if (catalog_commit(f->cat, &err) < 0) {
-		for (size_t i = 0; i < r->n; i++)
-			if (r->p[i].proj == PROJ_OK)
-				r->p[i].proj = PROJ_FAILED, r->p[i].proj_err = err;
+		for (size_t i = 0; i < r->n; i++) {
+			struct pend *p = &r->p[i];
+			if (p->proj != PROJ_OK)
+				continue;
+			p->proj = PROJ_FAILED;
+			if (!p->w->proj_failed)
+				p->w->proj_failed = true, p->w->proj_err = err;
+		}
 		return;
 	}
 	f->n_durable = 0;
@@ -284,37 +288,35 @@ static void whole_rows(struct round *r)
 {
 	struct fifo *f = r->f;
 	struct cerr err;
-	bool any = false, tx;
-	for (size_t i = 0; i < r->n; i++)
-		any |= r->p[i].proj == PROJ_WHOLE && r->p[i].w->sync_rc == 0;
+	bool any = false;
+	for (size_t k = 0; k < r->n_ws; k++)
+		any |= r->ws[k]->whole && r->ws[k]->sync_rc == 0;
 	if (!any)
 		return;
-	tx = catalog_begin(f->cat, &err) == 0;
-	for (size_t i = 0; i < r->n; i++) {
-		struct pend *p = &r->p[i];
-		if (p->proj != PROJ_WHOLE || p->w->sync_rc < 0)
-			continue;
-		bool done = false; /* an earlier write of the same session did it */
-		for (size_t j = 0; j < i && !done; j++)
-			done = r->p[j].w == p->w && r->p[j].proj == PROJ_WHOLE;
-		if (done)
+	bool tx = catalog_begin(f->cat, &err) == 0;
+	for (size_t k = 0; k < r->n_ws; k++) {
+		struct wsess *w = r->ws[k];
+		if (!w->whole || w->sync_rc < 0)
 			continue;
 		struct cerr e = err;
-		if (!tx || catalog_savepoint(f->cat, &e) < 0) {
-			p->proj = PROJ_FAILED, p->proj_err = e;
-			continue;
-		}
-		if (reproject(f, p->w, NULL, &e) < 0) {
+		if (tx && catalog_savepoint(f->cat, &e) == 0) {
+			if (reproject(f, w, NULL, &e) == 0) {
+				catalog_savepoint_release(f->cat);
+				continue;
+			}
 			catalog_savepoint_rollback(f->cat);
-			p->proj = PROJ_FAILED, p->proj_err = e;
-		} else {
-			catalog_savepoint_release(f->cat);
 		}
+		w->whole = false;
+		w->proj_failed = true;
+		w->proj_err = e;
 	}
 	if (tx && catalog_commit(f->cat, &err) < 0)
-		for (size_t i = 0; i < r->n; i++)
-			if (r->p[i].proj == PROJ_WHOLE)
-				r->p[i].proj = PROJ_FAILED, r->p[i].proj_err = err;
+		for (size_t k = 0; k < r->n_ws; k++)
+			if (r->ws[k]->whole && r->ws[k]->sync_rc == 0) {
+				r->ws[k]->whole = false;
+				r->ws[k]->proj_failed = true;
+				r->ws[k]->proj_err = err;
+			}
 }
 
 /* Sync every log the round wrote while its projection runs, then complete
@@ -335,64 +337,52 @@ static void round_finish(struct round *r)
 	}
 	struct pool_job proj = {.fn = project_round, .arg = r};
 	pool_submit(f->pool, &proj);
-	/* Each log once; the first syncs on this thread, the rest at once on
-	 * helpers. */
-	struct wsess **logs = xcalloc(r->n, sizeof *logs);
-	size_t n_logs = 0;
-	for (size_t i = 0; i < r->n; i++) {
-		struct wsess *w = r->p[i].w;
-		bool seen = false;
-		for (size_t j = 0; j < n_logs && !seen; j++)
-			seen = logs[j] == w;
-		if (!seen && w->lg && log_pending(w->lg))
-			logs[n_logs++] = w;
+	/* The first log syncs on this thread, the rest at once on helpers. */
+	struct wsess *own = NULL;
+	for (size_t k = 0; k < r->n_ws; k++) {
+		struct wsess *w = r->ws[k];
+		w->synced = w->lg && log_pending(w->lg);
+		if (!w->synced)
+			continue;
+		if (!own) {
+			own = w;
+			continue;
+		}
+		w->sync_job = (struct pool_job){.fn = sync_log, .arg = w};
+		pool_submit(f->pool, &w->sync_job);
 	}
-	for (size_t j = 1; j < n_logs; j++) {
-		logs[j]->sync_job = (struct pool_job){.fn = sync_log, .arg = logs[j]};
-		pool_submit(f->pool, &logs[j]->sync_job);
-	}
-	if (n_logs)
-		sync_log(logs[0]);
-	for (size_t j = 1; j < n_logs; j++)
-		pool_wait(f->pool, &logs[j]->sync_job);
+	if (own)
+		sync_log(own);
+	for (size_t k = 0; k < r->n_ws; k++)
+		if (r->ws[k]->synced && r->ws[k] != own)
+			pool_wait(f->pool, &r->ws[k]->sync_job);
 	pool_wait(f->pool, &proj);
 	/* A failed sync rolled its log back, but the projection may have
 	 * committed: rebuild those rows from the logs (if that fails too, the
 	 * rows stay marked as not durable and a recovery save rebuilds them). */
-	for (size_t j = 0; j < n_logs; j++) {
+	for (size_t k = 0; k < r->n_ws; k++) {
 		struct cerr e;
-		if (logs[j]->sync_rc < 0)
-			reproject(f, logs[j], NULL, &e);
+		if (r->ws[k]->sync_rc < 0)
+			reproject(f, r->ws[k], NULL, &e);
 	}
-	free(logs);
 	whole_rows(r);
+	for (size_t k = 0; k < r->n_ws; k++) {
+		struct wsess *w = r->ws[k];
+		if (w->sync_rc == 0 && w->proj_failed) {
+			cerr_prefix(&w->proj_err, "the log is durable but the catalog was not updated");
+			w->proj_err.outcome_unknown = true; /* written, no receipt to give */
+		}
+	}
 
 	for (size_t i = 0; i < r->n; i++) {
 		struct pend *p = &r->p[i];
 		struct wsess *w = p->w;
-		struct cerr err;
-		const struct pend *before = NULL; /* an earlier failed write of w */
-		for (size_t j = 0; j < i; j++)
-			if (r->p[j].w == w && r->p[j].proj == PROJ_FAILED)
-				before = &r->p[j];
-		if (w->sync_rc < 0) {
-			err = w->sync_err;
-		} else {
-			if (before && p->proj != PROJ_FAILED)
-				p->proj = PROJ_FAILED, p->proj_err = before->proj_err;
-			err = p->proj_err;
-		}
+		if (p->proj == PROJ_WHOLE && w->proj_failed)
+			p->proj = PROJ_FAILED; /* its rebuild failed */
 		if (w->sync_rc < 0 || p->proj == PROJ_FAILED) {
-			if (w->sync_rc == 0 && !before) {
-				cerr_prefix(&err, "the log is durable but the catalog was not updated");
-				err.outcome_unknown = true; /* written, no receipt to give */
-			}
-			p->proj = PROJ_FAILED;
-			p->proj_err = err;
-			set_failed(w, &err);
-			if (w->full)
-				set_unsaved(f, w);
-			fail_items(p->first, p->last, &err);
+			const struct cerr *err = w->sync_rc < 0 ? &w->sync_err : &w->proj_err;
+			set_failed(w, err);
+			fail_items(p->first, p->last, err);
 		} else {
 			uint64_t seq = p->first_seq;
 			for (struct fifo_item *m = p->first;; m = m->next) {
@@ -402,20 +392,22 @@ static void round_finish(struct round *r)
 				if (m == p->last)
 					break;
 			}
-			w->version = p->version;
 			w->acked = true;
 			w->acked_version = p->version;
 		}
-		bool last_of_w = true;
-		for (size_t j = i + 1; j < r->n && last_of_w; j++)
-			last_of_w = r->p[j].w != w;
-		/* A row rebuilt whole recorded its watermark already. */
-		if (p->proj == PROJ_OK && last_of_w && p->n > 0 && w->lg)
-			add_durable(f, w);
 		free(p->evs);
 		cJSON_Delete(p->all);
 	}
-	r->n = 0;
+	for (size_t k = 0; k < r->n_ws; k++) {
+		struct wsess *w = r->ws[k];
+		if (w->sync_rc < 0 || w->proj_failed) {
+			if (w->full)
+				set_unsaved(f, w);
+		} else if (w->synced && !w->whole) {
+			add_durable(f, w); /* a row rebuilt whole recorded it already */
+		}
+	}
+	r->n = r->n_ws = 0;
 	f->round++;
 }
 
@@ -572,8 +564,12 @@ static void prepare(struct round *r, struct fifo_item *first, struct fifo_item *
 	p->version = n > 0 ? log_next_seq(w->lg) : found ? have : 0;
 	if (!in_round) {
 		w->round = f->round;
-		w->full = false;
+		w->full = w->synced = w->whole = w->proj_failed = false;
 		w->sync_rc = 0;
+		if (r->n_ws == r->cap_ws)
+			r->ws = xreallocarray(r->ws, r->cap_ws = r->cap_ws ? 2 * r->cap_ws : 16,
+					      sizeof *r->ws);
+		r->ws[r->n_ws++] = w;
 	}
 	w->full |= full;
 	w->version = p->version;
@@ -674,6 +670,7 @@ void fifo_writer_process(struct fifo *f, struct fifo_item *batch)
 	}
 	round_finish(&r);
 	free(r.p);
+	free(r.ws);
 }
 
 void fifo_writer_idle(struct fifo *f)

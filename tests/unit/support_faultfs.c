@@ -606,145 +606,32 @@ static int ff_flock_(int fd, int op)
  * model behind it go through one lock, and so run one at a time. */
 static pthread_mutex_t ff_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static int ff_openat(int dirfd, const char *path, int flags, mode_t mode)
-{
-	pthread_mutex_lock(&ff_mu);
-	int r = ff_openat_(dirfd, path, flags, mode);
-	int e = errno;
-	pthread_mutex_unlock(&ff_mu);
-	errno = e;
-	return r;
-}
+/* ff_NAME: ff_NAME_ (ARGS) under the lock, errno kept. */
+#define LOCKED(type, name, args, ...)                 \
+	static type ff_##name(__VA_ARGS__)            \
+	{                                             \
+		pthread_mutex_lock(&ff_mu);           \
+		type r = ff_##name##_ args;           \
+		int e = errno;                        \
+		pthread_mutex_unlock(&ff_mu);         \
+		errno = e;                            \
+		return r;                             \
+	}
 
-static int ff_close(int fd)
-{
-	pthread_mutex_lock(&ff_mu);
-	int r = ff_close_(fd);
-	int e = errno;
-	pthread_mutex_unlock(&ff_mu);
-	errno = e;
-	return r;
-}
-
-static ssize_t ff_pread(int fd, void *buf, size_t n, off_t off)
-{
-	pthread_mutex_lock(&ff_mu);
-	ssize_t r = ff_pread_(fd, buf, n, off);
-	int e = errno;
-	pthread_mutex_unlock(&ff_mu);
-	errno = e;
-	return r;
-}
-
-static ssize_t ff_pwrite(int fd, const void *buf, size_t n, off_t off)
-{
-	pthread_mutex_lock(&ff_mu);
-	ssize_t r = ff_pwrite_(fd, buf, n, off);
-	int e = errno;
-	pthread_mutex_unlock(&ff_mu);
-	errno = e;
-	return r;
-}
-
-static int ff_fsync(int fd)
-{
-	pthread_mutex_lock(&ff_mu);
-	int r = ff_fsync_(fd);
-	int e = errno;
-	pthread_mutex_unlock(&ff_mu);
-	errno = e;
-	return r;
-}
-
-static int ff_fdatasync(int fd)
-{
-	pthread_mutex_lock(&ff_mu);
-	int r = ff_fdatasync_(fd);
-	int e = errno;
-	pthread_mutex_unlock(&ff_mu);
-	errno = e;
-	return r;
-}
-
-static int ff_ftruncate(int fd, off_t len)
-{
-	pthread_mutex_lock(&ff_mu);
-	int r = ff_ftruncate_(fd, len);
-	int e = errno;
-	pthread_mutex_unlock(&ff_mu);
-	errno = e;
-	return r;
-}
-
-static int ff_rename_noreplace(int od, const char *op, int nd, const char *np)
-{
-	pthread_mutex_lock(&ff_mu);
-	int r = ff_rename_noreplace_(od, op, nd, np);
-	int e = errno;
-	pthread_mutex_unlock(&ff_mu);
-	errno = e;
-	return r;
-}
-
-static int ff_mkdirat(int dirfd, const char *path, mode_t mode)
-{
-	pthread_mutex_lock(&ff_mu);
-	int r = ff_mkdirat_(dirfd, path, mode);
-	int e = errno;
-	pthread_mutex_unlock(&ff_mu);
-	errno = e;
-	return r;
-}
-
-static int ff_unlinkat(int dirfd, const char *path, int flags)
-{
-	pthread_mutex_lock(&ff_mu);
-	int r = ff_unlinkat_(dirfd, path, flags);
-	int e = errno;
-	pthread_mutex_unlock(&ff_mu);
-	errno = e;
-	return r;
-}
-
-static int ff_fstat(int fd, struct stat *st)
-{
-	pthread_mutex_lock(&ff_mu);
-	int r = ff_fstat_(fd, st);
-	int e = errno;
-	pthread_mutex_unlock(&ff_mu);
-	errno = e;
-	return r;
-}
-
-static int ff_fstatat(int dirfd, const char *path, struct stat *st, int flags)
-{
-	pthread_mutex_lock(&ff_mu);
-	int r = ff_fstatat_(dirfd, path, st, flags);
-	int e = errno;
-	pthread_mutex_unlock(&ff_mu);
-	errno = e;
-	return r;
-}
-
-static int ff_fchmod(int fd, mode_t mode)
-{
-	pthread_mutex_lock(&ff_mu);
-	int r = ff_fchmod_(fd, mode);
-	int e = errno;
-	pthread_mutex_unlock(&ff_mu);
-	errno = e;
-	return r;
-}
-
-static int ff_flock(int fd, int op)
-{
-	pthread_mutex_lock(&ff_mu);
-	int r = ff_flock_(fd, op);
-	int e = errno;
-	pthread_mutex_unlock(&ff_mu);
-	errno = e;
-	return r;
-}
+LOCKED(int, openat, (dirfd, path, flags, mode), int dirfd, const char *path, int flags, mode_t mode)
+LOCKED(int, close, (fd), int fd)
+LOCKED(ssize_t, pread, (fd, buf, n, off), int fd, void *buf, size_t n, off_t off)
+LOCKED(ssize_t, pwrite, (fd, buf, n, off), int fd, const void *buf, size_t n, off_t off)
+LOCKED(int, fsync, (fd), int fd)
+LOCKED(int, fdatasync, (fd), int fd)
+LOCKED(int, ftruncate, (fd, len), int fd, off_t len)
+LOCKED(int, rename_noreplace, (od, op, nd, np), int od, const char *op, int nd, const char *np)
+LOCKED(int, mkdirat, (dirfd, path, mode), int dirfd, const char *path, mode_t mode)
+LOCKED(int, unlinkat, (dirfd, path, flags), int dirfd, const char *path, int flags)
+LOCKED(int, fstat, (fd, st), int fd, struct stat *st)
+LOCKED(int, fstatat, (dirfd, path, st, flags), int dirfd, const char *path, struct stat *st, int flags)
+LOCKED(int, fchmod, (fd, mode), int fd, mode_t mode)
+LOCKED(int, flock, (fd, op), int fd, int op)
 
 const struct fsops faultfs_ops = {
 	.openat = ff_openat,
