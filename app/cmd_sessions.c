@@ -65,9 +65,12 @@ static void add_opt_str(cJSON *o, const char *name, const char *v)
 		cJSON_AddNullToObject(o, name);
 }
 
+/* ,"name":"v" (name is a literal key: no escaping). */
 static void field_str(struct buf *b, const char *name, const char *v)
 {
-	buf_printf(b, ",\"%s\":", name);
+	buf_adds(b, ",\"");
+	buf_adds(b, name);
+	buf_adds(b, "\":");
 	if (v)
 		buf_add_json_string(b, v);
 	else
@@ -83,14 +86,19 @@ void session_json(struct buf *b, const struct cat_session *s)
 	field_str(b, "title", s->title);
 	field_str(b, "cwd", s->cwd);
 	field_str(b, "project_key", s->project_key);
-	buf_printf(b, ",\"created_at\":%lld,\"updated_at\":%lld,\"turns\":%lld,\"pinned\":%s",
-		   (long long)s->created_at, (long long)s->updated_at, (long long)s->turns,
-		   s->pinned ? "true" : "false");
+	buf_adds(b, ",\"created_at\":");
+	buf_add_int(b, s->created_at);
+	buf_adds(b, ",\"updated_at\":");
+	buf_add_int(b, s->updated_at);
+	buf_adds(b, ",\"turns\":");
+	buf_add_int(b, s->turns);
+	buf_adds(b, s->pinned ? ",\"pinned\":true" : ",\"pinned\":false");
 	field_str(b, "status", s->status);
+	buf_adds(b, ",\"deleted_at\":");
 	if (s->deleted_at)
-		buf_printf(b, ",\"deleted_at\":%lld", (long long)s->deleted_at);
+		buf_add_int(b, s->deleted_at);
 	else
-		buf_adds(b, ",\"deleted_at\":null");
+		buf_adds(b, "null");
 	field_str(b, "last_prompt", s->last_prompt);
 	field_str(b, "provider", s->provider);
 	field_str(b, "model", s->model);
@@ -102,8 +110,10 @@ void session_json(struct buf *b, const struct cat_session *s)
 	} else {
 		buf_adds(b, ",\"forked_from\":null");
 	}
-	buf_printf(b, ",\"next_seq\":%llu,\"content_version\":%llu",
-		   (unsigned long long)s->content_version, (unsigned long long)s->content_version);
+	buf_adds(b, ",\"next_seq\":");
+	buf_add_int(b, (int64_t)s->content_version);
+	buf_adds(b, ",\"content_version\":");
+	buf_add_int(b, (int64_t)s->content_version);
 	field_str(b, "error", s->error);
 	buf_addc(b, '}');
 }

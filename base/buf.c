@@ -72,6 +72,18 @@ void buf_printf(struct buf *b, const char *fmt, ...)
 	va_end(ap2);
 }
 
+void buf_add_int(struct buf *b, int64_t v)
+{
+	char d[24], *p = d + sizeof d;
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	do
+		*--p = (char)('0' + u % 10);
+	while (u /= 10);
+	if (v < 0)
+		*--p = '-';
+	buf_add(b, p, (size_t)(d + sizeof d - p));
+}
+
 void buf_add_json_string(struct buf *b, const char *s)
 {
 	static const char hex[] = "0123456789abcdef";

@@ -5,6 +5,7 @@
 #define CAIRN_BUF_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct buf {
 	char *p;    /* read-only for callers; NUL-terminated when cap > 0 */
@@ -22,6 +23,8 @@ void buf_add(struct buf *b, const void *data, size_t n);
 void buf_adds(struct buf *b, const char *s);
 void buf_addc(struct buf *b, char c);
 void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Append v in decimal (no locale, no printf). */
+void buf_add_int(struct buf *b, int64_t v);
 /* Append s as a JSON string literal (quotes included, RFC 8259 escapes). */
 void buf_add_json_string(struct buf *b, const char *s);
 /* Take the storage; the caller owns and frees it. b is left empty. */

@@ -44,7 +44,7 @@ static const char schema_sql[] =
 	"  proj_dev INTEGER, proj_ino INTEGER, proj_len INTEGER, proj_ctime INTEGER,"
 	"  wm_len INTEGER, wm_seq INTEGER, wm_dev INTEGER, wm_ino INTEGER"
 	");"
-	"CREATE INDEX sessions_order ON sessions(pinned DESC, updated_at DESC);"
+	"CREATE INDEX sessions_order ON sessions(pinned DESC, updated_at DESC, id DESC);"
 	"CREATE TABLE docs ("
 	"  docid INTEGER PRIMARY KEY,"
 	"  session TEXT NOT NULL,"
@@ -72,6 +72,12 @@ static const char schema_sql[] =
 	"  state TEXT NOT NULL"
 	");"
 	"CREATE INDEX claims_session ON claims(session, turn);";
+
+/* Schema 3 to 4: the listing's order index also holds the tie-break, so a
+ * listing walks it without sorting. Nothing else changed. */
+static const char migrate_3_sql[] =
+	"DROP INDEX IF EXISTS sessions_order;"
+	"CREATE INDEX sessions_order ON sessions(pinned DESC, updated_at DESC, id DESC);";
 
 static const char drop_sql[] =
 	"DROP TRIGGER IF EXISTS docs_ai; DROP TRIGGER IF EXISTS docs_ad; DROP TRIGGER IF EXISTS docs_au;"
@@ -230,12 +236,19 @@ int catalog_open(struct store *st, struct catalog **out, struct cerr *err)
 		q = cat_prepare(c, "PRAGMA user_version", err);
 		version = q && sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int(q, 0) : -1;
 		cat_done(c, q);
-		/* An older schema is dropped, not migrated: everything in it is
-		 * derived from the logs, and the next sync projects them again
-		 * (its watermarks are lost, which only makes them lag). */
-		if (version >= 0 && version < CATALOG_SCHEMA &&
-		    ((version > 0 && cat_exec(c, drop_sql, err) < 0) || cat_exec(c, schema_sql, err) < 0 ||
-		     cat_exec(c, "PRAGMA user_version=" CATALOG_SCHEMA_STR, err) < 0)) {
+		/* Schema 3 only lacks an index. Older ones are dropped, not
+		 * migrated: everything in them is derived from the logs, and
+		 * the next sync projects them again (their watermarks are lost,
+		 * which only makes them lag). */
+		int r = 0;
+		if (version == 3)
+			r = cat_exec(c, migrate_3_sql, err);
+		else if (version >= 0 && version < CATALOG_SCHEMA)
+			r = (version > 0 && cat_exec(c, drop_sql, err) < 0) ||
+					    cat_exec(c, schema_sql, err) < 0 ? -1 : 0;
+		if (r == 0 && version >= 0 && version < CATALOG_SCHEMA)
+			r = cat_exec(c, "PRAGMA user_version=" CATALOG_SCHEMA_STR, err);
+		if (r < 0) {
 			sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 			goto fail;
 		}

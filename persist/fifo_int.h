@@ -60,7 +60,7 @@ struct wsess {
 
 /* A durable watermark the catalog has not recorded yet. */
 struct durable {
-	char id[SESSION_ID_MAX + 1];
+	struct wsess *w;
 	uint64_t version;
 	struct cat_watermark wm;
 };

@@ -187,75 +187,95 @@ static struct log_event *to_events(const cJSON *arr, size_t *n)
 	return evs;
 }
 
+/* Record the watermarks left from earlier rounds, in the open
+ * transaction; a session this round writes again gets a newer one after
+ * it, which replaces its own. A failure is no reason to fail the round:
+ * they stay for the next transaction. */
+static bool record_durable(struct fifo *f)
+{
+	struct cerr err;
+	for (size_t i = 0; i < f->n_durable; i++) {
+		struct durable *d = &f->durable[i];
+		if (d->w->round != f->round &&
+		    catalog_set_durable(f->cat, d->w->id, d->version, &d->wm, NULL, &err) < 0)
+			return false;
+	}
+	return true;
+}
+
+/* Project write p in the open transaction: PROJ_OK, PROJ_WHOLE (its row
+ * lags the log or is missing: the whole log is projected after the sync),
+ * or PROJ_FAILED with the error in *e. */
+static enum proj project_one(struct fifo *f, struct pend *p, struct cerr *e)
+{
+	enum proj res = PROJ_OK;
+	if (p->n > 0 && catalog_project_batch(f->cat, p->w->id, p->first_seq, p->batch_t, p->evs,
+					      p->n, NULL, &p->version, e) < 0) {
+		if (e->cls != CERR_CONFLICT && e->cls != CERR_MISSING)
+			return PROJ_FAILED;
+		res = PROJ_WHOLE;
+	}
+	if (p->full && catalog_set_status(f->cat, p->w->id, NULL, e) < 0 && e->cls != CERR_MISSING)
+		return PROJ_FAILED; /* settled: no override */
+	return res;
+}
+
 /* The rest of the round's catalog transaction, which prepare() opened
  * before the first write (so a busy catalog fails a round before it writes
  * anything). A helper thread runs it while the logs sync: the watermarks
- * left from earlier rounds, then each write's projection under its own
- * savepoint, then the commit. */
+ * left from earlier rounds, each write's projection, the commit. When one
+ * write's projection fails, the transaction is rolled back and run again
+ * without that session's writes, so no savepoint is needed per write. */
 static void project_round(void *arg)
 {
 	struct round *r = arg;
 	struct fifo *f = r->f;
 	struct cerr err;
-	if (f->n_durable && catalog_savepoint(f->cat, &err) == 0) {
-		int rc = 0;
-		for (size_t i = 0; i < f->n_durable && rc == 0; i++) {
-			struct durable *d = &f->durable[i];
-			rc = catalog_set_durable(f->cat, d->id, d->version, &d->wm, NULL, &err);
-		}
-		if (rc == 0)
-			catalog_savepoint_release(f->cat);
-		else
-			catalog_savepoint_rollback(f->cat);
-	}
-	for (size_t i = 0; i < r->n; i++) {
-		struct pend *p = &r->p[i];
-		struct wsess *w = p->w;
-		if (w->proj_failed) {
-			p->proj = PROJ_FAILED; /* never project past a write the catalog missed */
-			continue;
-		}
-		p->proj = PROJ_OK;
-		if (p->n == 0 && !p->full)
-			continue;
-		struct cerr e;
-		int rc = catalog_savepoint(f->cat, &e);
-		if (rc == 0 && p->n > 0) {
-			rc = catalog_project_batch(f->cat, w->id, p->first_seq, p->batch_t, p->evs, p->n,
-						   NULL, &p->version, &e);
-			if (rc < 0 && (e.cls == CERR_CONFLICT || e.cls == CERR_MISSING)) {
-				/* The row lags the log or is missing: the whole
-				 * log is projected after the sync. */
-				p->proj = PROJ_WHOLE;
+	for (;;) {
+		if (!r->tx && catalog_begin(f->cat, &err) < 0)
+			break;
+		r->tx = true;
+		bool durable_ok = record_durable(f);
+		bool again = false;
+		for (size_t k = 0; k < r->n_ws; k++)
+			r->ws[k]->whole = false;
+		for (size_t i = 0; i < r->n && !again; i++) {
+			struct pend *p = &r->p[i];
+			struct wsess *w = p->w;
+			if (w->proj_failed) {
+				p->proj = PROJ_FAILED; /* never past a write the catalog missed */
+				continue;
+			}
+			p->proj = project_one(f, p, &err);
+			if (p->proj == PROJ_WHOLE)
 				w->whole = true;
-				rc = 0;
+			if (p->proj == PROJ_FAILED) {
+				w->proj_failed = true;
+				w->proj_err = err;
+				again = true;
 			}
 		}
-		if (rc == 0 && p->full && catalog_set_status(f->cat, w->id, NULL, &e) < 0 &&
-		    e.cls != CERR_MISSING)
-			rc = -1; /* settled: no override */
-		if (rc == 0) {
-			catalog_savepoint_release(f->cat);
-		} else {
-			catalog_savepoint_rollback(f->cat);
-			p->proj = PROJ_FAILED;
-			w->proj_failed = true;
-			w->proj_err = e;
+		if (again) {
+			catalog_rollback(f->cat);
+			r->tx = false;
+			continue;
 		}
-	}
-	r->tx = false;
-	if (catalog_commit(f->cat, &err) < 0) {
-		for (size_t i = 0; i < r->n; i++) {
-			struct pend *p = &r->p[i];
-			if (p->proj != PROJ_OK)
-				continue;
-			p->proj = PROJ_FAILED;
-			if (!p->w->proj_failed)
-				p->w->proj_failed = true, p->w->proj_err = err;
-		}
+		r->tx = false;
+		if (catalog_commit(f->cat, &err) < 0)
+			break;
+		if (durable_ok)
+			f->n_durable = 0;
 		return;
 	}
-	f->n_durable = 0;
+	/* No transaction, or its commit failed: no write of the round is in
+	 * the catalog. */
+	for (size_t i = 0; i < r->n; i++) {
+		struct wsess *w = r->p[i].w;
+		r->p[i].proj = PROJ_FAILED;
+		w->whole = false;
+		if (!w->proj_failed)
+			w->proj_failed = true, w->proj_err = err;
+	}
 }
 
 static void sync_log(void *arg)
@@ -272,11 +292,11 @@ static void add_durable(struct fifo *f, struct wsess *w)
 	if (!wm.known)
 		return;
 	size_t i = 0;
-	while (i < f->n_durable && strcmp(f->durable[i].id, w->id) != 0)
+	while (i < f->n_durable && f->durable[i].w != w)
 		i++;
 	if (i == f->n_durable)
 		f->durable = xreallocarray(f->durable, ++f->n_durable, sizeof *f->durable);
-	snprintf(f->durable[i].id, sizeof f->durable[i].id, "%s", w->id);
+	f->durable[i].w = w;
 	f->durable[i].version = w->version;
 	f->durable[i].wm = wm;
 }
@@ -652,6 +672,7 @@ static bool mergeable(const struct fifo_item *a, const struct fifo_item *b, size
 void fifo_writer_process(struct fifo *f, struct fifo_item *batch)
 {
 	struct round r = {.f = f};
+	pool_prime(f->pool); /* a helper is awake by the time the projection starts */
 	for (struct fifo_item *it = batch; it;) {
 		struct fifo_item *last = it;
 		size_t n = (size_t)cJSON_GetArraySize(it->events);
@@ -682,7 +703,7 @@ void fifo_writer_idle(struct fifo *f)
 		return; /* kept for the next transaction */
 	for (size_t i = 0; i < f->n_durable; i++) {
 		struct durable *d = &f->durable[i];
-		if (catalog_set_durable(f->cat, d->id, d->version, &d->wm, NULL, &err) < 0) {
+		if (catalog_set_durable(f->cat, d->w->id, d->version, &d->wm, NULL, &err) < 0) {
 			catalog_rollback(f->cat);
 			return;
 		}

@@ -317,6 +317,22 @@ static void test_buf_growth(void **state)
 	buf_release(&e);
 }
 
+static void test_buf_int(void **state)
+{
+	(void)state;
+	static const int64_t v[] = {0, 7, -7, 10, 1234567890123, INT64_MAX, INT64_MIN, -1};
+	struct buf b = BUF_INIT;
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+		char want[32];
+		snprintf(want, sizeof want, "%lld", (long long)v[i]);
+		buf_reset(&b);
+		buf_add_int(&b, v[i]);
+		assert_int_equal(b.len, strlen(want));
+		assert_memory_equal(b.p, want, b.len);
+	}
+	buf_release(&b);
+}
+
 static void test_buf_json_string(void **state)
 {
 	(void)state;
@@ -754,6 +770,16 @@ static void test_pool(void **state)
 		pool_wait(p, &many[i].job);
 	for (int i = 0; i < N; i++)
 		assert_int_equal(atomic_load(&many[i].runs), 1);
+	/* Priming wakes a helper to poll the queue: the next job still runs
+	 * exactly once, and priming with nothing to take does no harm. */
+	pool_prime(p);
+	struct pjob primed = {.job = {.fn = pjob_run}};
+	primed.job.arg = &primed;
+	pool_submit(p, &primed.job);
+	pool_wait(p, &primed.job);
+	assert_int_equal(atomic_load(&primed.runs), 1);
+	pool_prime(p);
+	pool_prime(p);
 	pool_free(p);
 }
 
@@ -768,6 +794,7 @@ int main(void)
 		cmocka_unit_test(test_pathkey_long_cwd),
 		cmocka_unit_test(test_buf_growth),
 		cmocka_unit_test(test_buf_json_string),
+		cmocka_unit_test(test_buf_int),
 		cmocka_unit_test(test_strmap),
 		cmocka_unit_test(test_utf8_valid),
 		cmocka_unit_test(test_json_duplicates),
