@@ -30,8 +30,10 @@ TESTSUPPORT := $(wildcard tests/unit/support_*.c)
 TESTSUPPORT_OBJ := $(TESTSUPPORT:%.c=$(BUILD)/obj/%.o)
 HELPER_SRC := $(wildcard tests/crash/*.c)
 HELPER_BIN := $(HELPER_SRC:tests/crash/%.c=$(BUILD)/tests/%)
-BENCH_SRC := $(wildcard bench/*.c)
+BENCH_SRC := $(filter-out bench/support_%.c,$(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+BENCHSUPPORT := $(wildcard bench/support_*.c)
+BENCHSUPPORT_OBJ := $(BENCHSUPPORT:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all test asan fuzz bench install clean build-tests
 # Keep object files: a test run must end with its own summary line.
@@ -58,7 +60,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/crash/%.o $(BUILD)/libcairn.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDSAN) -o $@ $^ $(LIBS)
 
-$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BUILD)/libcairn.a
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BENCHSUPPORT_OBJ) $(BUILD)/libcairn.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDSAN) -o $@ $^ $(LIBS)
 

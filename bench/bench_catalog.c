@@ -1,27 +1,15 @@
-/* bench_catalog.c — the catalog and the persistence FIFO measured against
+/* bench_catalog.c — listing and search over the catalog measured against
  * the targets of issue 3 ("Tests and measurements"); method and figures in
- * bench/bench_catalog.md.
+ * bench/bench_catalog.md (the FIFO's targets are in bench_fifo.c).
  *
- *   1. with N (10,000) generated sessions of about T (30) turns: the wall
- *      time of the real binary (posix_spawn, stdout to /dev/null, median of
- *      --runs after one warm-up) for `cairn sessions --json` (target
- *      < 100 ms) and `cairn search --json` for a rare, a common, a CJK and
- *      a two-character CJK term (< 50 ms each); then the same work
- *      in-process, piece by piece (catalog_sync, catalog_list, the JSON
- *      output, catalog_search) and the SQL alone on index.db, to tell
- *      process start-up, reconciliation, query and output apart, with
- *      prototypes of the fixes proposed ("proposed:" rows);
- *   2. full saves per second through the FIFO, one session, each save
- *      waited for before the next (an interactive client), against a
- *      baseline doing the same syncs by hand in the same run on the same
- *      disk: pwrite of a ~300-byte zstd frame + fdatasync, then one SQLite
- *      UPDATE commit (WAL, synchronous=NORMAL). Target: ratio >= 0.8.
- *      2b: the writer's calls for one save made inline and timed phase by
- *      phase, with variants that show what each part costs;
- *   3. several sessions (8) saving at once: one full save per session
- *      posted together, all waited for, repeated; saves/s against the same
- *      baseline over 8 files. Target: ratio > 1 (group commit). Also the
- *      ceiling of a writer that syncs the 8 logs concurrently.
+ * With N (10,000) generated sessions of about T (30) turns: the wall time
+ * of the real binary (posix_spawn, stdout to /dev/null, median of --runs
+ * after one warm-up) for `cairn sessions --json` (target < 100 ms) and
+ * `cairn search --json` for a rare, a common, a CJK and a two-character
+ * CJK term (< 50 ms each); then the same work in-process, piece by piece
+ * (catalog_sync, catalog_list, the JSON output, catalog_search) and the SQL
+ * alone on index.db, to tell process start-up, reconciliation, query and
+ * output apart, with prototypes of the fixes proposed ("proposed:" rows).
  *
  * The data set is generated straight through the log store (one log_append
  * per turn, syncs skipped through the fsops table, one syncfs at the end),
@@ -34,10 +22,8 @@
  * fails (a write error, a cairn run that fails, a wrong hit count, a
  * prototype whose output differs from cairn's).
  *
- * Options: --only=1|2|3 (repeatable), --sessions=N, --turns=N, --runs=N
- * (timed CLI runs, default 5, after one warm-up), --rounds=N (FIFO rounds,
- * default 6), --fifo-secs=S (FIFO time per side, default 3), --writers=N
- * (test 3, default 8), --cairn=PATH (default: ../cairn next to this
+ * Options: --sessions=N, --turns=N, --runs=N (timed CLI runs, default 5,
+ * after one warm-up), --cairn=PATH (default: ../cairn next to this
  * binary's directory), --regen, --rebuild-catalog, --keep. */
 #include "app/cmds.h"
 #include "base/buf.h"
@@ -45,9 +31,9 @@
 #include "base/err.h"
 #include "base/json.h"
 #include "base/xalloc.h"
+#include "bench/support_bench.h"
 #include "persist/catalog.h"
 #include "persist/catalog_int.h" /* diagnostics only: the connection, for PRAGMAs */
-#include "persist/fifo.h"
 #include "persist/fsops.h"
 #include "persist/log.h"
 #include "persist/pathkey.h"
@@ -58,17 +44,13 @@
 #include <ftw.h>
 #include <dirent.h>
 #include <limits.h>
-#include <pthread.h>
 #include <spawn.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
-#include <sys/utsname.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -76,8 +58,6 @@
 
 #include <cjson/cJSON.h>
 #include <sqlite3.h>
-#include <uv.h>
-#include <zstd.h>
 
 extern char **environ;
 
@@ -95,113 +75,18 @@ const struct command cli_commands[] = {{NULL, NULL, NULL, NULL}};
 /* ---- options and small helpers ---------------------------------------- */
 
 static struct {
-	bool only[4];
-	bool any_only;
 	size_t sessions;
 	unsigned turns;
-	int runs, rounds, writers;
-	double fifo_secs;
+	int runs;
 	const char *cairn;
 	bool regen, rebuild_catalog, keep;
-} opt = {.sessions = 10000, .turns = 30, .runs = 5, .rounds = 6, .writers = 8, .fifo_secs = 3.0};
+} opt = {.sessions = 10000, .turns = 30, .runs = 5};
 
-static char *work;    /* temp dir of this run (FIFO roots, baseline files) */
+static char *work;    /* temp dir of this run */
 static char *dataset; /* the generated set: dataset/root is the data root */
 static char *droot;
 static bool dataset_is_temp;
 static int failures;
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fputs("bench_catalog: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
-
-static void die_err(const char *what, const struct cerr *e) __attribute__((noreturn));
-static void die_err(const char *what, const struct cerr *e)
-{
-	die("%s: %s (%s)", what, e->msg, cerr_class_name(e->cls));
-}
-
-static double ms_since(uint64_t t0)
-{
-	return (double)(clock_mono_ns() - t0) / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(const double *v, size_t n)
-{
-	double *c = xmalloc(n * sizeof *c);
-	memcpy(c, v, n * sizeof *c);
-	qsort(c, n, sizeof *c, cmp_double);
-	double m = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
-	free(c);
-	return m;
-}
-
-/* xorshift64*, seeded per session so the data set does not depend on how
- * the sessions are split between generator processes. */
-static uint64_t rng_state;
-static void rng_seed(uint64_t s)
-{
-	s += 0x9E3779B97F4A7C15u; /* splitmix64 */
-	s = (s ^ (s >> 30)) * 0xBF58476D1CE4E5B9u;
-	s = (s ^ (s >> 27)) * 0x94D049BB133111EBu;
-	rng_state = (s ^ (s >> 31)) | 1;
-}
-static uint64_t rnd(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545F4914F6CDD1Du;
-}
-static unsigned rnd_in(unsigned lo, unsigned hi) /* [lo, hi] */
-{
-	return lo + (unsigned)(rnd() % (uint64_t)(hi - lo + 1));
-}
-
-static const char *base_dir(void)
-{
-	const char *base = getenv("BENCH_DIR");
-	if (!base || !*base)
-		base = getenv("TMPDIR");
-	if (!base || !*base)
-		base = "/tmp";
-	return base;
-}
-
-static char *temp_dir(void)
-{
-	char *t = xasprintf("%s/cairn-bench-XXXXXX", base_dir());
-	if (!mkdtemp(t))
-		die("cannot create a temp dir under %s: %s", base_dir(), strerror(errno));
-	return t;
-}
-
-static int rm_one(const char *p, const struct stat *sb, int type, struct FTW *f)
-{
-	(void)sb;
-	(void)type;
-	(void)f;
-	return remove(p);
-}
-
-static void rm_tree(const char *path)
-{
-	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 static uint64_t tree_bytes_total;
 static int add_size(const char *p, const struct stat *sb, int type, struct FTW *f)
@@ -226,112 +111,7 @@ static uint64_t file_bytes(const char *path)
 	return stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
 }
 
-static int nosync(int fd)
-{
-	(void)fd;
-	return 0;
-}
-
-/* ---- results table ---------------------------------------------------- */
-
-struct trow {
-	char metric[64], ours[24], ref[24], target[16], result[8];
-	double ratio;
-	bool has_ratio;
-};
-static struct trow rows[96];
-static size_t n_rows;
-
-static void add_row(const char *metric, const char *ours, const char *ref, double ratio,
-		    bool has_ratio, const char *target, const char *result)
-{
-	if (n_rows == sizeof rows / sizeof rows[0])
-		return;
-	struct trow *r = &rows[n_rows++];
-	snprintf(r->metric, sizeof r->metric, "%s", metric);
-	snprintf(r->ours, sizeof r->ours, "%s", ours);
-	snprintf(r->ref, sizeof r->ref, "%s", ref);
-	snprintf(r->target, sizeof r->target, "%s", target);
-	snprintf(r->result, sizeof r->result, "%s", result);
-	r->ratio = ratio;
-	r->has_ratio = has_ratio;
-	fprintf(stderr, "  -> %s: %s vs %s%s%.3f %s %s\n", metric, ours, ref,
-		has_ratio ? ", ratio " : "", has_ratio ? ratio : 0.0, target, result);
-}
-
-/* A wall time against a limit: ratio = ours / limit, PASS when < 1. */
-static void add_time_row(const char *metric, double ms, double limit_ms)
-{
-	char o[24], l[24], t[16];
-	snprintf(o, sizeof o, "%.1f ms", ms);
-	snprintf(l, sizeof l, "%.0f ms", limit_ms);
-	snprintf(t, sizeof t, "< %.0f ms", limit_ms);
-	add_row(metric, o, l, ms / limit_ms, true, t, ms < limit_ms ? "PASS" : "MISS");
-}
-
-/* An informational time (part of a figure above), with the CPU time of
- * the same runs when known (cpu_ms < 0: not measured). */
-static void add_info_ms(const char *metric, double ms, double cpu_ms)
-{
-	char o[24], c[24] = "";
-	snprintf(o, sizeof o, "%.2f ms", ms);
-	if (cpu_ms >= 0)
-		snprintf(c, sizeof c, "cpu %.2f ms", cpu_ms);
-	add_row(metric, o, c, 0, false, "(info)", "-");
-}
-
 /* ---- 1a. the data set ------------------------------------------------- */
-
-static const char *const words[] = {
-	"the", "a", "function", "returns", "error", "file", "buffer", "when", "is", "not",
-	"we", "should", "check", "this", "that", "value", "in", "of", "to", "and", "for",
-	"test", "fails", "because", "pointer", "NULL", "struct", "log", "append", "frame",
-	"seq", "turn", "call", "result", "with", "length", "size_t", "int", "return", "-1",
-	"errno", "EIO", "fsync", "write", "read", "path", "directory", "session", "line",
-	"JSON", "parse", "zstd", "compress", "header", "cursor", "lock", "open", "close",
-	"Makefile", "build", "warning:", "unused", "variable", "src/main.c:42:7", "{", "}",
-	"if", "(n", "==", "0)", "+=", "ok", "let's", "now", "I'll", "look", "at", "déjà",
-	"naïve", "—", "→", "✓", "café", "über", "config", "index", "query", "cache",
-	"thread", "socket", "timeout", "retry", "request", "response", "handler", "schema",
-};
-
-/* Sessions written in Chinese mix these in (no spaces between them). */
-static const char *const zh_words[] = {
-	"数据库", "连接失败", "请检查配置文件", "内存泄漏", "函数返回错误", "日志", "会话",
-	"为什么", "测试没有通过", "索引", "查询很慢", "重试", "超时了", "我们", "应该",
-};
-
-/* Rarely used words: each appears in well under 0.1% of the documents. */
-static const char *const rare_words[] = {
-	"xenolith", "brachistochrone", "sesquipedalian", "palimpsest", "zugzwang",
-	"defenestration", "kerfuffle", "borborygmus",
-};
-
-/* Prose of about n bytes: words from the list, the odd newline, quote and
- * tab (JSON escapes), non-ASCII, and for a Chinese session runs of Chinese
- * without spaces. */
-static void gen_text(struct buf *b, size_t n, bool zh)
-{
-	buf_reset(b);
-	size_t nw = sizeof words / sizeof words[0], nz = sizeof zh_words / sizeof zh_words[0];
-	while (b->len < n) {
-		bool z = zh && rnd_in(0, 1) == 0;
-		if (b->len && !(z && rnd_in(0, 2) != 0)) {
-			unsigned r = rnd_in(0, 99);
-			buf_addc(b, r < 4 ? '\n' : r < 5 ? '\t' : ' ');
-		}
-		const char *w = z ? zh_words[rnd() % nz] : words[rnd() % nw];
-		if (rnd_in(0, 4999) == 0)
-			w = rare_words[rnd() % (sizeof rare_words / sizeof rare_words[0])];
-		if (rnd_in(0, 49) == 0) {
-			buf_addc(b, '"');
-			buf_adds(b, w);
-			buf_addc(b, '"');
-		} else {
-			buf_adds(b, w);
-		}
-	}
-}
 
 struct gen_stats {
 	uint64_t sessions, turns, events, frames;
@@ -354,7 +134,7 @@ static void tb_add(struct turn_batch *tb, const char *type, const char *turn, cJ
 
 static cJSON *text_obj(struct buf *tmp, unsigned lo, unsigned hi, bool zh)
 {
-	gen_text(tmp, rnd_in(lo, hi), zh);
+	gen_prose(tmp, rnd_in(lo, hi), zh);
 	cJSON *d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "text", tmp->p);
 	return d;
@@ -377,9 +157,9 @@ static cJSON *tool_args(const char *name, struct buf *tmp)
 		cJSON_AddStringToObject(a, "command", "make -j2 test 2>&1 | tail -n 40");
 	} else if (strcmp(name, "edit_file") == 0) {
 		cJSON_AddStringToObject(a, "path", path);
-		gen_text(tmp, rnd_in(40, 200), false);
+		gen_prose(tmp, rnd_in(40, 200), false);
 		cJSON_AddStringToObject(a, "old_string", tmp->p);
-		gen_text(tmp, rnd_in(40, 200), false);
+		gen_prose(tmp, rnd_in(40, 200), false);
 		cJSON_AddStringToObject(a, "new_string", tmp->p);
 	} else {
 		cJSON_AddStringToObject(a, "pattern", "log_append\\(");
@@ -399,7 +179,7 @@ static void gen_turn(struct turn_batch *tb, size_t sess, unsigned k, int64_t t, 
 	char sub[48], call_id[64];
 	if (k == 0 && sess % 50 == 7) {
 		cJSON *m = cJSON_CreateObject();
-		gen_text(tmp, rnd_in(20, 60), zh);
+		gen_prose(tmp, rnd_in(20, 60), zh);
 		cJSON_AddStringToObject(m, "title", tmp->p);
 		tb_add(tb, "session/meta", NULL, m, t);
 	}
@@ -440,7 +220,7 @@ static void gen_turn(struct turn_batch *tb, size_t sess, unsigned k, int64_t t, 
 		cJSON_AddStringToObject(d, "call_id", call_id);
 		bool err = rnd_in(0, 9) == 0;
 		cJSON_AddStringToObject(d, "status", err ? "error" : "ok");
-		gen_text(tmp, rnd_in(100, 1500), false);
+		gen_prose(tmp, rnd_in(100, 1500), false);
 		cJSON_AddStringToObject(d, "output", tmp->p);
 		if (strcmp(name, "bash") == 0)
 			cJSON_AddNumberToObject(d, "exit_code", err ? 2 : 0);
@@ -457,13 +237,6 @@ static void gen_turn(struct turn_batch *tb, size_t sess, unsigned k, int64_t t, 
 	cJSON_AddNumberToObject(u, "input_tokens", rnd_in(1000, 120000));
 	cJSON_AddNumberToObject(u, "output_tokens", rnd_in(10, 4000));
 	tb_add(tb, "turn/end", turn, d, t);
-}
-
-/* mkdir that tolerates an existing directory (two generators race). */
-static void mkdir_p1(const char *path)
-{
-	if (mkdir(path, 0700) < 0 && errno != EEXIST)
-		die("mkdir %s: %s", path, strerror(errno));
 }
 
 /* Generate session `idx` in the private staging store `stage`, then move
@@ -584,11 +357,7 @@ static void generate(struct dataset_info *di)
 			die("fork: %s", strerror(errno));
 		if (pid == 0) {
 			close(p[0]);
-			static struct fsops fast;
-			fast = fsops_real;
-			fast.fsync = nosync;
-			fast.fdatasync = nosync;
-			fsops = &fast;
+			fsops = fsops_nosync();
 			char *sp = xasprintf("%s/stage-%d", dataset, w);
 			struct store *stage;
 			struct cerr e;
@@ -702,8 +471,8 @@ static bool catalog_current(void)
 static void prepare_dataset(struct dataset_info *di)
 {
 	memset(di, 0, sizeof *di);
-	const char *bd = getenv("BENCH_DIR");
-	if (bd && *bd) {
+	const char *bd = bench_dir();
+	if (bd) {
 		dataset = xasprintf("%s/cairn-bench-catalog-v1-s%zu-t%u", bd, opt.sessions, opt.turns);
 		dataset_is_temp = false;
 	} else {
@@ -1405,695 +1174,19 @@ static void bench_queries(void)
 	free(dbp);
 }
 
-/* ---- 2 and 3. FIFO full saves vs the same syncs by hand ---------------- */
-
-static char *small_text; /* ~200 bytes: a ~310-byte line, a ~290-byte frame */
-
-struct fsess {
-	char id[32];
-	uint64_t seq, version; /* what the next save expects */
-	unsigned saves, done;
-	int inflight;
-	bool created;
-};
-
-static int pending;
-
-/* Every receipt is checked: one event per save, and the content version
- * is the next seq, which is what lets the next save be posted before this
- * receipt arrives. */
-static void save_done(struct fifo_item *it, void *ctx, const struct fifo_receipt *r,
-		      const struct cerr *err)
-{
-	(void)it;
-	struct fsess *s = ctx;
-	if (err)
-		die_err("fifo full save", err);
-	if (r->next_seq != s->done + 2 || r->content_version != r->next_seq)
-		die("fifo receipt: next seq %llu, version %llu after save %u",
-		    (unsigned long long)r->next_seq, (unsigned long long)r->content_version,
-		    s->done + 1);
-	s->done++;
-	s->inflight--;
-	pending--;
-}
-
-static void post_save(struct fifo *f, struct fsess *s)
-{
-	/* A new turn every 8 saves: a turn's assistant document grows as a
-	 * real one does, not without bound. */
-	char turn[48];
-	snprintf(turn, sizeof turn, "%s-turn-%u", s->id, s->saves / 8);
-	cJSON *arr = cJSON_CreateArray();
-	cJSON *ev = cJSON_CreateObject();
-	cJSON_AddStringToObject(ev, "type", "assistant/text");
-	cJSON_AddStringToObject(ev, "turn", turn);
-	cJSON_AddStringToObject(cJSON_AddObjectToObject(ev, "data"), "text", small_text);
-	cJSON_AddItemToArray(arr, ev);
-	struct fifo_item *it = fifo_full_save(s->id, s->seq, s->version, arr);
-	s->seq++; /* one event per save */
-	s->version = s->seq;
-	if (!s->created) {
-		fifo_item_create(it, "/home/dev/src/fifo-bench");
-		s->created = true;
-	}
-	struct cerr e;
-	if (fifo_post(f, it, save_done, s, &e) < 0)
-		die_err("fifo_post", &e);
-	pending++;
-	s->inflight++;
-	s->saves++;
-}
-
-static void wait_all(uv_loop_t *loop)
-{
-	while (pending > 0)
-		uv_run(loop, UV_RUN_ONCE);
-}
-
-/* `count` saves of each of the n sessions with up to `depth` of each in
- * flight: the loop posts a session's next save as soon as fewer than depth
- * are outstanding, the way the engine posts without waiting for receipts
- * (depth 1: each save waits for the one before it). */
-static void run_saves(struct fifo *f, uv_loop_t *loop, struct fsess *ss, int n, int count,
-		      int depth)
-{
-	unsigned goal[64];
-	for (int i = 0; i < n; i++)
-		goal[i] = ss[i].saves + (unsigned)count;
-	for (;;) {
-		bool more = false;
-		for (int i = 0; i < n; i++) {
-			while (ss[i].inflight < depth && ss[i].saves < goal[i])
-				post_save(f, &ss[i]);
-			more |= ss[i].saves < goal[i];
-		}
-		if (!more)
-			break;
-		uv_run(loop, UV_RUN_ONCE);
-	}
-	wait_all(loop);
-}
-
-/* The baseline: per save, a ~290-byte zstd frame pwritten at the end of
- * its own file + fdatasync, then BEGIN IMMEDIATE; UPDATE one row; COMMIT on
- * a WAL database at synchronous=NORMAL (same autocheckpoint as index.db). */
-struct baseline {
-	int fd[64];
-	uint64_t off[64];
-	sqlite3 *db;
-	sqlite3_stmt *begin, *upd, *commit;
-	void *frame;
-	size_t frame_len;
-};
-
-static void base_exec(sqlite3 *db, const char *sql)
-{
-	char *msg = NULL;
-	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
-		die("baseline sqlite: %s: %s", sql, msg ? msg : "?");
-}
-
-static void base_open(struct baseline *b, const char *dir, int files)
-{
-	memset(b, 0, sizeof *b);
-	mkdir_p1(dir);
-	for (int i = 0; i < files; i++) {
-		char *p = xasprintf("%s/base-%d.log", dir, i);
-		b->fd[i] = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		if (b->fd[i] < 0)
-			die("open %s: %s", p, strerror(errno));
-		free(p);
-	}
-	char *line = xasprintf("{\"seq\":1,\"t\":1700000000000,\"type\":\"assistant/text\",\"turn\":"
-			       "\"base-turn-0\",\"data\":{\"text\":\"%s\"}}\n",
-			       small_text);
-	size_t cap = ZSTD_compressBound(strlen(line));
-	b->frame = xmalloc(cap);
-	ZSTD_CCtx *cc = ZSTD_createCCtx();
-	ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, 3);
-	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
-	b->frame_len = ZSTD_compress2(cc, b->frame, cap, line, strlen(line));
-	if (ZSTD_isError(b->frame_len))
-		die("baseline: zstd");
-	ZSTD_freeCCtx(cc);
-	free(line);
-	char *dbp = xasprintf("%s/base.db", dir);
-	if (sqlite3_open(dbp, &b->db) != SQLITE_OK)
-		die("open %s", dbp);
-	free(dbp);
-	base_exec(b->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-			 " PRAGMA wal_autocheckpoint=1000;"
-			 " CREATE TABLE s (id INTEGER PRIMARY KEY, n INTEGER, t INTEGER);");
-	for (int i = 0; i < files; i++) {
-		char *sql = xasprintf("INSERT INTO s VALUES (%d, 0, 0)", i);
-		base_exec(b->db, sql);
-		free(sql);
-	}
-	if (sqlite3_prepare_v2(b->db, "BEGIN IMMEDIATE", -1, &b->begin, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(b->db, "UPDATE s SET n = n + 1, t = ?2 WHERE id = ?1", -1, &b->upd,
-			       NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(b->db, "COMMIT", -1, &b->commit, NULL) != SQLITE_OK)
-		die("baseline prepare: %s", sqlite3_errmsg(b->db));
-}
-
-static void base_step(struct baseline *b, sqlite3_stmt *st)
-{
-	if (sqlite3_step(st) != SQLITE_DONE)
-		die("baseline sqlite: %s", sqlite3_errmsg(b->db));
-	sqlite3_reset(st);
-}
-
-static void base_save(struct baseline *b, int k)
-{
-	if (fs_pwrite_all(b->fd[k], b->frame, b->frame_len, (off_t)b->off[k]) < 0 ||
-	    fdatasync(b->fd[k]) < 0)
-		die("baseline write: %s", strerror(errno));
-	b->off[k] += b->frame_len;
-	base_step(b, b->begin);
-	sqlite3_bind_int(b->upd, 1, k);
-	sqlite3_bind_int64(b->upd, 2, clock_unix_ms());
-	base_step(b, b->upd);
-	base_step(b, b->commit);
-}
-
-static void base_close(struct baseline *b, int files)
-{
-	sqlite3_finalize(b->begin);
-	sqlite3_finalize(b->upd);
-	sqlite3_finalize(b->commit);
-	sqlite3_close(b->db);
-	for (int i = 0; i < files; i++)
-		close(b->fd[i]);
-	free(b->frame);
-}
-
-/* What a writer that syncs a batch's logs concurrently could reach: the n
- * frames pwritten + fdatasynced by n threads at once, then one commit
- * updating n rows. Not a target, a ceiling for test 3's design. */
-struct par_pool {
-	pthread_t th[64];
-	pthread_barrier_t start, done;
-	struct baseline *b;
-	int n;
-	bool stop;
-};
-struct par_arg {
-	struct par_pool *p;
-	int k;
-};
-
-static void *par_worker(void *arg)
-{
-	struct par_arg *a = arg;
-	struct par_pool *p = a->p;
-	for (;;) {
-		pthread_barrier_wait(&p->start);
-		if (p->stop)
-			break;
-		struct baseline *b = p->b;
-		if (fs_pwrite_all(b->fd[a->k], b->frame, b->frame_len, (off_t)b->off[a->k]) < 0 ||
-		    fdatasync(b->fd[a->k]) < 0)
-			die("parallel baseline write: %s", strerror(errno));
-		b->off[a->k] += b->frame_len;
-		pthread_barrier_wait(&p->done);
-	}
-	return NULL;
-}
-
-static void par_save_all(struct par_pool *p)
-{
-	pthread_barrier_wait(&p->start);
-	pthread_barrier_wait(&p->done);
-	struct baseline *b = p->b;
-	base_step(b, b->begin);
-	for (int k = 0; k < p->n; k++) {
-		sqlite3_bind_int(b->upd, 1, k);
-		sqlite3_bind_int64(b->upd, 2, clock_unix_ms());
-		base_step(b, b->upd);
-	}
-	base_step(b, b->commit);
-}
-
-/* One FIFO on a fresh root with `n` sessions, against the baseline over
- * `n` files: each round runs `iters` iterations of each side (the order
- * rotating between rounds); an iteration posts one full save per session
- * and waits for them all (ours) or does n saves by hand. */
-static void bench_fifo(int n, int depth, const char *metric, const char *target, double min_ratio)
-{
-	fprintf(stderr, "[%d] FIFO full saves, %d session%s %s, %d in flight per session, vs pwrite + "
-		"fdatasync + commit\n", n == 1 ? 2 : 3, n, n == 1 ? "" : "s",
-		n == 1 ? "" : "at once", depth);
-	char *froot = xasprintf("%s/fifo-%d", work, n);
-	char *bdir = xasprintf("%s/base-%d", work, n);
-	char *pdir = xasprintf("%s/par-%d", work, n);
-	uv_loop_t loop;
-	uv_loop_init(&loop);
-	struct cerr e;
-	struct fifo *f = fifo_new(&loop, froot, &e);
-	if (!f)
-		die_err("fifo_new", &e);
-	struct fsess *ss = xcalloc((size_t)n, sizeof *ss);
-	for (int i = 0; i < n; i++) {
-		snprintf(ss[i].id, sizeof ss[i].id, "fifo-bench-%02d", i);
-		ss[i].seq = 1; /* a new log expects seq 1 after its header */
-	}
-	struct baseline b, bp;
-	base_open(&b, bdir, n);
-	struct par_pool pool = {.b = &bp, .n = n};
-	struct par_arg pargs[64];
-	int sides = n > 1 ? 3 : 2;
-	if (n > 1) {
-		base_open(&bp, pdir, n);
-		pthread_barrier_init(&pool.start, NULL, (unsigned)n + 1);
-		pthread_barrier_init(&pool.done, NULL, (unsigned)n + 1);
-		for (int k = 0; k < n; k++) {
-			pargs[k] = (struct par_arg){&pool, k};
-			if (pthread_create(&pool.th[k], NULL, par_worker, &pargs[k]) != 0)
-				die("pthread_create");
-		}
-	}
-
-	/* Warm-up (creates the sessions), then calibrate on the baseline:
-	 * each side about fifo_secs / rounds per round. */
-	for (int w = 0; w < 20; w++) {
-		run_saves(f, &loop, ss, n, 1, 1);
-		for (int i = 0; i < n; i++)
-			base_save(&b, i);
-		if (n > 1)
-			par_save_all(&pool);
-	}
-	uint64_t t0 = clock_mono_ns();
-	int cal = 0;
-	while (ms_since(t0) < 250) {
-		for (int i = 0; i < n; i++)
-			base_save(&b, i);
-		cal++;
-	}
-	double per_iter_ms = ms_since(t0) / cal;
-	int iters = (int)(opt.fifo_secs * 1000 / opt.rounds / per_iter_ms);
-	if (iters < 5)
-		iters = 5;
-
-	double ours[64], base[64], par[64], ratio[64], pratio[64];
-	for (int r = 0; r < opt.rounds; r++) {
-		double secs_of[3] = {0, 0, 0};
-		for (int k = 0; k < sides; k++) {
-			int side = (k + r) % sides; /* 0 ours, 1 baseline, 2 parallel */
-			uint64_t t = clock_mono_ns();
-			if (side == 0)
-				run_saves(f, &loop, ss, n, iters, depth);
-			for (int it = 0; it < iters && side != 0; it++) {
-				if (side == 1) {
-					for (int i = 0; i < n; i++)
-						base_save(&b, i);
-				} else {
-					par_save_all(&pool);
-				}
-			}
-			secs_of[side] = ms_since(t) / 1e3;
-		}
-		ours[r] = iters * n / secs_of[0];
-		base[r] = iters * n / secs_of[1];
-		ratio[r] = ours[r] / base[r];
-		par[r] = n > 1 ? iters * n / secs_of[2] : 0;
-		pratio[r] = par[r] / base[r];
-		fprintf(stderr, "    round %d: %d saves each, ours %.0f/s, baseline %.0f/s, ratio %.3f",
-			r + 1, iters * n, ours[r], base[r], ratio[r]);
-		if (n > 1)
-			fprintf(stderr, "; parallel syncs + 1 commit %.0f/s (%.2fx baseline)", par[r],
-				pratio[r]);
-		fputc('\n', stderr);
-	}
-	size_t R = (size_t)opt.rounds;
-	double rt = median(ratio, R);
-	char o[24], bs[24];
-	snprintf(o, sizeof o, "%.0f /s", median(ours, R));
-	snprintf(bs, sizeof bs, "%.0f /s", median(base, R));
-	add_row(metric, o, bs, rt, true, target,
-		min_ratio <= 0 ? "-" : rt >= min_ratio ? "PASS" : "MISS");
-	if (n > 1) {
-		snprintf(o, sizeof o, "%.0f /s", median(par, R));
-		add_row("  ceiling: the n log syncs in parallel + 1 commit", o, bs, median(pratio, R),
-			true, "(info)", "-");
-		pool.stop = true;
-		pthread_barrier_wait(&pool.start);
-		for (int k = 0; k < n; k++)
-			pthread_join(pool.th[k], NULL);
-		pthread_barrier_destroy(&pool.start);
-		pthread_barrier_destroy(&pool.done);
-		base_close(&bp, n);
-	}
-
-	if (fifo_close(f, clock_mono_ns() / 1000000 + 30000) != 0)
-		die("fifo_close timed out");
-	uv_run(&loop, UV_RUN_DEFAULT);
-	uv_loop_close(&loop);
-	base_close(&b, n);
-	free(ss);
-	rm_tree(froot);
-	rm_tree(bdir);
-	rm_tree(pdir);
-	free(froot);
-	free(bdir);
-	free(pdir);
-}
-
-/* ---- 2b. where a full save's time goes -------------------------------- */
-
-/* The writer's calls for one full save made inline, in the order of
- * fifo.c's process() + run_group() + project(), each phase timed: no
- * thread, no uv_async. Variants: 1 adds PRAGMA temp_store=MEMORY (the
- * SAVEPOINT's statement journal spills to a temp file in /var/tmp
- * otherwise: open, unlink, pwrites, close per save); 2 puts every save in
- * a new turn (an INSERT into docs instead of the UPSERT that re-indexes the
- * turn's whole text); 3 is a streamlined sequence (temp_store=MEMORY;
- * BEGIN, log_append, catalog_project_batch, COMMIT: no separate version
- * reads, no savepoint, no status write); 4 is 3 with the trigram index
- * left out of the triggers (as if only docs that need it were in it), 5 is
- * 3 without any FTS maintenance (the floor of the rest). Variants 4 and 5
- * change their own scratch catalog's triggers, nothing else. */
-enum { PH_BEGIN, PH_GET1, PH_APPEND, PH_SAVEPOINT, PH_GET2, PH_PROJECT, PH_RELEASE, PH_STATUS,
-       PH_COMMIT, PH_N };
-static const char *const phase_name[PH_N] = {
-	"catalog_begin (BEGIN IMMEDIATE)", "catalog_get (version check)",
-	"log_append (pwrite + fdatasync)", "catalog_savepoint", "catalog_get (in project)",
-	"catalog_project_batch", "catalog_savepoint_release", "catalog_set_status(NULL)",
-	"catalog_commit"};
-#define N_VARIANTS 6
-
-/* What one full save prepares (persist/catalog.c, catalog_query.c; copied
- * for this measurement): each is compiled anew per save, the docs UPSERT
- * with its four FTS trigger programs. */
-static const char *const save_sql[] = {
-	/* catalog_get, twice per save */
-	"SELECT id, project_key, cwd, COALESCE(title, auto_title), last_prompt, provider, model,"
-	" COALESCE(status_override, proj_status), error, forked_from, forked_turn, created_at,"
-	" updated_at, COALESCE(deleted_at, 0), turns, pinned, title IS NOT NULL,"
-	" COALESCE(wm_len, 0), COALESCE(wm_seq, 0), content_version FROM sessions WHERE id = ?1",
-	"SELECT id, project_key, cwd, COALESCE(title, auto_title), last_prompt, provider, model,"
-	" COALESCE(status_override, proj_status), error, forked_from, forked_turn, created_at,"
-	" updated_at, COALESCE(deleted_at, 0), turns, pinned, title IS NOT NULL,"
-	" COALESCE(wm_len, 0), COALESCE(wm_seq, 0), content_version FROM sessions WHERE id = ?1",
-	/* row_load */
-	"SELECT project_key, cwd, auto_title, title, created_at, updated_at, turns, last_prompt,"
-	" provider, model, pinned, deleted_at, proj_status, error, open_turns, forked_from,"
-	" forked_turn, content_version, proj_dev, proj_ino, proj_len, proj_ctime FROM sessions"
-	" WHERE id = ?1",
-	/* row_store: the session row */
-	"INSERT INTO sessions (id, project_key, cwd, auto_title, title, created_at, updated_at,"
-	" turns, last_prompt, provider, model, pinned, deleted_at, proj_status, error,"
-	" open_turns, forked_from, forked_turn, content_version, proj_dev, proj_ino, proj_len,"
-	" proj_ctime)"
-	" VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,"
-	" ?23)"
-	" ON CONFLICT(id) DO UPDATE SET project_key=?2, cwd=?3, auto_title=?4, title=?5,"
-	" created_at=?6, updated_at=?7, turns=?8, last_prompt=?9, provider=?10, model=?11,"
-	" pinned=?12, deleted_at=?13, proj_status=?14, error=?15, open_turns=?16,"
-	" forked_from=?17, forked_turn=?18, content_version=?19, proj_dev=?20, proj_ino=?21,"
-	" proj_len=?22, proj_ctime=?23",
-	/* row_store: the turn's text */
-	"INSERT INTO docs (session, turn, role, body) VALUES (?1, ?2, ?3, ?4)"
-	" ON CONFLICT(session, turn, role) DO UPDATE SET body = body || ?5 || ?4",
-	/* write_watermark */
-	"UPDATE sessions SET wm_len = ?2, wm_seq = ?3, wm_dev = ?4, wm_ino = ?5 WHERE id = ?1"
-	" AND (wm_len IS NULL OR wm_dev IS NOT ?4 OR wm_ino IS NOT ?5 OR wm_len <= ?2)",
-	/* catalog_set_status */
-	"UPDATE sessions SET status_override = ?2 WHERE id = ?1",
-};
-
-struct inline_ctx {
-	int variant;
-	char *root;
-	struct fsess s;
-	struct store *st;
-	struct catalog *cat;
-	struct log *lg;
-	cJSON *data;
-	double sum[PH_N];
-	long long pages;
-	int saves, counted;
-};
-
-static void inline_open(struct inline_ctx *x, int variant)
-{
-	memset(x, 0, sizeof *x);
-	x->variant = variant;
-	x->root = xasprintf("%s/inline-%d", work, variant);
-	x->s.seq = 1;
-	snprintf(x->s.id, sizeof x->s.id, "inline-%d", variant);
-	{
-		/* Create the session (log + row) through the FIFO. */
-		uv_loop_t loop;
-		uv_loop_init(&loop);
-		struct cerr e;
-		struct fifo *f = fifo_new(&loop, x->root, &e);
-		if (!f)
-			die_err("fifo_new", &e);
-		post_save(f, &x->s);
-		wait_all(&loop);
-		if (fifo_close(f, clock_mono_ns() / 1000000 + 30000) != 0)
-			die("fifo_close timed out");
-		uv_run(&loop, UV_RUN_DEFAULT);
-		uv_loop_close(&loop);
-	}
-	struct cerr e;
-	if (store_open(x->root, false, &x->st, &e) < 0 || catalog_open(x->st, &x->cat, &e) < 0 ||
-	    log_open(x->st, x->s.id, &x->lg, &e) < 0)
-		die_err("inline open", &e);
-	bool lean = variant >= 3;
-	if ((variant == 1 || lean) && cat_exec(x->cat, "PRAGMA temp_store=MEMORY", &e) < 0)
-		die_err("temp_store", &e);
-	if (variant >= 4 && cat_exec(x->cat, "DROP TRIGGER docs_ai; DROP TRIGGER docs_au;", &e) < 0)
-		die_err("drop triggers", &e);
-	if (variant == 4 &&
-	    cat_exec(x->cat,
-		     "CREATE TRIGGER docs_ai AFTER INSERT ON docs BEGIN"
-		     "  INSERT INTO fts_words(rowid, body) VALUES (new.docid, new.body);"
-		     "END;"
-		     "CREATE TRIGGER docs_au AFTER UPDATE ON docs BEGIN"
-		     "  INSERT INTO fts_words(fts_words, rowid, body) VALUES ('delete', old.docid,"
-		     " old.body);"
-		     "  INSERT INTO fts_words(rowid, body) VALUES (new.docid, new.body);"
-		     "END;",
-		     &e) < 0)
-		die_err("triggers", &e);
-	x->data = cJSON_CreateObject();
-	cJSON_AddStringToObject(x->data, "text", small_text);
-	int cur, hi;
-	sqlite3_db_status(x->cat->db, SQLITE_DBSTATUS_CACHE_WRITE, &cur, &hi, 1);
-}
-
-/* One full save; counted once the first 20 (warm-up) are done. */
-static void inline_save(struct inline_ctx *x)
-{
-	bool lean = x->variant >= 3;
-	struct catalog *cat = x->cat;
-	struct fsess *s = &x->s;
-	struct cerr e;
-	char turn[48];
-	int i = x->saves++;
-	snprintf(turn, sizeof turn, "inline-turn-%d", x->variant == 2 ? i : i / 8);
-	struct log_event ev = {.type = "assistant/text", .turn = turn, .data = x->data};
-	uint64_t t[PH_N + 1];
-	struct cat_session row;
-	uint64_t next, version;
-	t[0] = clock_mono_ns();
-	if (catalog_begin(cat, &e) < 0)
-		die_err("begin", &e);
-	t[1] = clock_mono_ns();
-	if (!lean) {
-		if (catalog_get(cat, s->id, &row, &e) < 0)
-			die_err("get", &e);
-		if (row.content_version != s->version)
-			die("inline: version %llu, not %llu", (unsigned long long)row.content_version,
-			    (unsigned long long)s->version);
-		cat_session_release(&row);
-	}
-	t[2] = clock_mono_ns();
-	if (log_append(x->lg, s->seq, &ev, 1, &next, &e) < 0)
-		die_err("log_append", &e);
-	t[3] = clock_mono_ns();
-	if (!lean && catalog_savepoint(cat, &e) < 0)
-		die_err("savepoint", &e);
-	t[4] = clock_mono_ns();
-	if (!lean) {
-		if (catalog_get(cat, s->id, &row, &e) < 0)
-			die_err("get", &e);
-		cat_session_release(&row);
-	}
-	t[5] = clock_mono_ns();
-	struct log_revision d = log_durable(x->lg);
-	struct cat_watermark wm = {.known = d.len > 0, .len = d.len, .next_seq = d.next_seq,
-				   .dev = d.dev, .ino = d.ino, .ctime_ns = d.ctime_ns};
-	if (catalog_project_batch(cat, s->id, s->seq, log_batch_time(x->lg), &ev, 1, &wm, &version,
-				  &e) < 0)
-		die_err("project", &e);
-	t[6] = clock_mono_ns();
-	if (!lean)
-		catalog_savepoint_release(cat);
-	t[7] = clock_mono_ns();
-	if (!lean)
-		catalog_set_status(cat, s->id, NULL, &e);
-	t[8] = clock_mono_ns();
-	if (catalog_commit(cat, &e) < 0)
-		die_err("commit", &e);
-	t[9] = clock_mono_ns();
-	s->seq = next;
-	s->version = version;
-	int cur, hi;
-	sqlite3_db_status(cat->db, SQLITE_DBSTATUS_CACHE_WRITE, &cur, &hi, 1);
-	if (i >= 20) {
-		for (int p = 0; p < PH_N; p++)
-			x->sum[p] += (double)(t[p + 1] - t[p]) / 1e3;
-		x->pages += cur;
-		x->counted++;
-	}
-}
-
-static void inline_close(struct inline_ctx *x)
-{
-	cJSON_Delete(x->data);
-	log_close(x->lg);
-	catalog_close(x->cat);
-	store_close(x->st);
-	rm_tree(x->root);
-	free(x->root);
-}
-
-/* Compiling what one save would compile without the statement cache, on a
- * catalog connection (median us). */
-static double prepare_us(struct catalog *cat)
-{
-	struct cerr e;
-	double v[21];
-	for (int r = 0; r < 21; r++) {
-		uint64_t t0 = clock_mono_ns();
-		for (int k = 0; k < 50; k++)
-			for (size_t q = 0; q < sizeof save_sql / sizeof save_sql[0]; q++) {
-				sqlite3_stmt *ps = cat_prepare_once(cat, save_sql[q], &e);
-				if (!ps)
-					die_err("prepare", &e);
-				cat_done(cat, ps);
-			}
-		v[r] = (double)(clock_mono_ns() - t0) / 1e3 / 50;
-	}
-	return median(v, 21);
-}
-
-static void bench_save_phases(void)
-{
-	fprintf(stderr, "[2b] one full save, the writer's calls made inline, per phase\n");
-	/* The variants run side by side in blocks of 25 saves, round robin,
-	 * so a burst of disk or CPU contention hits them alike. */
-	struct inline_ctx x[N_VARIANTS];
-	for (int v = 0; v < N_VARIANTS; v++)
-		inline_open(&x[v], v);
-	for (int blk = 0; blk < 41; blk++)
-		for (int v = 0; v < N_VARIANTS; v++)
-			for (int k = 0; k < (blk == 0 ? 20 : 25); k++)
-				inline_save(&x[(v + blk) % N_VARIANTS]);
-	double prep = prepare_us(x[0].cat);
-	double ph[N_VARIANTS][PH_N], total[N_VARIANTS], cat_us[N_VARIANTS], pages[N_VARIANTS];
-	for (int v = 0; v < N_VARIANTS; v++) {
-		total[v] = 0;
-		for (int p = 0; p < PH_N; p++) {
-			ph[v][p] = x[v].sum[p] / x[v].counted;
-			total[v] += ph[v][p];
-		}
-		cat_us[v] = total[v] - ph[v][PH_APPEND];
-		pages[v] = (double)x[v].pages / x[v].counted;
-		inline_close(&x[v]);
-	}
-	char m[64], o[24], c[24];
-	for (int p = 0; p < PH_N; p++) {
-		snprintf(m, sizeof m, "  save: %s", phase_name[p]);
-		snprintf(o, sizeof o, "%.1f us", ph[0][p]);
-		add_row(m, o, "", 0, false, "(info)", "-");
-	}
-	snprintf(o, sizeof o, "%.1f us", total[0]);
-	snprintf(c, sizeof c, "catalog %.0f us", cat_us[0]);
-	snprintf(m, sizeof m, "  save inline, all phases (%.0f pages/commit)", pages[0]);
-	add_row(m, o, c, 0, false, "(info)", "-");
-	snprintf(o, sizeof o, "%.1f us", prep);
-	add_row("  of which compiling its 7 statements", o, "", 0, false, "(info)", "-");
-	static const char *const vname[N_VARIANTS] = {
-		"", "  variant: temp_store=MEMORY", "  variant: a new turn every save",
-		"  variant: lean (see source), temp_store=MEMORY", "  variant: lean, triggers recreated",
-		"  variant: lean, no FTS at all (floor)"};
-	for (int v = 1; v < N_VARIANTS; v++) {
-		snprintf(o, sizeof o, "%.1f us", total[v]);
-		snprintf(c, sizeof c, "catalog %.0f us", cat_us[v]);
-		add_row(vname[v], o, c, 0, false, "(info)", "-");
-	}
-}
-
-/* ---- machine ----------------------------------------------------------- */
-
-static void describe_machine(char *out, size_t n, const char *dir)
-{
-	char model[128] = "?";
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	if (f) {
-		char line[256];
-		while (fgets(line, sizeof line, f))
-			if (strncmp(line, "model name", 10) == 0) {
-				const char *p = strchr(line, ':');
-				if (p) {
-					snprintf(model, sizeof model, "%s", p + 2);
-					model[strcspn(model, "\n")] = '\0';
-				}
-				break;
-			}
-		fclose(f);
-	}
-	const char *fs = "?";
-	struct statfs sf;
-	if (statfs(dir, &sf) == 0) {
-		switch ((unsigned long)sf.f_type) {
-		case 0xEF53: fs = "ext4"; break;
-		case 0x58465342: fs = "xfs"; break;
-		case 0x9123683E: fs = "btrfs"; break;
-		case 0x01021994: fs = "tmpfs"; break;
-		case 0x794C7630: fs = "overlayfs"; break;
-		case 0x2FC12FC1: fs = "zfs"; break;
-		case 0xF2F52010: fs = "f2fs"; break;
-		default: fs = "other"; break;
-		}
-	}
-	struct utsname u;
-	if (uname(&u) < 0)
-		snprintf(u.release, sizeof u.release, "?");
-	snprintf(out, n, "%ld cpus, %s, %s, Linux %s, SQLite %s", sysconf(_SC_NPROCESSORS_ONLN),
-		 model, fs, u.release, sqlite3_libversion());
-}
-
 /* ---- main ------------------------------------------------------------- */
-
-static bool want(int i)
-{
-	return !opt.any_only || opt.only[i];
-}
 
 int main(int argc, char **argv)
 {
+	bench_set_name("bench_catalog");
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		if (strncmp(a, "--only=", 7) == 0 && a[7] >= '1' && a[7] <= '3' && !a[8]) {
-			opt.only[a[7] - '0'] = true;
-			opt.any_only = true;
-		} else if (strncmp(a, "--sessions=", 11) == 0) {
+		if (strncmp(a, "--sessions=", 11) == 0) {
 			opt.sessions = (size_t)strtoull(a + 11, NULL, 10);
 		} else if (strncmp(a, "--turns=", 8) == 0) {
 			opt.turns = (unsigned)atoi(a + 8);
 		} else if (strncmp(a, "--runs=", 7) == 0) {
 			opt.runs = atoi(a + 7);
-		} else if (strncmp(a, "--rounds=", 9) == 0) {
-			opt.rounds = atoi(a + 9);
-		} else if (strncmp(a, "--fifo-secs=", 12) == 0) {
-			opt.fifo_secs = atof(a + 12);
-		} else if (strncmp(a, "--writers=", 10) == 0) {
-			opt.writers = atoi(a + 10);
 		} else if (strncmp(a, "--cairn=", 8) == 0) {
 			opt.cairn = a + 8;
 		} else if (strcmp(a, "--regen") == 0) {
@@ -2103,67 +1196,29 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--keep") == 0) {
 			opt.keep = true;
 		} else {
-			fprintf(stderr,
-				"usage: bench_catalog [--only=1|2|3]... [--sessions=N] [--turns=N] "
-				"[--runs=N] [--rounds=N] [--fifo-secs=S] [--writers=N] [--cairn=PATH] "
-				"[--regen] [--rebuild-catalog] [--keep]\n");
+			fprintf(stderr, "usage: bench_catalog [--sessions=N] [--turns=N] [--runs=N] "
+					"[--cairn=PATH] [--regen] [--rebuild-catalog] [--keep]\n");
 			return 2;
 		}
 	}
 	if (opt.sessions < 200 || opt.turns < 1 || opt.turns > 1000 || opt.runs < 1 ||
-	    opt.runs > 64 || opt.rounds < 1 || opt.rounds > 64 || opt.fifo_secs <= 0 ||
-	    opt.writers < 2 || opt.writers > 64)
+	    opt.runs > 64)
 		die("option out of range");
 
 	umask(077);
 	work = temp_dir();
-	struct buf b = BUF_INIT;
-	rng_seed(42);
-	gen_text(&b, 200, false);
-	small_text = buf_detach(&b, NULL);
 	uint64_t t0 = clock_mono_ns();
-	if (want(1))
-		bench_queries();
-	if (want(2)) {
-		bench_fifo(1, 2, "FIFO full saves/s, 1 session, 2 in flight", ">= 0.80", 0.8);
-		bench_fifo(1, 1, "  1 session, each save waits for the last receipt", "(info)", 0);
-		bench_save_phases();
-	}
-	if (want(3)) {
-		char m[80];
-		snprintf(m, sizeof m, "FIFO full saves/s, %d sessions at once, 2 in flight each",
-			 opt.writers);
-		bench_fifo(opt.writers, 2, m, "> 1.00", 1.0 + 1e-9);
-		snprintf(m, sizeof m, "  %d sessions, each save waits for the last receipt",
-			 opt.writers);
-		bench_fifo(opt.writers, 1, m, "(info)", 0);
-	}
+	bench_queries();
 
 	char machine[256];
 	describe_machine(machine, sizeof machine, work);
-	printf("\n%-52s %12s %12s %7s %10s  %s\n", "metric", "ours", "base/limit", "ratio", "target",
-	       "result");
-	for (size_t i = 0; i < n_rows; i++) {
-		const struct trow *r = &rows[i];
-		char rt[16] = "";
-		if (r->has_ratio)
-			snprintf(rt, sizeof rt, "%.3f", r->ratio);
-		/* Pad by characters, not bytes (the metric may hold UTF-8). */
-		int extra = 0;
-		for (const char *p = r->metric; *p; p++)
-			extra += ((unsigned char)*p & 0xC0) == 0x80;
-		printf("%-*s %12s %12s %7s %10s  %s\n", 52 + extra, r->metric, r->ours, r->ref, rt,
-		       r->target, r->result);
-	}
+	print_table("base/limit", 52, 7, 10);
 	printf("(bench_catalog: %.0f s total; %s)\n", ms_since(t0) / 1e3, machine);
 
 	if (dataset && dataset_is_temp && opt.keep)
 		fprintf(stderr, "kept %s\n", dataset);
-	if (opt.keep)
-		fprintf(stderr, "kept %s\n", work);
-	else
-		rm_tree(work);
-	free(small_text);
+	temp_dir_done(work, opt.keep);
+	free(work);
 	free(dataset);
 	free(droot);
 	free(cairn_bin);

@@ -21,6 +21,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/xalloc.h"
+#include "bench/support_bench.h"
 #include "persist/fsops.h"
 #include "persist/log.h"
 #include "persist/scan.h"
@@ -28,8 +29,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -57,23 +56,6 @@ static struct {
 static char *root;
 static struct store *st;
 
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fputs("bench_log: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
-
-static void die_err(const char *what, const struct cerr *e)
-{
-	die("%s: %s (%s)", what, e->msg, cerr_class_name(e->cls));
-}
-
 static uint64_t cpu_ns(void)
 {
 	struct timespec ts;
@@ -84,36 +66,6 @@ static uint64_t cpu_ns(void)
 static double secs(uint64_t ns)
 {
 	return (double)ns / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(const double *v, size_t n)
-{
-	double *c = xmalloc(n * sizeof *c);
-	memcpy(c, v, n * sizeof *c);
-	qsort(c, n, sizeof *c, cmp_double);
-	double m = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
-	free(c);
-	return m;
-}
-
-/* xorshift64*: deterministic, fast. */
-static uint64_t rng_state = 0x9E3779B97F4A7C15u;
-static uint64_t rnd(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545F4914F6CDD1Du;
-}
-static unsigned rnd_in(unsigned lo, unsigned hi) /* [lo, hi] */
-{
-	return lo + (unsigned)(rnd() % (uint64_t)(hi - lo + 1));
 }
 
 static const char *const words[] = {
@@ -148,27 +100,6 @@ static void gen_text(struct buf *b, size_t n)
 			buf_adds(b, w);
 		}
 	}
-}
-
-static char *temp_dir(void)
-{
-	const char *base = getenv("BENCH_DIR");
-	if (!base || !*base)
-		base = getenv("TMPDIR");
-	if (!base || !*base)
-		base = "/tmp";
-	char *t = xasprintf("%s/cairn-bench-XXXXXX", base);
-	if (!mkdtemp(t))
-		die("cannot create a temp dir under %s: %s", base, strerror(errno));
-	return t;
-}
-
-static int rm_one(const char *p, const struct stat *sb, int type, struct FTW *f)
-{
-	(void)sb;
-	(void)type;
-	(void)f;
-	return remove(p);
 }
 
 static uint64_t file_size(const char *path)
@@ -231,15 +162,19 @@ struct row {
 	const char *target;
 	bool pass;
 };
-static struct row rows[8];
-static size_t n_rows;
 
-static void add_row(struct row r)
+/* A row of the table (support_bench.h), echoed to stderr in this bench's
+ * own words: ours and the baseline in r.unit, PASS or MISS against the
+ * target ("-" for "(info)"). */
+static void add_result(struct row r)
 {
-	rows[n_rows++] = r;
+	const char *result = strcmp(r.target, "(info)") == 0 ? "-" : r.pass ? "PASS" : "MISS";
 	fprintf(stderr, "  -> %s: ours %.4g %s, baseline %.4g %s, ratio %.3f (%s) %s\n", r.metric,
-		r.ours, r.unit, r.base, r.unit, r.ratio, r.target,
-		strcmp(r.target, "(info)") == 0 ? "-" : r.pass ? "PASS" : "MISS");
+		r.ours, r.unit, r.base, r.unit, r.ratio, r.target, result);
+	char o[32], b[32];
+	snprintf(o, sizeof o, "%.4g %s", r.ours, r.unit);
+	snprintf(b, sizeof b, "%.4g %s", r.base, r.unit);
+	table_add(r.metric, o, b, r.ratio, true, r.target, result);
 }
 
 /* ---- 1. durable appends per second ------------------------------------ */
@@ -310,8 +245,9 @@ static void bench_append_rate(void)
 		per_block = per_block < 2 ? 2 : per_block > 500 ? 500 : per_block;
 	}
 	double rt = median(ratio, (size_t)R);
-	add_row((struct row){"durable appends/s (1 event ~300 B)", "/s", median(ours, (size_t)R),
-			     median(base, (size_t)R), rt, ">= 0.80", rt >= 0.8});
+	add_result((struct row){"durable appends/s (1 event ~300 B)", "/s",
+				median(ours, (size_t)R), median(base, (size_t)R), rt, ">= 0.80",
+				rt >= 0.8});
 	close(bfd);
 	free(bpath);
 	log_close(lg);
@@ -389,7 +325,8 @@ static void bench_big_append(void)
 	fprintf(stderr, "    %d appends each: median big %.1f us, small %.1f us\n", n, mb, ms);
 	char *metric = xasprintf("one append, %.0f MiB log vs empty (median)",
 				 (double)big_len / 1048576.0);
-	add_row((struct row){metric, "us", mb, ms, rt, "<= 1.20", rt <= 1.2});
+	add_result((struct row){metric, "us", mb, ms, rt, "<= 1.20", rt <= 1.2});
+	free(metric);
 	free(tb);
 	free(ts);
 	log_close(big);
@@ -397,12 +334,6 @@ static void bench_big_append(void)
 }
 
 /* ---- 3. loading a 200,000-event log ------------------------------------ */
-
-static int nosync(int fd)
-{
-	(void)fd;
-	return 0;
-}
 
 /* Collects events into durable batches and appends them to the log. */
 struct batcher {
@@ -646,11 +577,8 @@ static void bench_load(void)
 	fprintf(stderr, "[3] loading a %zu-event log: scan_fd vs raw zstd + cJSON\n", target);
 	/* Build it through log_append; syncs are skipped while building (the
 	 * store's fsops table), one real fsync at the end. */
-	struct fsops fast = fsops_real;
-	fast.fsync = nosync;
-	fast.fdatasync = nosync;
 	const struct fsops *saved = fsops;
-	fsops = &fast;
+	fsops = fsops_nosync();
 	struct batcher bt = {.lg = new_log("/home/dev/project"), .total = 1, .target = target};
 	struct buf tmp = BUF_INIT;
 	uint64_t t0 = clock_mono_ns();
@@ -721,12 +649,13 @@ static void bench_load(void)
 	double rl_ratio = median(lite, nr);
 	char *metric = xasprintf("load %zu-event log (scan_fd), %.0f MiB", target,
 				 (double)len / 1048576.0);
-	add_row((struct row){metric, "s", mo, mb, rt, ">= 0.70", rt >= 0.7});
+	add_result((struct row){metric, "s", mo, mb, rt, ">= 0.70", rt >= 0.7});
+	free(metric);
 	double rc = median(cpu_ratio, nr);
-	add_row((struct row){"  same, thread CPU time instead of wall", "s", median(cpu_o, nr),
-			     median(cpu_b, nr), rc, "(info)", rc >= 0.7});
-	add_row((struct row){"  same, baseline frees each tree at once", "s", mo, ml, rl_ratio,
-			     "(info)", rl_ratio >= 0.7});
+	add_result((struct row){"  same, thread CPU time instead of wall", "s",
+				median(cpu_o, nr), median(cpu_b, nr), rc, "(info)", rc >= 0.7});
+	add_result((struct row){"  same, baseline frees each tree at once", "s", mo, ml,
+				rl_ratio, "(info)", rl_ratio >= 0.7});
 	free(path);
 }
 
@@ -739,6 +668,7 @@ static bool want(int i)
 
 int main(int argc, char **argv)
 {
+	bench_set_name("bench_log");
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strncmp(a, "--only=", 7) == 0 && a[7] >= '1' && a[7] <= '3' && !a[8]) {
@@ -779,25 +709,13 @@ int main(int argc, char **argv)
 	if (want(3))
 		bench_load();
 
-	printf("\n%-44s %12s %12s %8s %8s  %s\n", "metric", "ours", "baseline", "ratio", "target",
-	       "result");
-	for (size_t i = 0; i < n_rows; i++) {
-		const struct row *r = &rows[i];
-		char o[32], b[32];
-		snprintf(o, sizeof o, "%.4g %s", r->ours, r->unit);
-		snprintf(b, sizeof b, "%.4g %s", r->base, r->unit);
-		printf("%-44s %12s %12s %8.3f %8s  %s\n", r->metric, o, b, r->ratio, r->target,
-		       strcmp(r->target, "(info)") == 0 ? "-" : r->pass ? "PASS" : "MISS");
-	}
+	print_table("baseline", 44, 8, 8);
 	printf("(bench_log: %.0f s total; temp dir on the same file system as $BENCH_DIR or /tmp)\n",
 	       secs(clock_mono_ns() - t0));
 
 	store_close(st);
 	cJSON_Delete(small_data);
-	if (opt.keep)
-		fprintf(stderr, "kept %s\n", root);
-	else
-		nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	temp_dir_done(root, opt.keep);
 	free(root);
 	return 0;
 }
