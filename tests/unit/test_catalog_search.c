@@ -9,95 +9,31 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "base/buf.h"
-#include "base/clock.h"
 #include "persist/catalog.h"
-#include "persist/log.h"
 #include "persist/store.h"
-
-struct fx {
-	char dir[64], root[128];
-	struct store *st;
-	struct catalog *cat;
-};
-
-static int64_t T0, tick;
-
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	return remove(p);
-}
+#include "tests/unit/support_catalog.h"
 
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof *f);
-	struct cerr err;
-	snprintf(f->dir, sizeof f->dir, "/tmp/cairn-test-search-XXXXXX");
-	if (!mkdtemp(f->dir))
+	if (catfx_setup(state, "cairn-test-search") < 0)
 		return -1;
-	snprintf(f->root, sizeof f->root, "%s/root", f->dir);
-	if (store_open(f->root, true, &f->st, &err) < 0 || catalog_open(f->st, &f->cat, &err) < 0)
-		return -1;
-	T0 = clock_unix_ms() + 86400000;
-	tick = 0;
-	*state = f;
+	cat(*state); /* opened before each test: the tests use f->cat */
 	return 0;
 }
 
-static int teardown(void **state)
+/* A session in /p from batches (see make), then synced into the catalog. */
+static void make_synced(struct fx *f, const char *id, const char *const *batches)
 {
-	struct fx *f = *state;
-	catalog_close(f->cat);
-	store_close(f->st);
-	nftw(f->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-	free(f);
-	return 0;
+	make(f, id, "/p", NULL, batches);
+	sync_ok(f);
 }
 
-/* A session from batches: JSON arrays (single quotes for double) of
- * {type, turn?, t?, data?}; times T0 + t, else T0 + ++tick. */
-static void make(struct fx *f, const char *id, const char *const *batches)
-{
-	struct log *lg;
-	struct cerr err;
-	if (log_create(f->st, id, "/p", NULL, &lg, &err) < 0)
-		fail_msg("log_create %s: %s", id, err.msg);
-	for (; *batches; batches++) {
-		char *d = strdup(*batches);
-		for (char *p = d; *p; p++)
-			if (*p == '\'')
-				*p = '"';
-		cJSON *arr = cJSON_Parse(d);
-		if (!arr)
-			fail_msg("bad test JSON: %s", d);
-		size_t n = (size_t)cJSON_GetArraySize(arr), i = 0;
-		struct log_event *evs = calloc(n + 1, sizeof *evs);
-		for (const cJSON *c = arr->child; c; c = c->next, i++) {
-			const cJSON *t = cJSON_GetObjectItem(c, "turn"), *at = cJSON_GetObjectItem(c, "t");
-			evs[i].type = cJSON_GetObjectItem(c, "type")->valuestring;
-			evs[i].turn = t ? t->valuestring : NULL;
-			evs[i].data = cJSON_GetObjectItem(c, "data");
-			evs[i].t = T0 + (at ? (int64_t)at->valuedouble : ++tick);
-		}
-		if (log_append(lg, log_next_seq(lg), evs, n, NULL, &err) < 0)
-			fail_msg("append to %s: %s", id, err.msg);
-		free(evs);
-		cJSON_Delete(arr);
-		free(d);
-	}
-	log_close(lg);
-	if (catalog_sync(f->cat, f->st, NULL, &err) < 0)
-		fail_msg("catalog_sync: %s", err.msg);
-}
-
-#define B(...) ((const char *const[]){__VA_ARGS__, NULL})
+#undef USER /* here a user message has a turn */
 #define USER(turn, text) "{'type':'user/message','turn':'" turn "','data':{'text':'" text "'}}"
 #define ASSIST(turn, text) "{'type':'assistant/text','turn':'" turn "','data':{'text':'" text "'}}"
 
@@ -147,9 +83,9 @@ static void expect_snippet(struct fx *f, const char *q, const char *want)
 
 static void words_fixture(struct fx *f)
 {
-	make(f, "s1", B("[" USER("t1", "The quick brown fox jumps") "," ASSIST("t1", "Lazy dogs sleep all day") "]"));
-	make(f, "s2", B("[" USER("t1", "A brown bear and a quick rabbit") "]",
-			"[" USER("t2", "Caf\\u00e9 au lait, na\\u00efve R\\u00e9sum\\u00e9") "]"));
+	make_synced(f, "s1", B("[" USER("t1", "The quick brown fox jumps") "," ASSIST("t1", "Lazy dogs sleep all day") "]"));
+	make_synced(f, "s2", B("[" USER("t1", "A brown bear and a quick rabbit") "]",
+			       "[" USER("t2", "Caf\\u00e9 au lait, na\\u00efve R\\u00e9sum\\u00e9") "]"));
 }
 
 static void test_words_and_phrases(void **state)
@@ -191,18 +127,18 @@ static void test_ranking(void **state)
 {
 	struct fx *f = *state;
 	/* Same length; more occurrences first even though older. */
-	make(f, "many", B("[" USER("t", "apple apple apple pie") "]"));
-	make(f, "one", B("[" USER("t", "apple tart with cream") "]"));
+	make_synced(f, "many", B("[" USER("t", "apple apple apple pie") "]"));
+	make_synced(f, "one", B("[" USER("t", "apple tart with cream") "]"));
 	expect(f, "apple", "many/t/user one/t/user");
 	/* Equal relevance: the most recent session first, whatever the ids. */
-	make(f, "zOld", B("[{'type':'user/message','turn':'t','data':{'text':'banana split'},'t':1000}]"));
-	make(f, "aNew", B("[{'type':'user/message','turn':'t','data':{'text':'banana split'},'t':3000}]"));
-	make(f, "mMid", B("[{'type':'user/message','turn':'t','data':{'text':'banana split'},'t':2000}]"));
+	make_synced(f, "zOld", B("[{'type':'user/message','turn':'t','data':{'text':'banana split'},'t':1000}]"));
+	make_synced(f, "aNew", B("[{'type':'user/message','turn':'t','data':{'text':'banana split'},'t':3000}]"));
+	make_synced(f, "mMid", B("[{'type':'user/message','turn':'t','data':{'text':'banana split'},'t':2000}]"));
 	expect(f, "banana", "aNew/t/user mMid/t/user zOld/t/user");
 	struct hits r = search(f, "\"banana split\"", 0, false);
 	assert_int_equal(r.n, 3);
-	assert_int_equal(r.h[0].updated_at, T0 + 3000);
-	assert_int_equal(r.h[2].updated_at, T0 + 1000);
+	assert_int_equal(r.h[0].updated_at, catfx_t0 + 3000);
+	assert_int_equal(r.h[2].updated_at, catfx_t0 + 1000);
 	cat_hits_free(r.h, r.n);
 }
 
@@ -215,7 +151,7 @@ static void test_limits(void **state)
 		buf_printf(&b, "%s{'type':'user/message','turn':'t%02d','data':{'text':'needle number %d'}}",
 			   i ? "," : "", i, i);
 	buf_adds(&b, "]");
-	make(f, "big", B(b.p));
+	make_synced(f, "big", B(b.p));
 	buf_release(&b);
 	static const size_t limits[][2] = {{0, CATALOG_SEARCH_LIMIT}, {5, 5}, {1, 1}, {60, 60}, {100, 60}};
 	for (size_t k = 0; k < 5; k++) {
@@ -233,8 +169,8 @@ static void test_limits(void **state)
 static void test_deleted_excluded(void **state)
 {
 	struct fx *f = *state;
-	make(f, "live", B("[" USER("t", "shared secret word") "]"));
-	make(f, "gone", B("[" USER("t", "shared words, deleted") "]"));
+	make_synced(f, "live", B("[" USER("t", "shared secret word") "]"));
+	make_synced(f, "gone", B("[" USER("t", "shared words, deleted") "]"));
 	struct session_ref ref = {"gone", "-p"};
 	struct cerr err;
 	assert_int_equal(store_trash(f->st, &ref, NULL, &err), 0);
@@ -271,7 +207,7 @@ static void test_hostile_input(void **state)
 {
 	struct fx *f = *state;
 	words_fixture(f);
-	make(f, "c1", B("[" USER("t", "\\u6211\\u4eec\\u4eca\\u5929\\u8ba8\\u8bba\\u6570\\u636e\\u5e93") "]"));
+	make_synced(f, "c1", B("[" USER("t", "\\u6211\\u4eec\\u4eca\\u5929\\u8ba8\\u8bba\\u6570\\u636e\\u5e93") "]"));
 	static const char *const q[] = {
 		"AND", "OR", "NOT", "fox AND", "AND fox", "fox OR bear", "NOT fox", "fox NOT bear",
 		"*", "**", "fox*", "*fox", "^fox", "^", ":", "body:fox", "col:", "fox:", "(", ")",
@@ -331,14 +267,14 @@ static void test_cjk(void **state)
 	struct fx *f = *state;
 	/* 我们今天讨论数据库的索引设计 / 東京タワーに行きました / 데이터베이스를
 	 * 설계했다 / 使用SQLite的FTS5 */
-	make(f, "zh", B("[" USER("t1", "\xE6\x88\x91\xE4\xBB\xAC\xE4\xBB\x8A\xE5\xA4\xA9\xE8\xAE\xA8\xE8\xAE\xBA"
-				    "\xE6\x95\xB0\xE6\x8D\xAE\xE5\xBA\x93\xE7\x9A\x84\xE7\xB4\xA2\xE5\xBC\x95"
-				    "\xE8\xAE\xBE\xE8\xAE\xA1") "]"));
-	make(f, "ja", B("[" ASSIST("t1", "\xE6\x9D\xB1\xE4\xBA\xAC\xE3\x82\xBF\xE3\x83\xAF\xE3\x83\xBC"
-				    "\xE3\x81\xAB\xE8\xA1\x8C\xE3\x81\x8D\xE3\x81\xBE\xE3\x81\x97\xE3\x81\x9F") "]"));
-	make(f, "ko", B("[" USER("t1", "\xEB\x8D\xB0\xEC\x9D\xB4\xED\x84\xB0\xEB\xB2\xA0\xEC\x9D\xB4\xEC\x8A\xA4"
-				    "\xEB\xA5\xBC \xEC\x84\xA4\xEA\xB3\x84\xED\x96\x88\xEB\x8B\xA4") "]"));
-	make(f, "mix", B("[" USER("t2", "\xE4\xBD\xBF\xE7\x94\xA8SQLite\xE7\x9A\x84" "FTS5") "]"));
+	make_synced(f, "zh", B("[" USER("t1", "\xE6\x88\x91\xE4\xBB\xAC\xE4\xBB\x8A\xE5\xA4\xA9\xE8\xAE\xA8\xE8\xAE\xBA"
+					   "\xE6\x95\xB0\xE6\x8D\xAE\xE5\xBA\x93\xE7\x9A\x84\xE7\xB4\xA2\xE5\xBC\x95"
+					   "\xE8\xAE\xBE\xE8\xAE\xA1") "]"));
+	make_synced(f, "ja", B("[" ASSIST("t1", "\xE6\x9D\xB1\xE4\xBA\xAC\xE3\x82\xBF\xE3\x83\xAF\xE3\x83\xBC"
+					   "\xE3\x81\xAB\xE8\xA1\x8C\xE3\x81\x8D\xE3\x81\xBE\xE3\x81\x97\xE3\x81\x9F") "]"));
+	make_synced(f, "ko", B("[" USER("t1", "\xEB\x8D\xB0\xEC\x9D\xB4\xED\x84\xB0\xEB\xB2\xA0\xEC\x9D\xB4\xEC\x8A\xA4"
+					   "\xEB\xA5\xBC \xEC\x84\xA4\xEA\xB3\x84\xED\x96\x88\xEB\x8B\xA4") "]"));
+	make_synced(f, "mix", B("[" USER("t2", "\xE4\xBD\xBF\xE7\x94\xA8SQLite\xE7\x9A\x84" "FTS5") "]"));
 	expect(f, DB, "zh/t1/user");
 	expect(f, IDX, "zh/t1/user");                  /* two characters */
 	expect(f, DB " " IDX, "zh/t1/user");
@@ -372,7 +308,7 @@ static void test_cjk(void **state)
 static void test_cjk_fullwidth_space(void **state)
 {
 	struct fx *f = *state;
-	make(f, "ja", B("[" ASSIST("t1", TOKYO TOWER "\xE3\x81\xAB\xE8\xA1\x8C\xE3\x81\x8D\xE3\x81\xBE\xE3\x81\x97\xE3\x81\x9F") "]"));
+	make_synced(f, "ja", B("[" ASSIST("t1", TOKYO TOWER "\xE3\x81\xAB\xE8\xA1\x8C\xE3\x81\x8D\xE3\x81\xBE\xE3\x81\x97\xE3\x81\x9F") "]"));
 	expect(f, TOKYO " " TOWER, "ja/t1/assistant");
 	expect(f, TOWER "\xE3\x80\x80" TOKYO, "ja/t1/assistant");
 	expect(f, "\xE3\x80\x80" TOKYO "\xE3\x80\x80", "ja/t1/assistant");
@@ -381,17 +317,17 @@ static void test_cjk_fullwidth_space(void **state)
 static void test_roles_and_chunks(void **state)
 {
 	struct fx *f = *state;
-	make(f, "r", B("[{'type':'turn/start','turn':'t1'}," USER("t1", "please list the files") ","
-		       ASSIST("t1", "Running ls now. The repository con") "]",
-		       "[" ASSIST("t1", "tains two source fi") "," ASSIST("t1", "les and a Makefile.") ","
-		       "{'type':'tool/call','turn':'t1','data':{'call_id':'k1','name':'sh','args':{'cmd':'ls'}}}]",
-		       "[{'type':'tool/result','turn':'t1','data':{'call_id':'k1','status':'ok',"
-		       "  'output':'README.md\\nMakefile\\nzebra_notes.txt'}},"
-		       " {'type':'tool/call','turn':'t1','data':{'call_id':'k2','name':'stat','args':{}}},"
-		       " {'type':'tool/result','turn':'t1','data':{'call_id':'k2','status':'ok',"
-		       "  'output':{'files':['alpha.c','omega.h'],'count':2}}},"
-		       " {'type':'turn/end','turn':'t1','data':{'outcome':'completed'}}]",
-		       "[{'type':'turn/start','turn':'t2'}," USER("t2", "and the hidden files?") "]"));
+	make_synced(f, "r", B("[{'type':'turn/start','turn':'t1'}," USER("t1", "please list the files") ","
+			      ASSIST("t1", "Running ls now. The repository con") "]",
+			      "[" ASSIST("t1", "tains two source fi") "," ASSIST("t1", "les and a Makefile.") ","
+			      "{'type':'tool/call','turn':'t1','data':{'call_id':'k1','name':'sh','args':{'cmd':'ls'}}}]",
+			      "[{'type':'tool/result','turn':'t1','data':{'call_id':'k1','status':'ok',"
+			      "  'output':'README.md\\nMakefile\\nzebra_notes.txt'}},"
+			      " {'type':'tool/call','turn':'t1','data':{'call_id':'k2','name':'stat','args':{}}},"
+			      " {'type':'tool/result','turn':'t1','data':{'call_id':'k2','status':'ok',"
+			      "  'output':{'files':['alpha.c','omega.h'],'count':2}}},"
+			      " {'type':'turn/end','turn':'t1','data':{'outcome':'completed'}}]",
+			      "[{'type':'turn/start','turn':'t2'}," USER("t2", "and the hidden files?") "]"));
 	expect(f, "\"repository contains two source files\"", "r/t1/assistant"); /* across chunks */
 	expect(f, "contains", "r/t1/assistant");
 	expect(f, "zebra_notes", "r/t1/tool");    /* tool output string */
@@ -419,7 +355,7 @@ static void test_roles_and_chunks(void **state)
 	for (int i = 0; i < 200; i++)
 		buf_adds(&b, i == 150 ? "needle " : "filler ");
 	buf_adds(&b, "'}}]");
-	make(f, "long", B(b.p));
+	make_synced(f, "long", B(b.p));
 	buf_release(&b);
 	r = search(f, "needle", 0, false);
 	assert_int_equal(r.n, 1);
@@ -431,7 +367,7 @@ static void test_roles_and_chunks(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-#define T(x) cmocka_unit_test_setup_teardown(x, setup, teardown)
+#define T(x) cmocka_unit_test_setup_teardown(x, setup, catfx_teardown)
 		T(test_words_and_phrases),
 		T(test_ranking),
 		T(test_limits),

@@ -15,7 +15,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,12 +34,13 @@
 #include "persist/pathkey.h"
 #include "persist/scan.h"
 #include "persist/store.h"
+#include "tests/unit/support_fixture.h"
 
 /* ---- fixture: a fresh root, loop and FIFO per test ---- */
 
 struct fx {
 	char dir[64];
-	char *root;
+	char root[128];
 	struct store *st;    /* the test's own view of the root */
 	struct catalog *cat; /* the test's own connection */
 	uv_loop_t loop;
@@ -49,12 +49,6 @@ struct fx {
 
 static pthread_t loop_thread;
 static int done_order;
-
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	return remove(p);
-}
 
 static uint64_t deadline(int64_t ms)
 {
@@ -65,9 +59,7 @@ static int setup(void **state)
 {
 	struct fx *x = xcalloc(1, sizeof *x);
 	struct cerr err = {0};
-	snprintf(x->dir, sizeof x->dir, "/tmp/cairn-fifo-XXXXXX");
-	assert_non_null(mkdtemp(x->dir));
-	x->root = xasprintf("%s/root", x->dir);
+	assert_int_equal(tmp_root("cairn-fifo", x->dir, sizeof x->dir, x->root, sizeof x->root), 0);
 	assert_int_equal(store_open(x->root, true, &x->st, &err), 0);
 	assert_int_equal(uv_loop_init(&x->loop), 0);
 	if (!(x->f = fifo_new(&x->loop, x->root, &err)) || catalog_open(x->st, &x->cat, &err) < 0)
@@ -88,8 +80,7 @@ static int teardown(void **state)
 	assert_int_equal(uv_loop_close(&x->loop), 0);
 	catalog_close(x->cat);
 	store_close(x->st);
-	nftw(x->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-	free(x->root);
+	rm_rf(x->dir);
 	free(x);
 	return 0;
 }
@@ -230,10 +221,7 @@ static struct fifo_item *meta(const char *json)
 
 static char *file_of(const struct fx *x, const char *area, const char *cwd, const char *id)
 {
-	char *key = pathkey_project(cwd);
-	char *p = xasprintf("%s/%s/%s/%s/%s", x->root, area, key, id, LOG_FILE);
-	free(key);
-	return p;
+	return session_path(x->root, area, cwd, id, LOG_FILE);
 }
 
 /* The log at path as read now, which must be there and ok (frees path). */
@@ -271,22 +259,19 @@ static const char *text_at(const struct scan *s, size_t i)
 	return cJSON_IsString(t) ? t->valuestring : "";
 }
 
-/* The log file's bytes (at most 1 MiB); *n gets the length. */
-static char *slurp(const struct fx *x, const char *id, size_t *n)
+/* The log file's bytes; *n gets the length. */
+static uint8_t *log_bytes(const struct fx *x, const char *id, size_t *n)
 {
-	char *p = file_of(x, STORE_SESSIONS, NULL, id), *buf = xmalloc(1 << 20);
-	FILE *fp = fopen(p, "rb");
+	char *p = file_of(x, STORE_SESSIONS, NULL, id);
+	uint8_t *buf = slurp(p, n);
 	free(p);
-	assert_non_null(fp);
-	*n = fread(buf, 1, 1 << 20, fp);
-	fclose(fp);
 	return buf;
 }
 
-static void assert_same_bytes(const struct fx *x, const char *id, const char *before, size_t n)
+static void assert_same_bytes(const struct fx *x, const char *id, const uint8_t *before, size_t n)
 {
 	size_t m;
-	char *now = slurp(x, id, &m);
+	uint8_t *now = log_bytes(x, id, &m);
 	if (m != n || memcmp(now, before, n) != 0)
 		fail_msg("the log of '%s' changed (%zu -> %zu bytes)", id, n, m);
 	free(now);
@@ -316,12 +301,6 @@ static void check_receipt(struct fx *x, const char *id, const struct rec *c, uin
 	assert_int_equal(c->r.next_seq, want_next);
 	assert_int_equal(next_seq_of(x, id), want_next);
 	assert_int_equal(c->r.content_version, version_of(x, id));
-}
-
-static bool exists(const char *p)
-{
-	struct stat st;
-	return lstat(p, &st) == 0;
 }
 
 /* ---- tests ---- */
@@ -626,7 +605,7 @@ static void test_conflict_fail_fast_recovery(void **state)
 	step(x, create("A", NULL, "a", 2), &c[0]);
 	step(x, create("B", NULL, "b", 1), &c[1]);
 	size_t n;
-	char *before = slurp(x, "A", &n);
+	uint8_t *before = log_bytes(x, "A", &n);
 
 	step_err(x, hist("A", 99, "wrong", 1), &c[0], CERR_CONFLICT, "history at a wrong seq");
 	assert_false(c[0].err.outcome_unknown);

@@ -24,7 +24,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,10 +38,10 @@
 #include "base/xalloc.h"
 #include "persist/catalog.h"
 #include "persist/fifo.h"
-#include "persist/pathkey.h"
 #include "persist/scan.h"
 #include "persist/store.h"
 #include "tests/unit/support_faultfs.h"
+#include "tests/unit/support_fixture.h"
 
 #define MAX_N 300
 #define MAX_ITEMS 32
@@ -138,7 +137,7 @@ struct run {
 	char what[128];
 	const struct fault *flt;
 	char dir[64];
-	char *root;
+	char root[128];
 	uv_loop_t loop;
 	struct fifo *f;
 	struct titem it[MAX_ITEMS];
@@ -340,23 +339,12 @@ static void settle(void)
 
 /* ---- reading back ---- */
 
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	return remove(p);
-}
-
-static void rm_rf(const char *p)
-{
-	nftw(p, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 /* The log of session k under root's area, read with plain system calls
  * (never through fsops, which the writer thread uses) and scanned in
  * memory; NULL when there is none. */
 static struct scan *read_log(const char *root, const char *area, int k)
 {
-	char *p = xasprintf("%s/%s/%s/%s/%s", root, area, PATHKEY_NO_CWD, ids[k], LOG_FILE);
+	char *p = session_path(root, area, NULL, ids[k], LOG_FILE);
 	FILE *fp = fopen(p, "rb");
 	free(p);
 	if (!fp)
@@ -551,9 +539,7 @@ static bool run_one(const struct fault *f, unsigned long n)
 		 f->shortw ? "short write" : strerror(f->errnum),
 		 f->pre == FF_NOPS ? "" : f->pre_short ? " after short " : " after failed ",
 		 f->pre == FF_NOPS ? "" : faultfs_op_name(f->pre));
-	snprintf(R.dir, sizeof R.dir, "/tmp/cairn-fifo-faults-XXXXXX");
-	assert_non_null(mkdtemp(R.dir));
-	R.root = xasprintf("%s/root", R.dir);
+	assert_int_equal(tmp_root("cairn-fifo-faults", R.dir, sizeof R.dir, R.root, sizeof R.root), 0);
 	assert_int_equal(store_open(R.root, true, &st, &err), 0);
 	store_close(st);
 	faultfs_install();
@@ -619,7 +605,6 @@ static bool run_one(const struct fault *f, unsigned long n)
 	for (size_t i = 0; i < R.n; i++)
 		cJSON_Delete(R.it[i].evs);
 	rm_rf(R.dir);
-	free(R.root);
 	return fired;
 }
 
@@ -662,9 +647,7 @@ static void open_plain(const char *what)
 	struct store *st;
 	memset(&R, 0, sizeof R);
 	snprintf(R.what, sizeof R.what, "%s", what);
-	snprintf(R.dir, sizeof R.dir, "/tmp/cairn-fifo-faults-XXXXXX");
-	assert_non_null(mkdtemp(R.dir));
-	R.root = xasprintf("%s/root", R.dir);
+	assert_int_equal(tmp_root("cairn-fifo-faults", R.dir, sizeof R.dir, R.root, sizeof R.root), 0);
 	assert_int_equal(store_open(R.root, true, &st, &err), 0);
 	store_close(st);
 	assert_int_equal(uv_loop_init(&R.loop), 0);
@@ -682,7 +665,6 @@ static void close_plain(void)
 	for (size_t i = 0; i < R.n; i++)
 		cJSON_Delete(R.it[i].evs);
 	rm_rf(R.dir);
-	free(R.root);
 }
 
 static uint64_t next_on_disk(void)

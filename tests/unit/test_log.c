@@ -7,7 +7,6 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,13 +25,7 @@
 #include "persist/log.h"
 #include "persist/scan.h"
 #include "persist/store.h"
-
-/* expr fails with class c (in the caller's `err`). */
-#define FAILS(expr, c)                                  \
-	do {                                            \
-		assert_int_equal((expr), -1);           \
-		assert_int_equal(err.cls, (c));         \
-	} while (0)
+#include "tests/unit/support_fixture.h"
 
 struct fx {
 	char dir[64];
@@ -40,36 +33,14 @@ struct fx {
 	struct store *st;
 };
 
-static char pbuf[8][1024];
-static int pnext;
-
 /* A path under the fixture dir, in one of a few rotating buffers. */
-static const char *P(const struct fx *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static const char *P(const struct fx *f, const char *fmt, ...)
-{
-	char rel[768];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(rel, sizeof rel, fmt, ap);
-	va_end(ap);
-	char *out = pbuf[pnext++ % 8];
-	snprintf(out, sizeof pbuf[0], "%s/%s", f->dir, rel);
-	return out;
-}
-
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	return remove(p);
-}
+#define P(f, ...) path_in((f)->dir, __VA_ARGS__)
 
 static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof *f);
-	snprintf(f->dir, sizeof f->dir, "/tmp/cairn-test-log-XXXXXX");
-	if (!mkdtemp(f->dir))
+	if (tmp_root("cairn-test-log", f->dir, sizeof f->dir, f->root, sizeof f->root) < 0)
 		return -1;
-	snprintf(f->root, sizeof f->root, "%s/root", f->dir);
 	struct cerr err;
 	if (store_open(f->root, true, &f->st, &err) < 0)
 		return -1;
@@ -82,36 +53,9 @@ static int teardown(void **state)
 	struct fx *f = *state;
 	fsops = &fsops_real;
 	store_close(f->st);
-	nftw(f->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	rm_rf(f->dir);
 	free(f);
 	return 0;
-}
-
-static uint8_t *slurp(const char *path, size_t *n)
-{
-	int fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
-	struct stat st;
-	assert_int_equal(fstat(fd, &st), 0);
-	uint8_t *p = malloc((size_t)st.st_size + 1);
-	assert_int_equal(pread(fd, p, (size_t)st.st_size, 0), st.st_size);
-	close(fd);
-	*n = (size_t)st.st_size;
-	return p;
-}
-
-static void spit(const char *path, const void *p, size_t n, int flags)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | flags, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, p, n), (ssize_t)n);
-	close(fd);
-}
-
-static bool exists(const char *path)
-{
-	struct stat st;
-	return lstat(path, &st) == 0;
 }
 
 /* Append a batch written as a JSON array of {"type","turn"?,"ignorable"?,
@@ -187,24 +131,6 @@ static void text_frame(struct buf *out, uint64_t seq)
 	frame_codec_free(fc);
 	cJSON_Delete(d);
 	buf_release(&line);
-}
-
-static struct scan *scan_path(const char *path)
-{
-	size_t n;
-	uint8_t *p = slurp(path, &n);
-	struct scan *s = scan_buffer(p, n);
-	free(p);
-	return s;
-}
-
-static void assert_same_file(const char *path, const uint8_t *before, size_t n)
-{
-	size_t m;
-	uint8_t *now = slurp(path, &m);
-	assert_int_equal(m, n);
-	assert_memory_equal(now, before, n);
-	free(now);
 }
 
 /* ---- creation and first publication ---- */

@@ -15,7 +15,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +29,7 @@
 #include "persist/scan.h"
 #include "persist/store.h"
 #include "tests/unit/support_faultfs.h"
+#include "tests/unit/support_fixture.h"
 
 #define SID "S"
 #define MAX_N 200
@@ -37,25 +37,14 @@
 /* ---- fixtures ---- */
 
 struct fx {
-	char dir[64];
-	char *root, *path;
+	char dir[64], root[128];
+	char *path;
 	struct store *st;
 };
 
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	return remove(p);
-}
-
-static void rm_rf(const char *p)
-{
-	nftw(p, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 static char *log_file(const char *root)
 {
-	return xasprintf("%s/%s/%s/%s/%s", root, STORE_SESSIONS, PATHKEY_NO_CWD, SID, LOG_FILE);
+	return session_path(root, STORE_SESSIONS, NULL, SID, LOG_FILE);
 }
 
 /* A fresh store root, tracked by the power-loss model from its creation;
@@ -63,9 +52,7 @@ static char *log_file(const char *root)
 static void fx_open(struct fx *f)
 {
 	struct cerr err;
-	snprintf(f->dir, sizeof f->dir, "/tmp/cairn-faults-XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	f->root = xasprintf("%s/root", f->dir);
+	assert_int_equal(tmp_root("cairn-faults", f->dir, sizeof f->dir, f->root, sizeof f->root), 0);
 	f->path = log_file(f->root);
 	assert_int_equal(store_open(f->root, true, &f->st, &err), 0);
 	faultfs_install();
@@ -77,7 +64,6 @@ static void fx_close(struct fx *f)
 	faultfs_uninstall();
 	store_close(f->st);
 	rm_rf(f->dir);
-	free(f->root);
 	free(f->path);
 }
 
@@ -437,7 +423,7 @@ static void test_append_faults(void **state)
 /* Staging files left in the session directory. */
 static size_t leftovers(const char *root)
 {
-	char *p = xasprintf("%s/%s/%s/%s", root, STORE_SESSIONS, PATHKEY_NO_CWD, SID);
+	char *p = session_path(root, STORE_SESSIONS, NULL, SID, NULL);
 	DIR *d = opendir(p);
 	size_t n = 0;
 	struct dirent *de;

@@ -13,7 +13,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,21 +27,11 @@
 #include "persist/scan.h"
 #include "persist/store.h"
 #include "tests/unit/support_faultfs.h"
+#include "tests/unit/support_fixture.h"
 
 #define CWD_A "/home/u/project a"
 #define CWD_B "/srv/b"
 #define MAX_POINTS 400
-
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	return remove(p);
-}
-
-static void rm_rf(const char *p)
-{
-	nftw(p, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 /* ---- reading a log (always with the real table) ---- */
 
@@ -84,14 +73,6 @@ static void snap_read(const char *path, struct snap *s)
 	fsops = saved;
 }
 
-static char *session_path(const char *root, const char *area, const char *cwd, const char *id)
-{
-	char *key = pathkey_project(cwd);
-	char *p = xasprintf("%s/%s/%s/%s/%s", root, area, key, id, LOG_FILE);
-	free(key);
-	return p;
-}
-
 /* ---- the script's state and its crash points ---- */
 
 struct point {
@@ -102,8 +83,7 @@ struct point {
 };
 
 struct script {
-	char tmp[64];
-	char *root;
+	char tmp[64], root[128];
 	struct store *st;
 	char id_a[SESSION_ID_MAX + 1], id_b[SESSION_ID_MAX + 1];
 	uint64_t acked_a, acked_b;
@@ -244,9 +224,7 @@ static void script_open(struct script *sc)
 {
 	struct cerr err;
 	memset(sc, 0, sizeof *sc);
-	snprintf(sc->tmp, sizeof sc->tmp, "/tmp/cairn-powerloss-XXXXXX");
-	assert_non_null(mkdtemp(sc->tmp));
-	sc->root = xasprintf("%s/root", sc->tmp);
+	assert_int_equal(tmp_root("cairn-powerloss", sc->tmp, sizeof sc->tmp, sc->root, sizeof sc->root), 0);
 	assert_int_equal(store_open(sc->root, true, &sc->st, &err), 0);
 	faultfs_install();
 	assert_int_equal(faultfs_track(sc->root), 0);
@@ -261,7 +239,6 @@ static void script_close(struct script *sc)
 	snap_free(&sc->final_a);
 	snap_free(&sc->final_b);
 	rm_rf(sc->tmp);
-	free(sc->root);
 }
 
 static void run_script(struct script *sc)
@@ -296,7 +273,7 @@ static void run_script(struct script *sc)
 	log_close(lg);
 
 	/* The writer died mid-frame; the next one repairs. */
-	char *path_a = session_path(sc->root, STORE_SESSIONS, CWD_A, sc->id_a);
+	char *path_a = session_path(sc->root, STORE_SESSIONS, CWD_A, sc->id_a, LOG_FILE);
 	torn_write(path_a);
 	free(path_a);
 	assert_int_equal(log_open(sc->st, sc->id_a, &lg, &err), 0);
@@ -325,10 +302,10 @@ static void run_script(struct script *sc)
 	log_close(lg);
 	faultfs_set_sync_hook(NULL, NULL);
 
-	char *p = session_path(sc->root, STORE_SESSIONS, CWD_A, sc->id_a);
+	char *p = session_path(sc->root, STORE_SESSIONS, CWD_A, sc->id_a, LOG_FILE);
 	snap_read(p, &sc->final_a);
 	free(p);
-	p = session_path(sc->root, STORE_TRASH, CWD_B, sc->id_b);
+	p = session_path(sc->root, STORE_TRASH, CWD_B, sc->id_b, LOG_FILE);
 	snap_read(p, &sc->final_b);
 	free(p);
 	assert_int_equal(sc->final_a.status, SCAN_OK);
@@ -402,9 +379,9 @@ static int check_point(const struct script *sc, const struct point *p, struct se
 {
 	int ret = 0;
 	struct snap a, bs, bt;
-	char *pa = session_path(p->dir, STORE_SESSIONS, CWD_A, sc->id_a);
-	char *pbs = session_path(p->dir, STORE_SESSIONS, CWD_B, sc->id_b);
-	char *pbt = session_path(p->dir, STORE_TRASH, CWD_B, sc->id_b);
+	char *pa = session_path(p->dir, STORE_SESSIONS, CWD_A, sc->id_a, LOG_FILE);
+	char *pbs = session_path(p->dir, STORE_SESSIONS, CWD_B, sc->id_b, LOG_FILE);
+	char *pbt = session_path(p->dir, STORE_TRASH, CWD_B, sc->id_b, LOG_FILE);
 	snap_read(pa, &a);
 	snap_read(pbs, &bs);
 	snap_read(pbt, &bt);
@@ -485,7 +462,7 @@ static unsigned long publish_and_crash(unsigned long skip, int *verdict, char *w
 	unsigned long dir_syncs = faultfs_dir_syncs();
 	assert_int_equal(faultfs_skipped(), skip ? 1 : 0);
 	crash_here(&sc, FF_FSYNC, true);
-	char *p = session_path(sc.root, STORE_SESSIONS, CWD_A, sc.id_a);
+	char *p = session_path(sc.root, STORE_SESSIONS, CWD_A, sc.id_a, LOG_FILE);
 	snap_read(p, &sc.final_a);
 	free(p);
 	struct seen seen = {0};

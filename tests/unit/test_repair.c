@@ -7,7 +7,6 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,13 +20,7 @@
 #include "persist/repair.h"
 #include "persist/scan.h"
 #include "persist/store.h"
-
-/* expr fails with class c (in the caller's `err`). */
-#define FAILS(expr, c)                                  \
-	do {                                            \
-		assert_int_equal((expr), -1);           \
-		assert_int_equal(err.cls, (c));         \
-	} while (0)
+#include "tests/unit/support_fixture.h"
 
 struct fx {
 	char dir[64];
@@ -36,19 +29,11 @@ struct fx {
 	struct store *st;
 };
 
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	return remove(p);
-}
-
 static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof *f);
-	snprintf(f->dir, sizeof f->dir, "/tmp/cairn-test-repair-XXXXXX");
-	if (!mkdtemp(f->dir))
+	if (tmp_root("cairn-test-repair", f->dir, sizeof f->dir, f->root, sizeof f->root) < 0)
 		return -1;
-	snprintf(f->root, sizeof f->root, "%s/root", f->dir);
 	snprintf(f->path, sizeof f->path, "%s/sessions/_no-cwd/s/session.jsonl.zst", f->root);
 	struct cerr err;
 	if (store_open(f->root, true, &f->st, &err) < 0)
@@ -61,48 +46,9 @@ static int teardown(void **state)
 {
 	struct fx *f = *state;
 	store_close(f->st);
-	nftw(f->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	rm_rf(f->dir);
 	free(f);
 	return 0;
-}
-
-static uint8_t *slurp(const char *path, size_t *n)
-{
-	int fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
-	struct stat st;
-	assert_int_equal(fstat(fd, &st), 0);
-	uint8_t *p = malloc((size_t)st.st_size + 1);
-	assert_int_equal(pread(fd, p, (size_t)st.st_size, 0), st.st_size);
-	close(fd);
-	*n = (size_t)st.st_size;
-	return p;
-}
-
-static void spit(const char *path, const void *p, size_t n, int flags)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | flags, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, p, n), (ssize_t)n);
-	close(fd);
-}
-
-static void assert_same_file(const char *path, const uint8_t *before, size_t n)
-{
-	size_t m;
-	uint8_t *now = slurp(path, &m);
-	assert_int_equal(m, n);
-	assert_memory_equal(now, before, n);
-	free(now);
-}
-
-static struct scan *scan_path(const char *path)
-{
-	size_t n;
-	uint8_t *p = slurp(path, &n);
-	struct scan *s = scan_buffer(p, n);
-	free(p);
-	return s;
 }
 
 /* Append a batch written as a JSON array of {"type","turn"?,"ignorable"?,

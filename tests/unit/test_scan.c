@@ -8,7 +8,6 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include "persist/log.h"
 #include "persist/scan.h"
 #include "persist/store.h"
+#include "tests/unit/support_fixture.h"
 
 #define SID "01ARYZ6S41TSV4RRFFQ69G5FAV"
 
@@ -697,14 +697,6 @@ static void test_turn_summary(void **state)
 	lb_release(&l);
 }
 
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 /* A log written through the public writer scans the same as in memory. */
 static void test_log_written_by_store(void **state)
 {
@@ -765,7 +757,7 @@ static void test_log_written_by_store(void **state)
 	close(fd);
 	log_close(lg);
 	store_close(st);
-	nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	rm_rf(root);
 }
 
 int main(void)

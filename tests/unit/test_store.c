@@ -10,7 +10,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,13 +21,7 @@
 #include "persist/safefs.h"
 #include "persist/scan.h"
 #include "persist/store.h"
-
-/* expr fails with class c (in the caller's `err`). */
-#define FAILS(expr, c)                                  \
-	do {                                            \
-		assert_int_equal((expr), -1);           \
-		assert_int_equal(err.cls, (c));         \
-	} while (0)
+#include "tests/unit/support_fixture.h"
 
 struct fx {
 	char dir[64];
@@ -37,27 +30,8 @@ struct fx {
 	mode_t umask;
 };
 
-static char pbuf[8][1024];
-static int pnext;
-
-static const char *P(const struct fx *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static const char *P(const struct fx *f, const char *fmt, ...)
-{
-	char rel[768];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(rel, sizeof rel, fmt, ap);
-	va_end(ap);
-	char *out = pbuf[pnext++ % 8];
-	snprintf(out, sizeof pbuf[0], "%s/%s", f->dir, rel);
-	return out;
-}
-
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	return remove(p);
-}
+/* A path under the fixture dir, in one of a few rotating buffers. */
+#define P(f, ...) path_in((f)->dir, __VA_ARGS__)
 
 static char *saved_env[3];
 static const char *const env_names[3] = {"CAIRN_HOME", "XDG_DATA_HOME", "HOME"};
@@ -66,10 +40,8 @@ static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof *f);
 	f->umask = umask(022);
-	snprintf(f->dir, sizeof f->dir, "/tmp/cairn-test-store-XXXXXX");
-	if (!mkdtemp(f->dir))
+	if (tmp_root("cairn-test-store", f->dir, sizeof f->dir, f->root, sizeof f->root) < 0)
 		return -1;
-	snprintf(f->root, sizeof f->root, "%s/root", f->dir);
 	struct cerr err;
 	if (store_open(f->root, true, &f->st, &err) < 0)
 		return -1;
@@ -94,22 +66,9 @@ static int teardown(void **state)
 		saved_env[i] = NULL;
 	}
 	store_close(f->st);
-	nftw(f->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	rm_rf(f->dir);
 	free(f);
 	return 0;
-}
-
-static uint8_t *slurp(const char *path, size_t *n)
-{
-	int fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
-	struct stat st;
-	assert_int_equal(fstat(fd, &st), 0);
-	uint8_t *p = malloc((size_t)st.st_size + 1);
-	assert_int_equal(pread(fd, p, (size_t)st.st_size, 0), st.st_size);
-	close(fd);
-	*n = (size_t)st.st_size;
-	return p;
 }
 
 static void touch(const char *path)
@@ -117,12 +76,6 @@ static void touch(const char *path)
 	int fd = open(path, O_WRONLY | O_CREAT, 0600);
 	assert_true(fd >= 0);
 	close(fd);
-}
-
-static bool exists(const char *path)
-{
-	struct stat st;
-	return lstat(path, &st) == 0;
 }
 
 /* Permission bits; -1 when the path is missing. */

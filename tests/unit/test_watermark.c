@@ -11,7 +11,6 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +22,7 @@
 #include "persist/repair.h"
 #include "persist/scan.h"
 #include "persist/store.h"
+#include "tests/unit/support_fixture.h"
 
 struct fx {
 	char dir[64], root[128], path[256];
@@ -34,27 +34,8 @@ struct fx {
 	uint64_t seq_at[8];      /* next seq at each frame start */
 };
 
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	return remove(p);
-}
-
-static uint8_t *slurp(const char *path, size_t *n)
-{
-	int fd = open(path, O_RDONLY);
-	struct stat st;
-	assert_true(fd >= 0);
-	assert_int_equal(fstat(fd, &st), 0);
-	uint8_t *p = malloc((size_t)st.st_size + 1);
-	assert_int_equal(pread(fd, p, (size_t)st.st_size, 0), st.st_size);
-	close(fd);
-	*n = (size_t)st.st_size;
-	return p;
-}
-
-/* Rewrite the file in place (same inode). */
-static void spit(const char *path, const void *p, size_t n)
+/* Rewrite the file in place (same inode): it must exist. */
+static void rewrite(const char *path, const void *p, size_t n)
 {
 	int fd = open(path, O_WRONLY | O_TRUNC);
 	assert_true(fd >= 0);
@@ -92,10 +73,8 @@ static int setup(void **state)
 	struct fx *f = calloc(1, sizeof *f);
 	struct cerr err;
 	struct log *lg;
-	snprintf(f->dir, sizeof f->dir, "/tmp/cairn-test-wm-XXXXXX");
-	if (!mkdtemp(f->dir))
+	if (tmp_root("cairn-test-wm", f->dir, sizeof f->dir, f->root, sizeof f->root) < 0)
 		return -1;
-	snprintf(f->root, sizeof f->root, "%s/root", f->dir);
 	snprintf(f->path, sizeof f->path, "%s/sessions/-p/s1/%s", f->root, LOG_FILE);
 	if (store_open(f->root, true, &f->st, &err) < 0 || log_create(f->st, "s1", "/p", NULL, &lg, &err) < 0)
 		return -1;
@@ -130,7 +109,7 @@ static int teardown(void **state)
 	struct fx *f = *state;
 	store_close(f->st);
 	free(f->p);
-	nftw(f->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	rm_rf(f->dir);
 	free(f);
 	return 0;
 }
@@ -372,7 +351,7 @@ static void test_fd_identity(void **state)
 	uint8_t *b = malloc(f->n + 100);
 	memcpy(b, f->p, f->n);
 	memset(b + f->n, 0, 100);
-	spit(f->path, b, f->n + 100);
+	rewrite(f->path, b, f->n + 100);
 	struct scan_opts other_ino = f->wm[3], other_dev = f->wm[3];
 	other_ino.ino++;
 	other_dev.dev++;
@@ -395,7 +374,7 @@ static void test_fd_identity(void **state)
 	close(fd);
 	memcpy(b, f->p, f->n);
 	bump_block_size(b + f->off[f->nfr - 1], 1000);
-	spit(f->path, b, f->n);
+	rewrite(f->path, b, f->n);
 	fd = open(f->path, O_RDONLY);
 	assert_int_equal(scan_fd_opts(fd, &f->wm[3], &s, &err), 0);
 	assert_int_equal(s->status, SCAN_CORRUPT);
@@ -421,7 +400,7 @@ static void test_log_open_and_repair(void **state)
 	memcpy(b, f->p, f->n);
 	memset(b + f->n, 0, 300);
 	memset(b + f->n + 300, 0xA5, 400);
-	spit(f->path, b, f->n + 700);
+	rewrite(f->path, b, f->n + 700);
 	assert_int_equal(log_open(f->st, "s1", &lg, &err), -1); /* structural: corrupt */
 	assert_int_equal(err.cls, CERR_CORRUPT);
 	assert_int_equal(log_open_opts(f->st, "s1", &f->wm[3], &lg, &err), 0);
@@ -451,7 +430,7 @@ static void test_log_open_and_repair(void **state)
 		size_t len = f->n - cuts[k];
 		if (!cuts[k])
 			bump_block_size(b + f->off[f->nfr - 1], 1000);
-		spit(f->path, b, len);
+		rewrite(f->path, b, len);
 		lg = NULL;
 		assert_int_equal(log_open_opts(f->st, "s1", &f->wm[3], &lg, &err), -1);
 		assert_int_equal(err.cls, CERR_CORRUPT);
@@ -484,20 +463,20 @@ static void test_catalog_sync_uses_watermark(void **state)
 	memcpy(b, f->p, f->n);
 	bump_block_size(b + f->off[f->nfr - 1], 1000);
 	usleep(20000); /* a later ctime than the projected one */
-	spit(f->path, b, f->n); /* rewritten in place, same length */
+	rewrite(f->path, b, f->n); /* rewritten in place, same length */
 	assert_int_equal(catalog_sync(c, f->st, NULL, &err), 0);
 	assert_int_equal(catalog_get(c, "s1", &s, &err), 0);
 	assert_string_equal(s.status, "corrupt");
 	assert_non_null(strstr(s.error, "below the durable watermark"));
 	cat_session_release(&s);
-	spit(f->path, f->p, f->n - 3); /* acknowledged bytes lost */
+	rewrite(f->path, f->p, f->n - 3); /* acknowledged bytes lost */
 	assert_int_equal(catalog_sync(c, f->st, NULL, &err), 0);
 	assert_int_equal(catalog_get(c, "s1", &s, &err), 0);
 	assert_string_equal(s.status, "corrupt");
 	assert_non_null(strstr(s.error, "durable watermark"));
 	cat_session_release(&s);
 	memcpy(b, f->p, f->n);
-	spit(f->path, b, f->n + 50); /* zeros above it: a torn tail */
+	rewrite(f->path, b, f->n + 50); /* zeros above it: a torn tail */
 	assert_int_equal(catalog_sync(c, f->st, NULL, &err), 0);
 	assert_int_equal(catalog_get(c, "s1", &s, &err), 0);
 	assert_string_equal(s.status, "interrupted");
