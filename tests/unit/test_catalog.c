@@ -121,6 +121,34 @@ static void test_schema(void **state)
 	raw_expect(f->root, "SELECT count(*) FROM sessions", "0");
 	assert_int_equal(sync_ok(f), 1);
 	expect_row(f, "s1", "title=x|status=idle");
+	/* Schema 3 (the order index without id) is migrated in place: rows
+	 * kept, nothing to read again, and a listing walks the index without
+	 * sorting. */
+	catalog_close(f->cat);
+	f->cat = NULL;
+	db = raw_open(f->root);
+	assert_int_equal(sqlite3_exec(db, "DROP INDEX sessions_order; CREATE INDEX sessions_order"
+					  " ON sessions(pinned DESC, updated_at DESC);"
+					  "PRAGMA user_version=3", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(catalog_open(f->st, &f->cat, &err), 0);
+	raw_expect(f->root, "PRAGMA user_version", CATALOG_SCHEMA_STR);
+	raw_expect(f->root, "SELECT count(*) FROM sessions", "1");
+	assert_int_equal(sync_ok(f), 0);
+	raw_expect(f->root, "SELECT sql FROM sqlite_master WHERE name = 'sessions_order'",
+		   "CREATE INDEX sessions_order ON sessions(pinned DESC, updated_at DESC, id DESC)");
+	db = raw_open(f->root);
+	sqlite3_stmt *q;
+	assert_int_equal(sqlite3_prepare_v2(db, "EXPLAIN QUERY PLAN SELECT id FROM sessions ORDER BY"
+						" pinned DESC, updated_at DESC, id DESC", -1, &q, NULL),
+			 SQLITE_OK);
+	bool sorts = false;
+	while (sqlite3_step(q) == SQLITE_ROW)
+		sorts |= strstr((const char *)sqlite3_column_text(q, 3), "TEMP B-TREE") != NULL;
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	assert_false(sorts);
+	expect_row(f, "s1", "title=x|status=idle");
 }
 
 static void test_two_connections(void **state)

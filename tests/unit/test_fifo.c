@@ -593,6 +593,31 @@ static void test_pipelined_full_saves(void **state)
 	assert_int_equal(next_seq_of(x, "P"), 11);
 }
 
+/* A new writer (a new process) builds on what the catalog says: its very
+ * first item, a full save at the session's version, goes through, and one
+ * at a stale version conflicts. */
+static void reopen_fifo(struct fx *x)
+{
+	struct cerr err = {0};
+	assert_int_equal(fifo_close(x->f, deadline(10000)), 0);
+	assert_int_equal(uv_run(&x->loop, UV_RUN_DEFAULT), 0);
+	if (!(x->f = fifo_new(&x->loop, x->root, &err)))
+		fail_msg("fifo_new: %s", err.msg);
+}
+
+static void test_new_writer_first_item(void **state)
+{
+	struct fx *x = *state;
+	struct rec c[4];
+	step_ok(x, create("Q", NULL, "q", 2), &c[0], "create");
+	step_ok(x, full("Q", 3, 3, "a", 1), &c[1], "full save");
+	reopen_fifo(x);
+	step_err(x, full("Q", 4, 3, "stale", 1), &c[2], CERR_CONFLICT, "first item, stale version");
+	reopen_fifo(x);
+	step(x, full("Q", 4, 4, "b", 1), &c[3]);
+	check_receipt(x, "Q", &c[3], 5);
+}
+
 /* A wrong expected seq is a conflict that writes nothing; the session's
  * later history and meta items fail fast (naming the first failure) and
  * write nothing while another session goes on; a full save with a stale
@@ -872,6 +897,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_coalescing_and_boundaries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipelined_full_saves, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_new_writer_first_item, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_conflict_fail_fast_recovery, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_full_save_checks_seq, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_keeps_items_apart, setup, teardown),

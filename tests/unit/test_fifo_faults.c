@@ -786,6 +786,50 @@ static void test_catalog_fails_after_durable_write(void **state)
 		fail_msg("%s", bad);
 }
 
+/* Two sessions written in one round, and the projection of one fails (a
+ * trigger aborts it): the round's transaction is run again without that
+ * session, so the other's write is projected and acknowledged, and only
+ * the failing one fails, with an unknown outcome (its log holds it). */
+static void test_one_projection_fails_in_a_round(void **state)
+{
+	(void)state;
+	sqlite3 *db;
+	open_plain("one projection fails");
+	hist(0, 1, 2, true);
+	hist(1, 1, 2, true);
+	settle();
+	assert_true(R.it[0].ok && R.it[1].ok);
+	char *path = xasprintf("%s/%s", R.root, CATALOG_FILE);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	free(path);
+	sql(db, "CREATE TRIGGER boom BEFORE UPDATE OF content_version ON sessions"
+		" WHEN NEW.id = 'A' BEGIN SELECT RAISE(ABORT, 'injected'); END");
+	fifo_pause(R.f, true);
+	hist(0, 3, 1, false);
+	hist(1, 3, 1, false);
+	fifo_pause(R.f, false);
+	settle();
+	sql(db, "DROP TRIGGER boom");
+	const struct titem *a = &R.it[2], *b = &R.it[3];
+	if (a->ok)
+		fail_msg("A was acknowledged though its projection failed");
+	if (!a->err.outcome_unknown || !strstr(a->err.msg, "injected"))
+		fail_msg("A's error: %s (outcome unknown: %d)", a->err.msg, a->err.outcome_unknown);
+	if (!b->ok)
+		fail_msg("B failed with A: %s", b->err.msg);
+	assert_int_equal(b->r.next_seq, 4);
+	assert_int_equal(b->r.content_version, 4);
+	sqlite3_stmt *q;
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT content_version FROM sessions WHERE id = 'B'",
+					    -1, &q, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int64(q, 0), 4);
+	sqlite3_finalize(q);
+	assert_int_equal(sqlite3_close(db), SQLITE_OK);
+	close_plain();
+}
+
 /* A root that cannot be made: fifo_new fails with an error and leaves the
  * loop with nothing to close. */
 static void test_fifo_new_fails(void **state)
@@ -807,6 +851,7 @@ int main(void)
 		cmocka_unit_test(test_fifo_faults),
 		cmocka_unit_test(test_busy_catalog),
 		cmocka_unit_test(test_catalog_fails_after_durable_write),
+		cmocka_unit_test(test_one_projection_fails_in_a_round),
 		cmocka_unit_test(test_fifo_new_fails),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
