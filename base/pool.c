@@ -9,9 +9,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-/* How long pool_wait polls a running job, and a primed helper the queue,
- * before it sleeps: waking a sleeping thread costs tens of microseconds on
- * a virtual machine, about what the jobs themselves take. */
+/* How long pool_wait polls a running job before it sleeps: waking a
+ * sleeping thread costs tens of microseconds on a virtual machine, about
+ * what the jobs themselves take. */
 #define POOL_POLL_NS 200000
 
 enum { JOB_QUEUED, JOB_RUNNING, JOB_DONE };
@@ -20,9 +20,7 @@ struct pool {
 	pthread_mutex_t mu;
 	pthread_cond_t work_cv, done_cv;
 	struct pool_job *head, *tail;
-	_Atomic(struct pool_job *) first; /* head, for polling without mu */
 	bool stopping;
-	bool prime;   /* a helper woken without a job polls for one */
 	size_t n;
 	pthread_t *threads;
 };
@@ -45,7 +43,6 @@ static struct pool_job *take(struct pool *p)
 		p->head = j->next;
 		if (!p->head)
 			p->tail = NULL;
-		atomic_store(&p->first, p->head);
 		j->next = NULL;
 		set_state(j, JOB_RUNNING);
 	}
@@ -61,15 +58,6 @@ static void *helper_main(void *arg)
 		if (!j) {
 			if (p->stopping)
 				break;
-			if (p->prime) {
-				p->prime = false;
-				pthread_mutex_unlock(&p->mu);
-				uint64_t until = clock_mono_ns() + POOL_POLL_NS;
-				while (!atomic_load(&p->first) && clock_mono_ns() < until)
-					;
-				pthread_mutex_lock(&p->mu);
-				continue;
-			}
 			pthread_cond_wait(&p->work_cv, &p->mu);
 			continue;
 		}
@@ -112,18 +100,7 @@ void pool_submit(struct pool *p, struct pool_job *job)
 	else
 		p->head = job;
 	p->tail = job;
-	atomic_store(&p->first, p->head);
 	pthread_cond_signal(&p->work_cv);
-	pthread_mutex_unlock(&p->mu);
-}
-
-void pool_prime(struct pool *p)
-{
-	pthread_mutex_lock(&p->mu);
-	if (p->n && !p->prime) {
-		p->prime = true;
-		pthread_cond_signal(&p->work_cv);
-	}
 	pthread_mutex_unlock(&p->mu);
 }
 
@@ -138,7 +115,6 @@ void pool_wait(struct pool *p, struct pool_job *job)
 		*pp = job->next;
 		if (p->tail == job)
 			p->tail = prev;
-		atomic_store(&p->first, p->head);
 		job->next = NULL;
 		set_state(job, JOB_RUNNING);
 		pthread_mutex_unlock(&p->mu);

@@ -32,9 +32,6 @@ struct pool_job {
 struct pool *pool_new(size_t n, struct cerr *err);
 /* Queue job (fn, arg set by the caller). */
 void pool_submit(struct pool *p, struct pool_job *job);
-/* Wake one helper to poll the queue for a short while: a job submitted
- * soon after then starts without the cost of waking a sleeping thread. */
-void pool_prime(struct pool *p);
 /* Return once job has run: run it here if it is still queued, else wait
  * for the helper running it (polling for a short while first, since the
  * jobs are short and a sleeping thread takes long to wake). */

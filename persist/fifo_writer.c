@@ -672,7 +672,6 @@ static bool mergeable(const struct fifo_item *a, const struct fifo_item *b, size
 void fifo_writer_process(struct fifo *f, struct fifo_item *batch)
 {
 	struct round r = {.f = f};
-	pool_prime(f->pool); /* a helper is awake by the time the projection starts */
 	for (struct fifo_item *it = batch; it;) {
 		struct fifo_item *last = it;
 		size_t n = (size_t)cJSON_GetArraySize(it->events);

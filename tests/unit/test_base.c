@@ -770,16 +770,6 @@ static void test_pool(void **state)
 		pool_wait(p, &many[i].job);
 	for (int i = 0; i < N; i++)
 		assert_int_equal(atomic_load(&many[i].runs), 1);
-	/* Priming wakes a helper to poll the queue: the next job still runs
-	 * exactly once, and priming with nothing to take does no harm. */
-	pool_prime(p);
-	struct pjob primed = {.job = {.fn = pjob_run}};
-	primed.job.arg = &primed;
-	pool_submit(p, &primed.job);
-	pool_wait(p, &primed.job);
-	assert_int_equal(atomic_load(&primed.runs), 1);
-	pool_prime(p);
-	pool_prime(p);
 	pool_free(p);
 }
 
