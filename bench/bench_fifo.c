@@ -298,9 +298,8 @@ static void par_save_all(struct par_pool *p)
  * and waits for them all (ours) or does n saves by hand. */
 static void bench_fifo(int n, int depth, const char *metric, const char *target, double min_ratio)
 {
-	fprintf(stderr, "[%d] FIFO full saves, %d session%s %s, %d in flight per session, vs pwrite + "
-		"fdatasync + commit\n", n == 1 ? 1 : 2, n, n == 1 ? "" : "s",
-		n == 1 ? "" : "at once", depth);
+	fprintf(stderr, "[%d] FIFO full saves, %d session%s, %d in flight per session, vs pwrite + "
+		"fdatasync + commit\n", n == 1 ? 1 : 2, n, n == 1 ? "" : "s at once", depth);
 	char *froot = xasprintf("%s/fifo-%d", work, n);
 	char *bdir = xasprintf("%s/base-%d", work, n);
 	char *pdir = xasprintf("%s/par-%d", work, n);

@@ -274,8 +274,12 @@ void add_row(const char *metric, const char *ours, const char *ref, double ratio
 	     bool has_ratio, const char *target, const char *result)
 {
 	table_add(metric, ours, ref, ratio, has_ratio, target, result);
-	fprintf(stderr, "  -> %s: %s vs %s%s%.3f %s %s\n", metric, ours, ref,
-		has_ratio ? ", ratio " : "", has_ratio ? ratio : 0.0, target, result);
+	if (has_ratio)
+		fprintf(stderr, "  -> %s: %s vs %s, ratio %.3f %s %s\n", metric, ours, ref, ratio,
+			target, result);
+	else
+		fprintf(stderr, "  -> %s: %s%s%s %s %s\n", metric, ours, ref[0] ? ", " : "", ref,
+			target, result);
 }
 
 void add_time_row(const char *metric, double ms, double limit_ms)
