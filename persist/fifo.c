@@ -12,8 +12,8 @@
 #include <string.h>
 #include <time.h>
 
-/* Helper threads: one runs a round's catalog transaction, the others sync
- * logs at the same time as the writer syncs one. */
+/* Helper threads: a round's logs sync on them, all at once, while the
+ * writer commits the round's catalog transaction. */
 #define FIFO_HELPERS 8
 /* After a batch the writer polls the queue this long before it sleeps: a
  * completion often prompts the next post within microseconds, and waking a

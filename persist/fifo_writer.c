@@ -2,10 +2,10 @@
  *
  * A batch runs in rounds. A round first prepares each append (history,
  * full save, meta) in post order: the checks, then log_write, which writes
- * the frame without syncing it. Then it finishes them together: one
- * catalog transaction projects every write, on a helper thread, while the
- * logs sync (one here, the others on helpers, all at once); only after
- * both do the items complete. That transaction may commit before its log
+ * the frame without syncing it. Then it finishes them together: the logs
+ * sync on helper threads, all at once, while this thread projects every
+ * write in one catalog transaction; only after both do the items
+ * complete. That transaction may commit before its log
  * is durable, so it marks each row as not matching a durable file (a
  * catalog_sync elsewhere reads the log again); the watermark and the file
  * identity are recorded after the sync, in the next transaction or when
@@ -222,13 +222,12 @@ static enum proj project_one(struct fifo *f, struct pend *p, struct cerr *e)
 
 /* The rest of the round's catalog transaction, which prepare() opened
  * before the first write (so a busy catalog fails a round before it writes
- * anything). A helper thread runs it while the logs sync: the watermarks
+ * anything). It runs while the logs sync on helpers: the watermarks
  * left from earlier rounds, each write's projection, the commit. When one
  * write's projection fails, the transaction is rolled back and run again
  * without that session's writes, so no savepoint is needed per write. */
-static void project_round(void *arg)
+static void project_round(struct round *r)
 {
-	struct round *r = arg;
 	struct fifo *f = r->f;
 	struct cerr err;
 	for (;;) {
@@ -355,28 +354,20 @@ static void round_finish(struct round *r)
 		f->round++;
 		return;
 	}
-	struct pool_job proj = {.fn = project_round, .arg = r};
-	pool_submit(f->pool, &proj);
-	/* The first log syncs on this thread, the rest at once on helpers. */
-	struct wsess *own = NULL;
+	/* Every log syncs on a helper, all at once, while this thread runs
+	 * the projection (a helper would first have to wake up). */
 	for (size_t k = 0; k < r->n_ws; k++) {
 		struct wsess *w = r->ws[k];
 		w->synced = w->lg && log_pending(w->lg);
 		if (!w->synced)
 			continue;
-		if (!own) {
-			own = w;
-			continue;
-		}
 		w->sync_job = (struct pool_job){.fn = sync_log, .arg = w};
 		pool_submit(f->pool, &w->sync_job);
 	}
-	if (own)
-		sync_log(own);
+	project_round(r);
 	for (size_t k = 0; k < r->n_ws; k++)
-		if (r->ws[k]->synced && r->ws[k] != own)
+		if (r->ws[k]->synced)
 			pool_wait(f->pool, &r->ws[k]->sync_job);
-	pool_wait(f->pool, &proj);
 	/* A failed sync rolled its log back, but the projection may have
 	 * committed: rebuild those rows from the logs (if that fails too, the
 	 * rows stay marked as not durable and a recovery save rebuilds them). */
