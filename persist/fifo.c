@@ -106,13 +106,50 @@ static bool poll_queue(struct fifo *f)
 	return false;
 }
 
+/* Take the queued items (at most f->batch_limit when set); mu held. */
+static struct fifo_item *take_batch(struct fifo *f)
+{
+	struct fifo_item *batch = f->queue;
+	struct fifo_item *last = batch;
+	for (size_t n = 1; f->batch_limit && n < f->batch_limit && last->next; n++)
+		last = last->next;
+	if (f->batch_limit && last->next) {
+		f->queue = last->next;
+		last->next = NULL;
+	} else {
+		f->queue = f->queue_tail = NULL;
+		atomic_store_explicit(&f->queued, false, memory_order_release);
+	}
+	return batch;
+}
+
+void fifo_deliver(struct fifo *f, struct fifo_item *batch)
+{
+	pthread_mutex_lock(&f->mu);
+	struct fifo_item *tail = batch;
+	while (tail->next)
+		tail = tail->next;
+	if (f->done_tail)
+		f->done_tail->next = batch;
+	else
+		f->done = batch;
+	f->done_tail = tail;
+	f->completed = tail->ticket;
+	pthread_cond_broadcast(&f->done_cv);
+	uv_async_send(&f->async);
+	pthread_mutex_unlock(&f->mu);
+}
+
 static void *writer_main(void *arg)
 {
 	struct fifo *f = arg;
 	pthread_mutex_lock(&f->mu);
 	for (;;) {
 		if ((!f->queue || f->paused) && !f->stopping) {
+			/* Nothing to prepare while the last round syncs: complete
+			 * it, then poll a while before sleeping. */
 			pthread_mutex_unlock(&f->mu);
+			fifo_writer_settle(f);
 			if (!poll_queue(f))
 				fifo_writer_idle(f); /* before sleeping: what is pending */
 			pthread_mutex_lock(&f->mu);
@@ -121,25 +158,13 @@ static void *writer_main(void *arg)
 			pthread_cond_wait(&f->work_cv, &f->mu);
 		if (!f->queue && f->stopping)
 			break;
-		struct fifo_item *batch = f->queue;
-		f->queue = f->queue_tail = NULL;
-		atomic_store_explicit(&f->queued, false, memory_order_release);
+		struct fifo_item *batch = take_batch(f);
 		pthread_mutex_unlock(&f->mu);
-		fifo_writer_process(f, batch);
+		fifo_writer_process(f, batch); /* delivers it, now or later */
 		pthread_mutex_lock(&f->mu);
-		struct fifo_item *tail = batch;
-		while (tail->next)
-			tail = tail->next;
-		if (f->done_tail)
-			f->done_tail->next = batch;
-		else
-			f->done = batch;
-		f->done_tail = tail;
-		f->completed = tail->ticket;
-		pthread_cond_broadcast(&f->done_cv);
-		uv_async_send(&f->async);
 	}
 	pthread_mutex_unlock(&f->mu);
+	fifo_writer_settle(f);
 	fifo_writer_idle(f);
 	return NULL;
 }
@@ -284,6 +309,13 @@ void fifo_pause(struct fifo *f, bool paused)
 	pthread_mutex_lock(&f->mu);
 	f->paused = paused;
 	pthread_cond_signal(&f->work_cv);
+	pthread_mutex_unlock(&f->mu);
+}
+
+void fifo_set_batch_limit(struct fifo *f, size_t n)
+{
+	pthread_mutex_lock(&f->mu);
+	f->batch_limit = n;
 	pthread_mutex_unlock(&f->mu);
 }
 

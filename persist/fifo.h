@@ -17,6 +17,7 @@
 #define CAIRN_FIFO_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
@@ -82,5 +83,9 @@ int fifo_close(struct fifo *f, uint64_t deadline_ms);
 /* Test hook: pause the writer before it takes its next batch (true) or let
  * it go (false), so tests can queue items that reach it together. */
 void fifo_pause(struct fifo *f, bool paused);
+/* Test hook: let the writer take at most n queued items per batch (0: all
+ * of them), so tests can make one session's saves meet in consecutive
+ * rounds, the later one written while the earlier one syncs. */
+void fifo_set_batch_limit(struct fifo *f, size_t n);
 
 #endif

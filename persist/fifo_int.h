@@ -45,18 +45,14 @@ struct wsess {
 	uint64_t used;      /* for closing the least recently used handle */
 	bool acked;         /* acked_version is known: */
 	uint64_t acked_version; /* the version of its last receipt, or the one found */
-	/* In the last round this session wrote in (round; 0: none): */
+	/* The last round this session wrote in (0: none), its place in it,
+	 * and the version its last write makes: */
 	uint64_t round;
-	uint64_t version;   /* the version its last write makes */
-	bool full;          /* a full save (clears the status override) */
-	bool synced;        /* its log had frames to sync */
-	int sync_rc;        /* the outcome of that sync */
-	struct cerr sync_err;
-	struct pool_job sync_job;
-	bool whole;         /* its row is to be rebuilt from the log */
-	bool proj_failed;   /* its projection failed; later writes fail with it */
-	struct cerr proj_err;
+	size_t rs_idx;
+	uint64_t version;
 };
+
+struct round; /* fifo_writer.c */
 
 /* A durable watermark the catalog has not recorded yet. */
 struct durable {
@@ -91,11 +87,21 @@ struct fifo {
 	uint64_t round;
 	struct durable *durable; /* recorded with the next transaction */
 	size_t n_durable;
+	struct round *flight;    /* committed, its logs still syncing (or NULL) */
+	size_t batch_limit;      /* test hook: items per batch (0: all queued) */
 };
 
+/* Hand a batch whose items have all completed to the loop (writer thread;
+ * batches in the order they were taken). */
+void fifo_deliver(struct fifo *f, struct fifo_item *batch);
+
 /* Execute a batch taken from the queue (writer thread); every item ends
- * failed or with its receipt. */
+ * failed or with its receipt, and the batch is handed to fifo_deliver:
+ * before this returns, or when its last round, left in flight, settles
+ * (the next batch's commit, or fifo_writer_settle). */
 void fifo_writer_process(struct fifo *f, struct fifo_item *batch);
+/* Nothing queued: complete the round in flight, if any (writer thread). */
+void fifo_writer_settle(struct fifo *f);
 /* Nothing queued: record what is pending (writer thread). */
 void fifo_writer_idle(struct fifo *f);
 /* Close every log handle and free the writer's state. */

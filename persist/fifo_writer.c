@@ -20,6 +20,53 @@
 #define MAX_OPEN_LOGS 64      /* writer handles kept open (each holds a lock) */
 #define MERGE_MAX_EVENTS 4096 /* events in one merged history append */
 
+/* ---- rounds ---- */
+
+enum proj { PROJ_OK, PROJ_WHOLE, PROJ_FAILED };
+
+/* One append of the round: an item, or a merged group first..last. */
+struct pend {
+	struct fifo_item *first, *last;
+	size_t s; /* its session's part: r->rs[s] */
+	cJSON *all; /* events built here (merged, meta); owned */
+	struct log_event *evs;
+	size_t n;
+	uint64_t first_seq, version;
+	int64_t batch_t;
+	bool full;
+	enum proj proj;
+};
+
+/* One session's part in a round. */
+struct rsess {
+	struct wsess *w;
+	bool full;          /* a full save (clears the status override) */
+	bool synced;        /* its log had frames to sync */
+	int sync_rc;        /* the outcome of that sync (or of the one before) */
+	struct cerr sync_err;
+	struct pool_job sync_job;
+	bool whole;         /* its row is to be rebuilt from the log */
+	bool proj_failed;   /* its projection failed; later writes fail with it */
+	struct cerr proj_err;
+};
+
+/* A round: prepared (written, transaction open), then committed (its
+ * projection committed, its logs syncing), then settled (items complete).
+ * The last round of a batch may stay committed while the next batch is
+ * prepared: it is the writer's round in flight (f->flight). */
+struct round {
+	struct fifo *f;
+	uint64_t num;     /* f->round while it is prepared */
+	struct fifo_item *batch; /* delivered when this round settles */
+	struct pend *p;
+	size_t n, cap;
+	struct rsess *rs; /* the sessions written, each once */
+	size_t n_rs, cap_rs;
+	bool tx;          /* the round's catalog transaction is open */
+	bool tx_failed;   /* it could not be opened: the round writes nothing */
+	struct cerr tx_err;
+};
+
 /* ---- sessions and handles ---- */
 
 static struct wsess *wsess_get(struct fifo *f, const char *id)
@@ -44,7 +91,7 @@ static void wsess_close_log(struct wsess *w)
 }
 
 /* Keep at most MAX_OPEN_LOGS handles (and so locks) open; never one the
- * current round wrote to. */
+ * current round or the round in flight wrote to. */
 static void trim_handles(struct fifo *f, struct wsess *keep)
 {
 	size_t open = 0;
@@ -54,7 +101,9 @@ static void trim_handles(struct fifo *f, struct wsess *keep)
 		struct wsess *old = NULL;
 		for (size_t i = 0; i < f->n_ws; i++) {
 			struct wsess *w = f->ws[i];
-			if (w->lg && w != keep && !w->failed && w->round != f->round &&
+			bool busy = w->round == f->round ||
+				    (f->flight && w->round == f->flight->num); /* may be syncing */
+			if (w->lg && w != keep && !w->failed && !busy &&
 			    (!old || w->used < old->used))
 				old = w;
 		}
@@ -143,32 +192,6 @@ static void set_unsaved(struct fifo *f, struct wsess *w)
 
 /* ---- a round ---- */
 
-enum proj { PROJ_OK, PROJ_WHOLE, PROJ_FAILED };
-
-/* One append of the round: an item, or a merged group first..last. */
-struct pend {
-	struct fifo_item *first, *last;
-	struct wsess *w;
-	cJSON *all; /* events built here (merged, meta); owned */
-	struct log_event *evs;
-	size_t n;
-	uint64_t first_seq, version;
-	int64_t batch_t;
-	bool full;
-	enum proj proj;
-};
-
-struct round {
-	struct fifo *f;
-	struct pend *p;
-	size_t n, cap;
-	struct wsess **ws; /* the sessions written, each once */
-	size_t n_ws, cap_ws;
-	bool tx;          /* the round's catalog transaction is open */
-	bool tx_failed;   /* it could not be opened: the round writes nothing */
-	struct cerr tx_err;
-};
-
 /* Events of a JSON array as log events borrowing from it. */
 static struct log_event *to_events(const cJSON *arr, size_t *n)
 {
@@ -206,16 +229,16 @@ static bool record_durable(struct fifo *f)
 /* Project write p in the open transaction: PROJ_OK, PROJ_WHOLE (its row
  * lags the log or is missing: the whole log is projected after the sync),
  * or PROJ_FAILED with the error in *e. */
-static enum proj project_one(struct fifo *f, struct pend *p, struct cerr *e)
+static enum proj project_one(struct fifo *f, struct pend *p, struct wsess *w, struct cerr *e)
 {
 	enum proj res = PROJ_OK;
-	if (p->n > 0 && catalog_project_batch(f->cat, p->w->id, p->first_seq, p->batch_t, p->evs,
+	if (p->n > 0 && catalog_project_batch(f->cat, w->id, p->first_seq, p->batch_t, p->evs,
 					      p->n, NULL, &p->version, e) < 0) {
 		if (e->cls != CERR_CONFLICT && e->cls != CERR_MISSING)
 			return PROJ_FAILED;
 		res = PROJ_WHOLE;
 	}
-	if (p->full && catalog_set_status(f->cat, p->w->id, NULL, e) < 0 && e->cls != CERR_MISSING)
+	if (p->full && catalog_set_status(f->cat, w->id, NULL, e) < 0 && e->cls != CERR_MISSING)
 		return PROJ_FAILED; /* settled: no override */
 	return res;
 }
@@ -236,21 +259,21 @@ static void project_round(struct round *r)
 		r->tx = true;
 		bool durable_ok = record_durable(f);
 		bool again = false;
-		for (size_t k = 0; k < r->n_ws; k++)
-			r->ws[k]->whole = false;
+		for (size_t k = 0; k < r->n_rs; k++)
+			r->rs[k].whole = false;
 		for (size_t i = 0; i < r->n && !again; i++) {
 			struct pend *p = &r->p[i];
-			struct wsess *w = p->w;
-			if (w->proj_failed) {
+			struct rsess *rs = &r->rs[p->s];
+			if (rs->proj_failed || rs->sync_rc < 0) {
 				p->proj = PROJ_FAILED; /* never past a write the catalog missed */
 				continue;
 			}
-			p->proj = project_one(f, p, &err);
+			p->proj = project_one(f, p, rs->w, &err);
 			if (p->proj == PROJ_WHOLE)
-				w->whole = true;
+				rs->whole = true;
 			if (p->proj == PROJ_FAILED) {
-				w->proj_failed = true;
-				w->proj_err = err;
+				rs->proj_failed = true;
+				rs->proj_err = err;
 				again = true;
 			}
 		}
@@ -269,18 +292,17 @@ static void project_round(struct round *r)
 	/* No transaction, or its commit failed: no write of the round is in
 	 * the catalog. */
 	for (size_t i = 0; i < r->n; i++) {
-		struct wsess *w = r->p[i].w;
+		struct rsess *rs = &r->rs[r->p[i].s];
 		r->p[i].proj = PROJ_FAILED;
-		w->whole = false;
-		if (!w->proj_failed)
-			w->proj_failed = true, w->proj_err = err;
+		rs->whole = false;
+		if (!rs->proj_failed)
+			rs->proj_failed = true, rs->proj_err = err;
 	}
 }
 
 static void sync_log(void *arg)
 {
-	struct wsess *w = arg;
-	w->sync_rc = log_sync(w->lg, &w->sync_err);
+	log_sync_run(arg);
 }
 
 /* Remember a watermark to record with the next transaction (one per
@@ -302,96 +324,104 @@ static void add_durable(struct fifo *f, struct wsess *w)
 
 /* Rebuild from their logs, in one transaction, the rows the round's
  * projection could not extend (new sessions, rows that lag); their logs
- * are synced by now. */
+ * are synced by now. No transaction is open. */
 static void whole_rows(struct round *r)
 {
 	struct fifo *f = r->f;
 	struct cerr err;
 	bool any = false;
-	for (size_t k = 0; k < r->n_ws; k++)
-		any |= r->ws[k]->whole && r->ws[k]->sync_rc == 0;
+	for (size_t k = 0; k < r->n_rs; k++)
+		any |= r->rs[k].whole && r->rs[k].sync_rc == 0;
 	if (!any)
 		return;
 	bool tx = catalog_begin(f->cat, &err) == 0;
-	for (size_t k = 0; k < r->n_ws; k++) {
-		struct wsess *w = r->ws[k];
-		if (!w->whole || w->sync_rc < 0)
+	for (size_t k = 0; k < r->n_rs; k++) {
+		struct rsess *rs = &r->rs[k];
+		if (!rs->whole || rs->sync_rc < 0)
 			continue;
 		struct cerr e = err;
 		if (tx && catalog_savepoint(f->cat, &e) == 0) {
-			if (reproject(f, w, NULL, &e) == 0) {
+			if (reproject(f, rs->w, NULL, &e) == 0) {
 				catalog_savepoint_release(f->cat);
 				continue;
 			}
 			catalog_savepoint_rollback(f->cat);
 		}
-		w->whole = false;
-		w->proj_failed = true;
-		w->proj_err = e;
+		rs->whole = false;
+		rs->proj_failed = true;
+		rs->proj_err = e;
 	}
 	if (tx && catalog_commit(f->cat, &err) < 0)
-		for (size_t k = 0; k < r->n_ws; k++)
-			if (r->ws[k]->whole && r->ws[k]->sync_rc == 0) {
-				r->ws[k]->whole = false;
-				r->ws[k]->proj_failed = true;
-				r->ws[k]->proj_err = err;
+		for (size_t k = 0; k < r->n_rs; k++) {
+			struct rsess *rs = &r->rs[k];
+			if (rs->whole && rs->sync_rc == 0) {
+				rs->whole = false;
+				rs->proj_failed = true;
+				rs->proj_err = err;
 			}
+		}
 }
 
-/* Sync every log the round wrote while its projection runs, then complete
- * its items. */
-static void round_finish(struct round *r)
+/* Rebuild a row from its log after a failed sync rolled the log back
+ * (the projection may have committed); inside the transaction `cur` holds
+ * open, if any, under a savepoint. If that fails too, the row stays marked
+ * as not durable and a recovery save rebuilds it. */
+static void reproject_after(struct fifo *f, struct wsess *w, const struct round *cur)
+{
+	struct cerr e;
+	if (!cur || !cur->tx) {
+		reproject(f, w, NULL, &e);
+	} else if (catalog_savepoint(f->cat, &e) == 0) {
+		if (reproject(f, w, NULL, &e) == 0)
+			catalog_savepoint_release(f->cat);
+		else
+			catalog_savepoint_rollback(f->cat);
+	}
+}
+
+/* Settle committed round r: wait for its syncs, then complete its items.
+ * `cur` is the round being prepared meanwhile (or NULL): a failed sync
+ * also took back the frames cur wrote to that log since, so cur's writes
+ * of that session fail with it. */
+static void settle(struct round *r, struct round *cur)
 {
 	struct fifo *f = r->f;
-	r->tx_failed = false;
-	if (r->n == 0) {
-		if (r->tx) {
-			struct cerr e;
-			if (catalog_commit(f->cat, &e) < 0)
-				catalog_rollback(f->cat);
-			r->tx = false;
-		}
-		f->round++;
-		return;
-	}
-	/* Every log syncs on a helper, all at once, while this thread runs
-	 * the projection (a helper would first have to wake up). */
-	for (size_t k = 0; k < r->n_ws; k++) {
-		struct wsess *w = r->ws[k];
-		w->synced = w->lg && log_pending(w->lg);
-		if (!w->synced)
+	for (size_t k = 0; k < r->n_rs; k++) {
+		struct rsess *rs = &r->rs[k];
+		if (!rs->synced)
 			continue;
-		w->sync_job = (struct pool_job){.fn = sync_log, .arg = w};
-		pool_submit(f->pool, &w->sync_job);
+		pool_wait(f->pool, &rs->sync_job);
+		rs->sync_rc = log_sync_end(rs->w->lg, &rs->sync_err);
 	}
-	project_round(r);
-	for (size_t k = 0; k < r->n_ws; k++)
-		if (r->ws[k]->synced)
-			pool_wait(f->pool, &r->ws[k]->sync_job);
-	/* A failed sync rolled its log back, but the projection may have
-	 * committed: rebuild those rows from the logs (if that fails too, the
-	 * rows stay marked as not durable and a recovery save rebuilds them). */
-	for (size_t k = 0; k < r->n_ws; k++) {
-		struct cerr e;
-		if (r->ws[k]->sync_rc < 0)
-			reproject(f, r->ws[k], NULL, &e);
+	for (size_t k = 0; k < r->n_rs; k++) {
+		struct rsess *rs = &r->rs[k];
+		struct wsess *w = rs->w;
+		if (rs->sync_rc == 0)
+			continue;
+		reproject_after(f, w, cur);
+		if (cur && w->round == cur->num) {
+			struct rsess *c = &cur->rs[w->rs_idx];
+			c->sync_rc = -1;
+			c->sync_err = rs->sync_err;
+		}
 	}
-	whole_rows(r);
-	for (size_t k = 0; k < r->n_ws; k++) {
-		struct wsess *w = r->ws[k];
-		if (w->sync_rc == 0 && w->proj_failed) {
-			cerr_prefix(&w->proj_err, "the log is durable but the catalog was not updated");
-			w->proj_err.outcome_unknown = true; /* written, no receipt to give */
+	whole_rows(r); /* only in a round settled as it commits: no transaction */
+	for (size_t k = 0; k < r->n_rs; k++) {
+		struct rsess *rs = &r->rs[k];
+		if (rs->sync_rc == 0 && rs->proj_failed) {
+			cerr_prefix(&rs->proj_err, "the log is durable but the catalog was not updated");
+			rs->proj_err.outcome_unknown = true; /* written, no receipt to give */
 		}
 	}
 
 	for (size_t i = 0; i < r->n; i++) {
 		struct pend *p = &r->p[i];
-		struct wsess *w = p->w;
-		if (p->proj == PROJ_WHOLE && w->proj_failed)
+		struct rsess *rs = &r->rs[p->s];
+		struct wsess *w = rs->w;
+		if (p->proj == PROJ_WHOLE && rs->proj_failed)
 			p->proj = PROJ_FAILED; /* its rebuild failed */
-		if (w->sync_rc < 0 || p->proj == PROJ_FAILED) {
-			const struct cerr *err = w->sync_rc < 0 ? &w->sync_err : &w->proj_err;
+		if (rs->sync_rc < 0 || p->proj == PROJ_FAILED) {
+			const struct cerr *err = rs->sync_rc < 0 ? &rs->sync_err : &rs->proj_err;
 			set_failed(w, err);
 			fail_items(p->first, p->last, err);
 		} else {
@@ -409,17 +439,86 @@ static void round_finish(struct round *r)
 		free(p->evs);
 		cJSON_Delete(p->all);
 	}
-	for (size_t k = 0; k < r->n_ws; k++) {
-		struct wsess *w = r->ws[k];
-		if (w->sync_rc < 0 || w->proj_failed) {
-			if (w->full)
-				set_unsaved(f, w);
-		} else if (w->synced && !w->whole) {
-			add_durable(f, w); /* a row rebuilt whole recorded it already */
+	for (size_t k = 0; k < r->n_rs; k++) {
+		struct rsess *rs = &r->rs[k];
+		if (rs->sync_rc < 0 || rs->proj_failed) {
+			if (rs->full)
+				set_unsaved(f, rs->w);
+		} else if (rs->synced && !rs->whole) {
+			add_durable(f, rs->w); /* a row rebuilt whole recorded it already */
 		}
 	}
-	r->n = r->n_ws = 0;
+	r->n = r->n_rs = 0;
+}
+
+/* Settle the round in flight, if any, and deliver its batch; `cur` as for
+ * settle(). */
+/* Deliver a settled round's batch and free it (r may be NULL). */
+static void deliver_round(struct fifo *f, struct round *r)
+{
+	if (!r)
+		return;
+	fifo_deliver(f, r->batch);
+	free(r->p);
+	free(r->rs);
+	free(r);
+}
+
+static void settle_flight(struct fifo *f, struct round *cur)
+{
+	struct round *r = f->flight;
+	if (!r)
+		return;
+	f->flight = NULL;
+	settle(r, cur);
+	deliver_round(f, r);
+}
+
+/* Commit round r: the round in flight settles first (its logs are synced
+ * by now, or nearly); then every log r wrote syncs on a helper, all at
+ * once, while this thread commits r's projection. If `may_fly` and r needs
+ * nothing more from the catalog, r stays in flight, to settle when the
+ * next round commits (its writes made meanwhile); else it settles now. */
+static void commit_round(struct round *r, bool may_fly)
+{
+	struct fifo *f = r->f;
+	struct round *fl = f->flight;
+	f->flight = NULL;
+	if (fl)
+		settle(fl, r);
+	r->tx_failed = false;
+	if (r->n == 0) {
+		if (r->tx) {
+			struct cerr e;
+			if (catalog_commit(f->cat, &e) < 0)
+				catalog_rollback(f->cat);
+			r->tx = false;
+		}
+		r->n_rs = 0;
+		r->num = ++f->round;
+		deliver_round(f, fl);
+		return;
+	}
+	for (size_t k = 0; k < r->n_rs; k++) {
+		struct rsess *rs = &r->rs[k];
+		rs->synced = rs->w->lg && log_sync_begin(rs->w->lg);
+		if (!rs->synced)
+			continue;
+		rs->sync_job = (struct pool_job){.fn = sync_log, .arg = rs->w->lg};
+		pool_submit(f->pool, &rs->sync_job);
+	}
+	deliver_round(f, fl); /* once the syncs are under way */
+	project_round(r);
 	f->round++;
+	bool fly = may_fly;
+	for (size_t k = 0; k < r->n_rs && fly; k++)
+		fly = !r->rs[k].whole && !r->rs[k].proj_failed;
+	if (fly) {
+		f->flight = r;
+		return;
+	}
+	settle(r, NULL);
+	r->num = f->round;
 }
 
 /* Recovery by a full save: read the log again through the same handle
@@ -463,8 +562,12 @@ static void prepare(struct round *r, struct fifo_item *first, struct fifo_item *
 			w->acked_version = found ? v : 0;
 		}
 	}
-	if (full && w->failed && w->round == f->round)
-		round_finish(r); /* its log must be settled before it is read */
+	/* A recovery reads the log: what this session wrote must be settled
+	 * first. */
+	if (full && w->failed && f->flight && w->round == f->flight->num)
+		settle_flight(f, r);
+	if (full && w->failed && w->round == r->num)
+		commit_round(r, false);
 	if (r->tx_failed) {
 		err = r->tx_err; /* nothing written: no gap */
 		fail_items(first, last, &err);
@@ -497,7 +600,9 @@ static void prepare(struct round *r, struct fifo_item *first, struct fifo_item *
 			goto fail;
 		checked = true;
 	}
-	bool in_round = w->round == f->round;
+	/* Its last write is in this round or the one in flight: that write
+	 * makes the version to build on. */
+	bool in_round = w->round == r->num || (f->flight && w->round == f->flight->num);
 	if (ensure_log(f, w, it, &err) < 0)
 		goto fail;
 	cJSON *all = NULL;
@@ -568,21 +673,20 @@ static void prepare(struct round *r, struct fifo_item *first, struct fifo_item *
 	}
 	if (r->n == r->cap)
 		r->p = xreallocarray(r->p, r->cap = r->cap ? 2 * r->cap : 16, sizeof *r->p);
+	if (w->round != r->num) {
+		if (r->n_rs == r->cap_rs)
+			r->rs = xreallocarray(r->rs, r->cap_rs = r->cap_rs ? 2 * r->cap_rs : 16,
+					      sizeof *r->rs);
+		w->round = r->num;
+		w->rs_idx = r->n_rs;
+		r->rs[r->n_rs++] = (struct rsess){.w = w};
+	}
 	struct pend *p = &r->p[r->n++];
-	*p = (struct pend){.first = first, .last = last, .w = w, .all = all, .evs = evs, .n = n,
-			   .first_seq = expected, .full = full};
+	*p = (struct pend){.first = first, .last = last, .s = w->rs_idx, .all = all, .evs = evs,
+			   .n = n, .first_seq = expected, .full = full};
 	p->batch_t = log_batch_time(w->lg);
 	p->version = n > 0 ? log_next_seq(w->lg) : found ? have : 0;
-	if (!in_round) {
-		w->round = f->round;
-		w->full = w->synced = w->whole = w->proj_failed = false;
-		w->sync_rc = 0;
-		if (r->n_ws == r->cap_ws)
-			r->ws = xreallocarray(r->ws, r->cap_ws = r->cap_ws ? 2 * r->cap_ws : 16,
-					      sizeof *r->ws);
-		r->ws[r->n_ws++] = w;
-	}
-	w->full |= full;
+	r->rs[w->rs_idx].full |= full;
 	w->version = p->version;
 	if (full)
 		w->failed = false; /* recovered, unless this write fails */
@@ -662,7 +766,10 @@ static bool mergeable(const struct fifo_item *a, const struct fifo_item *b, size
 
 void fifo_writer_process(struct fifo *f, struct fifo_item *batch)
 {
-	struct round r = {.f = f};
+	struct round *r = xcalloc(1, sizeof *r);
+	r->f = f;
+	r->num = f->round;
+	r->batch = batch;
 	for (struct fifo_item *it = batch; it;) {
 		struct fifo_item *last = it;
 		size_t n = (size_t)cJSON_GetArraySize(it->events);
@@ -672,16 +779,25 @@ void fifo_writer_process(struct fifo *f, struct fifo_item *batch)
 		}
 		struct fifo_item *next = last->next;
 		if (it->kind == FIFO_DELETE || it->kind == FIFO_RESTORE || it->kind == FIFO_PURGE) {
-			round_finish(&r);
+			commit_round(r, false);
 			run_move(f, it);
 		} else {
-			prepare(&r, it, last);
+			prepare(r, it, last);
 		}
 		it = next;
 	}
-	round_finish(&r);
-	free(r.p);
-	free(r.ws);
+	commit_round(r, true);
+	if (f->flight == r)
+		return; /* delivered when it settles */
+	fifo_deliver(f, batch);
+	free(r->p);
+	free(r->rs);
+	free(r);
+}
+
+void fifo_writer_settle(struct fifo *f)
+{
+	settle_flight(f, NULL);
 }
 
 void fifo_writer_idle(struct fifo *f)

@@ -48,6 +48,10 @@ struct log {
 	uint64_t synced_len;    /* the file length at this handle's last sync */
 	bool pending;           /* log_write wrote frames log_sync has not synced */
 	struct cursor pending_from; /* the cursor before the first of them */
+	bool syncing;           /* between log_sync_begin and log_sync_end: */
+	struct cursor sync_from; /* the cursor before the frames it took */
+	uint64_t sync_upto;     /* the length they end at */
+	int sync_errno;         /* set by log_sync_run: 0 or its errno */
 	struct cursor cur;
 	struct scan *scan;
 	struct scan_opts wm;    /* durable watermark for every read */
@@ -536,7 +540,7 @@ int log_write(struct log *lg, uint64_t expected, const struct log_event *evs, si
 				lg->path);
 	/* Behind unsynced bytes of our own the cursor is the truth: a re-read
 	 * now would build on them as if they were durable. */
-	if (lg->published && !lg->pending && !cursor_matches(lg)) {
+	if (lg->published && !lg->pending && !lg->syncing && !cursor_matches(lg)) {
 		if (reread(lg, err) < 0)
 			return -1;
 		if (lg->scan->status == SCAN_TORN) {
@@ -595,25 +599,50 @@ out:
 	return ret;
 }
 
-int log_sync(struct log *lg, struct cerr *err)
+bool log_sync_begin(struct log *lg)
 {
 	if (!lg->pending)
-		return 0;
+		return false;
 	lg->pending = false;
-	if (fsops->fdatasync(lg->fd) < 0) {
+	lg->syncing = true;
+	lg->sync_from = lg->pending_from;
+	lg->sync_upto = lg->cur.len;
+	lg->sync_errno = 0;
+	return true;
+}
+
+void log_sync_run(struct log *lg)
+{
+	lg->sync_errno = fsops->fdatasync(lg->fd) < 0 ? errno : 0;
+}
+
+int log_sync_end(struct log *lg, struct cerr *err)
+{
+	lg->syncing = false;
+	if (lg->sync_errno) {
 		/* Never retry a failed sync: its pages may already be marked
-		 * clean. Remove every unsynced frame if we can; either way the
-		 * outcome is unknown and the next append re-reads from disk. */
-		cerr_set(err, CERR_IO, errno, "cannot sync '%s'", lg->path);
+		 * clean. Remove every unsynced frame if we can (those written
+		 * after the sync began too: they would follow a gap); either way
+		 * the outcome is unknown and the next append re-reads from disk. */
+		cerr_set(err, CERR_IO, lg->sync_errno, "cannot sync '%s'", lg->path);
 		err->outcome_unknown = true;
-		lg->cur = lg->pending_from;
+		lg->cur = lg->sync_from;
+		lg->pending = false;
 		roll_back(lg, lg->cur.len);
 		lg->poisoned = true;
 		return -1;
 	}
 	lg->synced_known = true;
-	lg->synced_len = lg->cur.len;
+	lg->synced_len = lg->sync_upto;
 	return 0;
+}
+
+int log_sync(struct log *lg, struct cerr *err)
+{
+	if (!log_sync_begin(lg))
+		return 0;
+	log_sync_run(lg);
+	return log_sync_end(lg, err);
 }
 
 bool log_pending(const struct log *lg)

@@ -75,12 +75,23 @@ int log_append(struct log *lg, uint64_t expected_next_seq, const struct log_even
  * since the last sync durable. Several log_write calls may queue up before
  * one log_sync; if the sync fails they are all rolled back together (the
  * outcome is unknown, as for log_append). Between the two, the handle may
- * be given to another thread for log_sync, but nothing else may use it. */
+ * be given to another thread for log_sync, but nothing else may use it
+ * (or see log_sync_begin below). */
 int log_write(struct log *lg, uint64_t expected_next_seq, const struct log_event *evs, size_t n,
 	      uint64_t *next_seq, struct cerr *err);
 int log_sync(struct log *lg, struct cerr *err);
 /* Does lg hold frames written but not yet synced? */
 bool log_pending(const struct log *lg);
+/* log_sync in three steps, so the owner can write the next frames while
+ * the disk syncs these. log_sync_begin takes every frame written so far
+ * (false: none; nothing to run or end); log_sync_run, on any thread, syncs
+ * the file; log_sync_end, on the owner's thread, settles the outcome. Between
+ * begin and end the owner may call log_write and nothing else on lg. If the
+ * sync fails, log_sync_end rolls back the frames it took and every frame
+ * written after them, as log_sync does. */
+bool log_sync_begin(struct log *lg);
+void log_sync_run(struct log *lg);
+int log_sync_end(struct log *lg, struct cerr *err);
 /* Cut the torn tail seen at open, fenced by rev (anything changed:
  * CERR_CONFLICT). *cut gets the bytes removed (0 when there was none). */
 int log_cut_torn_tail(struct log *lg, const struct log_revision *rev, uint64_t *cut,

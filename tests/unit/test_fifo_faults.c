@@ -1,14 +1,15 @@
 /* test_fifo_faults.c — fault loops over the persistence FIFO (SQLite style):
  * a scripted sequence of items for two sessions (creation, coalesced history
- * batches, full saves, meta changes, a delete, then a recovery save) runs
+ * batches, full saves, meta changes, a delete, one session's saves in
+ * consecutive overlapping rounds, then a recovery save) runs
  * with the Nth pwrite / fdatasync / fsync / rename failing with EIO or
  * ENOSPC (or a short write, or a cleanup ftruncate / fsync failing after a
  * failed write or sync) for N = 1, 2, ... until a run meets no fault. In
  * every run: every item completes exactly once, in post order, on the loop
  * thread, with a receipt or an io error (fail-fast follow-ups naming the
  * first failure, or, when they were written in the same round and their
- * log's one sync failed, that same error; pipelined full saves of a failed
- * session may conflict);
+ * log's one sync failed, or in the next round while it synced, that same
+ * error; pipelined full saves of a failed session may conflict);
  * every acknowledged event is in the log read back and after a simulated
  * power loss; and nothing of a failed session is written after its gap
  * (the log is exactly the acknowledged items, plus possibly items whose
@@ -274,7 +275,7 @@ static void judge(size_t i)
 	    e->outcome_unknown == S->why.outcome_unknown && strcmp(e->msg, S->why.msg) == 0 &&
 	    (is_sync(R.flt->op) || is_sync(R.flt->pre)))
 		return; /* written in the same round as the failed item and synced
-			 * with it: one sync, one outcome */
+			 * with it, or in the next round while it synced: one outcome */
 	if (S->failed && (t->kind == FIFO_HISTORY || t->kind == FIFO_META)) {
 		/* Fail fast, naming the first failure. */
 		char head[64];
@@ -575,6 +576,18 @@ static bool run_one(const struct fault *f, unsigned long n)
 	put(1, fifo_delete(ids[1]), NULL, 0);
 	fsave(0, 12, 12, 1, 0);
 	settle();
+	/* Phase 4, one session in consecutive rounds: each item a batch of
+	 * its own, queued before the one ahead of it settles, so each is
+	 * written while the one before it syncs. */
+	fifo_pause(R.f, true);
+	fifo_set_batch_limit(R.f, 1);
+	fsave(0, 13, 13, 1, 0);
+	fsave(0, 14, 14, 1, 0);
+	hist(0, 15, 1, false);
+	fsave(0, 16, 16, 2, 0);
+	fifo_pause(R.f, false);
+	settle();
+	fifo_set_batch_limit(R.f, 0);
 	recover();
 	settle();
 
