@@ -50,6 +50,19 @@ struct wsess {
 	uint64_t round;
 	size_t rs_idx;
 	uint64_t version;
+	/* Its sync lane: a helper fdatasyncs the log while the writer goes on,
+	 * and starts the next sync as soon as one ends when more was written
+	 * meanwhile. Writes are counted (gen); a sync covers every write
+	 * counted before it starts. */
+	uint64_t gen;              /* writer thread */
+	bool lane_job_out;         /* writer thread: lane_job not waited for */
+	struct pool_job lane_job;
+	pthread_mutex_t lane_mu;
+	pthread_cond_t lane_cv;
+	uint64_t lane_target;      /* under lane_mu */
+	bool lane_running;         /* under lane_mu */
+	_Atomic uint64_t lane_done; /* written under lane_mu */
+	_Atomic int lane_errno;    /* written under lane_mu: a failed sync's */
 };
 
 struct round; /* fifo_writer.c */
@@ -109,6 +122,18 @@ void fifo_writer_checkpoint(struct fifo *f, bool wait);
 void fifo_writer_settle(struct fifo *f);
 /* Nothing queued: record what is pending (writer thread). */
 void fifo_writer_idle(struct fifo *f);
+/* A session's sync lane (fifo_lane.c; writer thread but for the helper
+ * it runs on). lane_request: sync every write up to count gen; lane_wait:
+ * 0 once they are synced, else the errno of the sync that failed;
+ * lane_quiesce: wait until no helper uses the log; lane_reset: after a
+ * failure is settled, a lane that starts from the current count. */
+void lane_init(struct wsess *w);
+void lane_destroy(struct wsess *w);
+void lane_request(struct fifo *f, struct wsess *w, uint64_t gen);
+int lane_wait(struct wsess *w, uint64_t gen);
+void lane_quiesce(struct fifo *f, struct wsess *w);
+void lane_reset(struct fifo *f, struct wsess *w);
+
 /* Close every log handle and free the writer's state. */
 void fifo_writer_free(struct fifo *f);
 

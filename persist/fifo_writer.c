@@ -42,10 +42,10 @@ struct pend {
 struct rsess {
 	struct wsess *w;
 	bool full;          /* a full save (clears the status override) */
+	uint64_t upto;      /* its writes' count, for its lane (0: none to sync) */
 	bool synced;        /* its log had frames to sync */
 	int sync_rc;        /* the outcome of that sync (or of the one before) */
 	struct cerr sync_err;
-	struct pool_job sync_job;
 	bool whole;         /* its row is to be rebuilt from the log */
 	bool proj_failed;   /* its projection failed; later writes fail with it */
 	struct cerr proj_err;
@@ -80,13 +80,15 @@ static struct wsess *wsess_get(struct fifo *f, const char *id)
 	struct wsess *w = xcalloc(1, sizeof *w);
 	snprintf(w->id, sizeof w->id, "%s", id);
 	w->used = ++f->use_clock;
+	lane_init(w);
 	f->ws = xreallocarray(f->ws, f->n_ws + 1, sizeof *f->ws);
 	f->ws[f->n_ws++] = w;
 	return w;
 }
 
-static void wsess_close_log(struct wsess *w)
+static void wsess_close_log(struct fifo *f, struct wsess *w)
 {
+	lane_quiesce(f, w);
 	log_close(w->lg);
 	w->lg = NULL;
 }
@@ -110,7 +112,7 @@ static void trim_handles(struct fifo *f, struct wsess *keep)
 		}
 		if (!old)
 			break;
-		wsess_close_log(old);
+		wsess_close_log(f, old);
 		open--;
 	}
 }
@@ -149,6 +151,7 @@ static struct cat_watermark durable_wm(const struct log *lg)
  * log, is missing, or may hold writes that failed). */
 static int reproject(struct fifo *f, struct wsess *w, uint64_t *version, struct cerr *err)
 {
+	lane_quiesce(f, w);
 	if (log_reread(w->lg, err) < 0)
 		return -1;
 	struct session_ref ref;
@@ -301,11 +304,6 @@ static void project_round(struct round *r)
 	}
 }
 
-static void sync_log(void *arg)
-{
-	log_sync_run(arg);
-}
-
 /* Remember a watermark to record with the next transaction (one per
  * session: a newer one replaces it). */
 static void add_durable(struct fifo *f, struct wsess *w)
@@ -391,8 +389,12 @@ static void settle(struct round *r, struct round *cur)
 		struct rsess *rs = &r->rs[k];
 		if (!rs->synced)
 			continue;
-		pool_wait(f->pool, &rs->sync_job);
-		rs->sync_rc = log_sync_end(rs->w->lg, &rs->sync_err);
+		int e = lane_wait(rs->w, rs->upto);
+		if (e)
+			lane_quiesce(f, rs->w); /* before the log is rolled back */
+		rs->sync_rc = log_sync_end(rs->w->lg, e, &rs->sync_err);
+		if (e)
+			lane_reset(f, rs->w);
 	}
 	for (size_t k = 0; k < r->n_rs; k++) {
 		struct rsess *rs = &r->rs[k];
@@ -483,6 +485,13 @@ static void settle_flight(struct fifo *f, struct round *cur)
 static void commit_round(struct round *r, bool may_fly)
 {
 	struct fifo *f = r->f;
+	/* r's syncs start now, or on their lanes right after the flight's. */
+	for (size_t k = 0; k < r->n_rs; k++) {
+		struct rsess *rs = &r->rs[k];
+		struct wsess *w = rs->w;
+		if (w->lg && log_pending(w->lg))
+			lane_request(f, w, rs->upto = ++w->gen);
+	}
 	struct round *fl = f->flight;
 	f->flight = NULL;
 	if (fl)
@@ -502,11 +511,7 @@ static void commit_round(struct round *r, bool may_fly)
 	}
 	for (size_t k = 0; k < r->n_rs; k++) {
 		struct rsess *rs = &r->rs[k];
-		rs->synced = rs->w->lg && log_sync_begin(rs->w->lg);
-		if (!rs->synced)
-			continue;
-		rs->sync_job = (struct pool_job){.fn = sync_log, .arg = rs->w->lg};
-		pool_submit(f->pool, &rs->sync_job);
+		rs->synced = rs->upto && rs->sync_rc == 0 && log_sync_begin(rs->w->lg);
 	}
 	deliver_round(f, fl); /* once the syncs are under way */
 	project_round(r);
@@ -724,7 +729,7 @@ static void run_move(struct fifo *f, struct fifo_item *it)
 		cerr_set(&err, CERR_LOCKED, 0, "session '%s' is running", w->id);
 		goto fail;
 	}
-	wsess_close_log(w);
+	wsess_close_log(f, w);
 	struct session_ref ref;
 	struct cerr e;
 	if (it->kind == FIFO_DELETE) {
@@ -843,7 +848,9 @@ void fifo_writer_checkpoint(struct fifo *f, bool wait)
 void fifo_writer_free(struct fifo *f)
 {
 	for (size_t i = 0; i < f->n_ws; i++) {
+		lane_quiesce(f, f->ws[i]);
 		log_close(f->ws[i]->lg);
+		lane_destroy(f->ws[i]);
 		free(f->ws[i]);
 	}
 	free(f->ws);

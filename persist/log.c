@@ -51,7 +51,6 @@ struct log {
 	bool syncing;           /* between log_sync_begin and log_sync_end: */
 	struct cursor sync_from; /* the cursor before the frames it took */
 	uint64_t sync_upto;     /* the length they end at */
-	int sync_errno;         /* set by log_sync_run: 0 or its errno */
 	struct cursor cur;
 	struct scan *scan;
 	struct scan_opts wm;    /* durable watermark for every read */
@@ -607,24 +606,23 @@ bool log_sync_begin(struct log *lg)
 	lg->syncing = true;
 	lg->sync_from = lg->pending_from;
 	lg->sync_upto = lg->cur.len;
-	lg->sync_errno = 0;
 	return true;
 }
 
-void log_sync_run(struct log *lg)
+int log_sync_fd(struct log *lg)
 {
-	lg->sync_errno = fsops->fdatasync(lg->fd) < 0 ? errno : 0;
+	return fsops->fdatasync(lg->fd) < 0 ? errno : 0;
 }
 
-int log_sync_end(struct log *lg, struct cerr *err)
+int log_sync_end(struct log *lg, int errnum, struct cerr *err)
 {
 	lg->syncing = false;
-	if (lg->sync_errno) {
+	if (errnum) {
 		/* Never retry a failed sync: its pages may already be marked
 		 * clean. Remove every unsynced frame if we can (those written
 		 * after the sync began too: they would follow a gap); either way
 		 * the outcome is unknown and the next append re-reads from disk. */
-		cerr_set(err, CERR_IO, lg->sync_errno, "cannot sync '%s'", lg->path);
+		cerr_set(err, CERR_IO, errnum, "cannot sync '%s'", lg->path);
 		err->outcome_unknown = true;
 		lg->cur = lg->sync_from;
 		lg->pending = false;
@@ -641,8 +639,7 @@ int log_sync(struct log *lg, struct cerr *err)
 {
 	if (!log_sync_begin(lg))
 		return 0;
-	log_sync_run(lg);
-	return log_sync_end(lg, err);
+	return log_sync_end(lg, log_sync_fd(lg), err);
 }
 
 bool log_pending(const struct log *lg)

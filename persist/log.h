@@ -84,14 +84,16 @@ int log_sync(struct log *lg, struct cerr *err);
 bool log_pending(const struct log *lg);
 /* log_sync in three steps, so the owner can write the next frames while
  * the disk syncs these. log_sync_begin takes every frame written so far
- * (false: none; nothing to run or end); log_sync_run, on any thread, syncs
- * the file; log_sync_end, on the owner's thread, settles the outcome. Between
- * begin and end the owner may call log_write and nothing else on lg. If the
- * sync fails, log_sync_end rolls back the frames it took and every frame
+ * (false: none; nothing to end); log_sync_fd, on any thread, fdatasyncs the
+ * file (0 or the errno), covering every frame written before it starts;
+ * log_sync_end, on the owner's thread, settles the outcome (errnum) of a
+ * sync that started after every frame begin took was written. Between begin and end
+ * the owner may call log_write, log_sync_fd and nothing else on lg. If the
+ * sync failed, log_sync_end rolls back the frames it took and every frame
  * written after them, as log_sync does. */
 bool log_sync_begin(struct log *lg);
-void log_sync_run(struct log *lg);
-int log_sync_end(struct log *lg, struct cerr *err);
+int log_sync_fd(struct log *lg);
+int log_sync_end(struct log *lg, int errnum, struct cerr *err);
 /* Cut the torn tail seen at open, fenced by rev (anything changed:
  * CERR_CONFLICT). *cut gets the bytes removed (0 when there was none). */
 int log_cut_torn_tail(struct log *lg, const struct log_revision *rev, uint64_t *cut,

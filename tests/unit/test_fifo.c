@@ -593,6 +593,65 @@ static void test_pipelined_full_saves(void **state)
 	assert_int_equal(next_seq_of(x, "P"), 11);
 }
 
+/* Each item a batch of its own, queued before the one ahead settles: a
+ * session's next round is written while the one before it syncs (its
+ * lane then syncs it right after), another session's rounds interleave.
+ * Receipts, the log's order, the catalog's row and the watermark all
+ * come out as if each had waited; a stale version in such a round still
+ * conflicts, and what follows it fails fast. */
+static void test_overlapping_rounds(void **state)
+{
+	struct fx *x = *state;
+	struct rec c[10];
+	step_ok(x, create("P", NULL, "p", 2), &c[0], "create P");
+	step_ok(x, create("R", NULL, "r", 1), &c[1], "create R");
+	fifo_pause(x->f, true);
+	fifo_set_batch_limit(x->f, 1);
+	post(x, full("P", 3, 3, "a", 2), &c[2]);
+	post(x, full("P", 5, 5, "b", 1), &c[3]);
+	post(x, full("R", 2, 2, "s", 1), &c[4]);
+	post(x, hist("P", 6, "c", 3), &c[5]);
+	post(x, full("P", 9, 9, "d", 1), &c[6]);
+	fifo_pause(x->f, false);
+	wait_all(x, c + 2, 5);
+	const uint64_t want[5] = {5, 6, 3, 9, 10};
+	for (int i = 0; i < 5; i++) {
+		want_ok(&c[2 + i], "overlapping item");
+		assert_int_equal(c[2 + i].r.next_seq, want[i]);
+	}
+	check_receipt(x, "P", &c[6], 10);
+	check_receipt(x, "R", &c[4], 3);
+	struct scan *sc = scan_of(x, "P");
+	assert_non_null(sc);
+	const char *texts[] = {"p 0", "p 1", "a 0", "a 1", "b 0", "c 0", "c 1", "c 2", "d 0"};
+	assert_int_equal(sc->n_events, 10); /* the header, then seq 1.. */
+	for (size_t i = 0; i < 9; i++)
+		assert_string_equal(text_at(sc, i + 1), texts[i]);
+	scan_free(sc);
+	uint64_t until = deadline(5000);
+	for (;;) {
+		struct cat_session row = row_of(x, "P");
+		uint64_t seq = row.durable_seq;
+		cat_session_release(&row);
+		if (seq == 10)
+			break;
+		if (clock_mono_ns() / 1000000 > until)
+			fail_msg("the watermark stays at %llu, not 10", (unsigned long long)seq);
+		usleep(1000);
+	}
+	fifo_pause(x->f, true);
+	post(x, full("P", 10, 10, "e", 1), &c[7]);
+	post(x, full("P", 11, 10, "stale", 1), &c[8]);
+	post(x, hist("P", 11, "after", 1), &c[9]);
+	fifo_pause(x->f, false);
+	wait_all(x, c + 7, 3);
+	fifo_set_batch_limit(x->f, 0);
+	check_receipt(x, "P", &c[7], 11);
+	want_err(&c[8], CERR_CONFLICT, "a stale expected version");
+	want_err(&c[9], CERR_CONFLICT, "an item after the conflict");
+	assert_int_equal(next_seq_of(x, "P"), 11);
+}
+
 /* A new writer (a new process) builds on what the catalog says: its very
  * first item, a full save at the session's version, goes through, and one
  * at a stale version conflicts. */
@@ -897,6 +956,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_coalescing_and_boundaries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipelined_full_saves, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_overlapping_rounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_new_writer_first_item, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_conflict_fail_fast_recovery, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_full_save_checks_seq, setup, teardown),

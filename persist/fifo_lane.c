@@ -1,0 +1,113 @@
+/* fifo_lane.c — a session's sync lane: a helper thread fdatasyncs the
+ * session's log while the writer thread goes on, and when the writer wrote
+ * more during that sync, the helper starts the next one at once (no thread
+ * to wake, no round trip through the writer).
+ *
+ * The writer counts its writes to the log (w->gen) and asks for a sync up
+ * to a count (lane_request); a sync covers every write counted before it
+ * starts, so when it ends, lane_done moves to the target read before it.
+ * The writer waits for a count (lane_wait): done, or the errno of the
+ * sync that failed. A failed sync stops the lane until the writer has
+ * settled the failure (lane_reset). While a lane runs, the log's handle
+ * stays open: lane_quiesce waits for the lane to stop before the writer
+ * re-reads or closes it. */
+#include "persist/fifo_int.h"
+#include "base/clock.h"
+
+/* How long lane_wait polls before it sleeps (see pool.c: waking a thread
+ * costs tens of microseconds on a virtual machine). */
+#define LANE_POLL_NS 200000
+
+void lane_init(struct wsess *w)
+{
+	pthread_mutex_init(&w->lane_mu, NULL);
+	pthread_cond_init(&w->lane_cv, NULL);
+}
+
+void lane_destroy(struct wsess *w)
+{
+	pthread_cond_destroy(&w->lane_cv);
+	pthread_mutex_destroy(&w->lane_mu);
+}
+
+/* The helper: sync until the target is reached or a sync fails. */
+static void lane_run(void *arg)
+{
+	struct wsess *w = arg;
+	pthread_mutex_lock(&w->lane_mu);
+	while (!atomic_load(&w->lane_errno) && atomic_load(&w->lane_done) < w->lane_target) {
+		uint64_t target = w->lane_target;
+		pthread_mutex_unlock(&w->lane_mu);
+		int e = log_sync_fd(w->lg);
+		pthread_mutex_lock(&w->lane_mu);
+		if (e)
+			atomic_store(&w->lane_errno, e);
+		else
+			atomic_store(&w->lane_done, target);
+		pthread_cond_broadcast(&w->lane_cv);
+	}
+	w->lane_running = false;
+	pthread_cond_broadcast(&w->lane_cv);
+	pthread_mutex_unlock(&w->lane_mu);
+}
+
+void lane_request(struct fifo *f, struct wsess *w, uint64_t gen)
+{
+	pthread_mutex_lock(&w->lane_mu);
+	if (gen > w->lane_target)
+		w->lane_target = gen;
+	bool start = !w->lane_running && !atomic_load(&w->lane_errno) &&
+		     atomic_load(&w->lane_done) < w->lane_target;
+	if (start)
+		w->lane_running = true;
+	pthread_mutex_unlock(&w->lane_mu);
+	if (!start)
+		return;
+	if (w->lane_job_out)
+		pool_wait(f->pool, &w->lane_job); /* the last run, ending */
+	w->lane_job = (struct pool_job){.fn = lane_run, .arg = w};
+	pool_submit(f->pool, &w->lane_job);
+	w->lane_job_out = true;
+}
+
+int lane_wait(struct wsess *w, uint64_t gen)
+{
+	uint64_t until = clock_mono_ns() + LANE_POLL_NS;
+	for (;;) {
+		if (atomic_load(&w->lane_done) >= gen)
+			return 0;
+		int e = atomic_load(&w->lane_errno);
+		if (e)
+			return e;
+		if (clock_mono_ns() >= until)
+			break;
+	}
+	pthread_mutex_lock(&w->lane_mu);
+	while (atomic_load(&w->lane_done) < gen && !atomic_load(&w->lane_errno))
+		pthread_cond_wait(&w->lane_cv, &w->lane_mu);
+	int e = atomic_load(&w->lane_done) >= gen ? 0 : atomic_load(&w->lane_errno);
+	pthread_mutex_unlock(&w->lane_mu);
+	return e;
+}
+
+void lane_quiesce(struct fifo *f, struct wsess *w)
+{
+	if (!w->lane_job_out)
+		return;
+	pthread_mutex_lock(&w->lane_mu);
+	while (w->lane_running)
+		pthread_cond_wait(&w->lane_cv, &w->lane_mu);
+	pthread_mutex_unlock(&w->lane_mu);
+	pool_wait(f->pool, &w->lane_job);
+	w->lane_job_out = false;
+}
+
+void lane_reset(struct fifo *f, struct wsess *w)
+{
+	lane_quiesce(f, w);
+	pthread_mutex_lock(&w->lane_mu);
+	atomic_store(&w->lane_errno, 0);
+	atomic_store(&w->lane_done, w->gen);
+	w->lane_target = w->gen;
+	pthread_mutex_unlock(&w->lane_mu);
+}
