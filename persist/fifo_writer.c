@@ -2,10 +2,13 @@
  *
  * A batch runs in rounds. A round first prepares each append (history,
  * full save, meta) in post order: the checks, then log_write, which writes
- * the frame without syncing it. Then it finishes them together: the logs
- * sync on helper threads, all at once, while this thread projects every
- * write in one catalog transaction; only after both do the items
- * complete. That transaction may commit before its log
+ * the frame without syncing it. Then it commits them together: the logs
+ * sync on their lanes (fifo_lane.c), all at once, while this thread
+ * projects every write in one catalog transaction; only after both do the
+ * items complete. The last round of a batch stays in flight: the writer
+ * takes the next batch and writes it while those syncs run, and settles
+ * the round in flight (its items complete) just before it commits the
+ * next one. That transaction may commit before its log
  * is durable, so it marks each row as not matching a durable file (a
  * catalog_sync elsewhere reads the log again); the watermark and the file
  * identity are recorded after the sync, in the next transaction or when
