@@ -544,6 +544,41 @@ static void test_group_commit(void **state)
 	assert_true((w2 - w1) * 2 < (w1 - w0));
 }
 
+/* Wait until the catalog records durable seq `seq` for session id. */
+static void wait_watermark(struct fx *x, const char *id, uint64_t seq)
+{
+	uint64_t until = deadline(5000);
+	for (;;) {
+		struct cat_session row = row_of(x, id);
+		uint64_t at = row.durable_seq;
+		cat_session_release(&row);
+		if (at == seq)
+			return;
+		if (clock_mono_ns() / 1000000 > until)
+			fail_msg("the watermark stays at %llu, not %llu", (unsigned long long)at,
+				 (unsigned long long)seq);
+		usleep(1000);
+	}
+}
+
+/* P at seq and version 10: a full save that fits, then one with a stale
+ * version (a conflict) and a history item after it (fails fast), queued
+ * together; c gets the three completions. */
+static void stale_then_after(struct fx *x, struct rec *c)
+{
+	fifo_pause(x->f, true);
+	post(x, full("P", 10, 10, "e", 1), &c[0]);
+	post(x, full("P", 11, 10, "stale", 1), &c[1]);
+	post(x, hist("P", 11, "after", 1), &c[2]);
+	fifo_pause(x->f, false);
+	wait_all(x, c, 3);
+	check_receipt(x, "P", &c[0], 11);
+	want_err(&c[1], CERR_CONFLICT, "a stale expected version");
+	want_err(&c[2], CERR_CONFLICT, "an item after the conflict");
+	assert_non_null(strstr(c[2].err.msg, "failed save before this one"));
+	assert_int_equal(next_seq_of(x, "P"), 11);
+}
+
 /* Full saves posted before the last receipt (each expects the version the
  * one before it makes: the next seq) run in one round with one sync of the
  * log; receipts come in order and the watermark follows once the writer is
@@ -569,28 +604,8 @@ static void test_pipelined_full_saves(void **state)
 	}
 	check_receipt(x, "P", &c[4], 10);
 	/* The watermark is recorded after the sync, when the writer idles. */
-	uint64_t until = deadline(5000);
-	for (;;) {
-		struct cat_session row = row_of(x, "P");
-		uint64_t seq = row.durable_seq;
-		cat_session_release(&row);
-		if (seq == 10)
-			break;
-		if (clock_mono_ns() / 1000000 > until)
-			fail_msg("the watermark stays at %llu, not 10", (unsigned long long)seq);
-		usleep(1000);
-	}
-	fifo_pause(x->f, true);
-	post(x, full("P", 10, 10, "e", 1), &c[5]);
-	post(x, full("P", 11, 10, "stale", 1), &c[6]);
-	post(x, hist("P", 11, "after", 1), &c[7]);
-	fifo_pause(x->f, false);
-	wait_all(x, c + 5, 3);
-	check_receipt(x, "P", &c[5], 11);
-	want_err(&c[6], CERR_CONFLICT, "a stale expected version");
-	want_err(&c[7], CERR_CONFLICT, "an item after the conflict");
-	assert_non_null(strstr(c[7].err.msg, "failed save before this one"));
-	assert_int_equal(next_seq_of(x, "P"), 11);
+	wait_watermark(x, "P", 10);
+	stale_then_after(x, c + 5);
 }
 
 /* Each item a batch of its own, queued before the one ahead settles: a
@@ -628,28 +643,9 @@ static void test_overlapping_rounds(void **state)
 	for (size_t i = 0; i < 9; i++)
 		assert_string_equal(text_at(sc, i + 1), texts[i]);
 	scan_free(sc);
-	uint64_t until = deadline(5000);
-	for (;;) {
-		struct cat_session row = row_of(x, "P");
-		uint64_t seq = row.durable_seq;
-		cat_session_release(&row);
-		if (seq == 10)
-			break;
-		if (clock_mono_ns() / 1000000 > until)
-			fail_msg("the watermark stays at %llu, not 10", (unsigned long long)seq);
-		usleep(1000);
-	}
-	fifo_pause(x->f, true);
-	post(x, full("P", 10, 10, "e", 1), &c[7]);
-	post(x, full("P", 11, 10, "stale", 1), &c[8]);
-	post(x, hist("P", 11, "after", 1), &c[9]);
-	fifo_pause(x->f, false);
-	wait_all(x, c + 7, 3);
+	wait_watermark(x, "P", 10);
+	stale_then_after(x, c + 7);
 	fifo_set_batch_limit(x->f, 0);
-	check_receipt(x, "P", &c[7], 11);
-	want_err(&c[8], CERR_CONFLICT, "a stale expected version");
-	want_err(&c[9], CERR_CONFLICT, "an item after the conflict");
-	assert_int_equal(next_seq_of(x, "P"), 11);
 }
 
 /* A new writer (a new process) builds on what the catalog says: its very
