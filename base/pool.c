@@ -104,11 +104,6 @@ void pool_submit(struct pool *p, struct pool_job *job)
 	pthread_mutex_unlock(&p->mu);
 }
 
-bool pool_done(struct pool_job *job)
-{
-	return job_state(job) == JOB_DONE;
-}
-
 void pool_wait(struct pool *p, struct pool_job *job)
 {
 	pthread_mutex_lock(&p->mu);

@@ -13,7 +13,6 @@
 #define CAIRN_POOL_H
 
 #include <stdatomic.h>
-#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/err.h"
@@ -37,8 +36,6 @@ void pool_submit(struct pool *p, struct pool_job *job);
  * for the helper running it (polling for a short while first, since the
  * jobs are short and a sleeping thread takes long to wake). */
 void pool_wait(struct pool *p, struct pool_job *job);
-/* Has job run? (pool_wait would then return at once.) */
-bool pool_done(struct pool_job *job);
 /* Stop and join the helpers; every job must have been waited for. */
 void pool_free(struct pool *p);
 

@@ -279,32 +279,6 @@ void catalog_close(struct catalog *c)
 	free(c);
 }
 
-static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
-{
-	(void)db, (void)name;
-	((struct catalog *)arg)->wal_pages = pages;
-	return SQLITE_OK;
-}
-
-void catalog_manual_checkpoints(struct catalog *c)
-{
-	sqlite3_wal_hook(c->db, wal_hook, c); /* replaces the automatic one */
-}
-
-int catalog_wal_pages(const struct catalog *c)
-{
-	return c->wal_pages;
-}
-
-int catalog_checkpoint(struct catalog *c, struct cerr *err)
-{
-	int rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-	if (rc != SQLITE_OK && rc != SQLITE_BUSY)
-		return cerr_set(err, CERR_IO, 0, "cannot checkpoint the catalog: %s",
-				sqlite3_errmsg(c->db));
-	return 0;
-}
-
 int catalog_begin(struct catalog *c, struct cerr *err)
 {
 	if (cat_exec(c, "BEGIN IMMEDIATE", err) < 0)

@@ -62,15 +62,6 @@ struct cat_watermark {
 int catalog_open(struct store *st, struct catalog **out, struct cerr *err);
 /* Checkpoint (passive) and close; NULL-safe. */
 void catalog_close(struct catalog *c);
-/* Checkpoints left to the caller: c's commits no longer run one once the
- * WAL passes 1000 pages (a long pause for a writer that commits often);
- * catalog_wal_pages tells the WAL's size after c's last commit, and
- * catalog_checkpoint, on any connection (another thread's), runs one. */
-void catalog_manual_checkpoints(struct catalog *c);
-int catalog_wal_pages(const struct catalog *c);
-/* A passive checkpoint: copies back into the database what no reader
- * still needs; never waits for readers or writers (busy is no error). */
-int catalog_checkpoint(struct catalog *c, struct cerr *err);
 
 /* Explicit write transactions (BEGIN IMMEDIATE); the project/set functions
  * below run in the current one, or in their own when none is open. */

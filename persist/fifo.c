@@ -166,7 +166,6 @@ static void *writer_main(void *arg)
 	pthread_mutex_unlock(&f->mu);
 	fifo_writer_settle(f);
 	fifo_writer_idle(f);
-	fifo_writer_checkpoint(f, true); /* waits for one under way */
 	return NULL;
 }
 
@@ -203,11 +202,8 @@ struct fifo *fifo_new(uv_loop_t *loop, const char *root, struct cerr *err)
 	strmap_init(&f->last_ticket);
 	if (store_open(root, true, &f->st, err) < 0)
 		goto fail;
-	if (catalog_open(f->st, &f->cat, err) < 0 || catalog_open(f->st, &f->ckpt, err) < 0)
+	if (catalog_open(f->st, &f->cat, err) < 0)
 		goto fail;
-	/* The writer commits often: a helper checkpoints, on its own
-	 * connection, so the writer never pauses for one. */
-	catalog_manual_checkpoints(f->cat);
 	if (!(f->pool = pool_new(FIFO_HELPERS, err)))
 		goto fail;
 	pthread_mutex_init(&f->mu, NULL);
@@ -227,10 +223,9 @@ struct fifo *fifo_new(uv_loop_t *loop, const char *root, struct cerr *err)
 		cerr_set(err, CERR_IO, perr, "cannot start the persistence writer");
 		pool_free(f->pool);
 		catalog_close(f->cat);
-		catalog_close(f->ckpt);
 		store_close(f->st);
 		f->pool = NULL;
-		f->cat = f->ckpt = NULL;
+		f->cat = NULL;
 		f->st = NULL;
 		f->stopping = true; /* a post before the loop closes it is refused */
 		/* The handle lives in f: the loop frees f when it closes it. */
@@ -246,7 +241,6 @@ fail_sync:
 fail:
 	pool_free(f->pool);
 	catalog_close(f->cat);
-	catalog_close(f->ckpt);
 	store_close(f->st);
 	strmap_release(&f->last_ticket);
 	free(f);
@@ -353,9 +347,8 @@ int fifo_close(struct fifo *f, uint64_t deadline_ms)
 	pool_free(f->pool);
 	f->pool = NULL;
 	catalog_close(f->cat);
-	catalog_close(f->ckpt);
 	store_close(f->st);
-	f->cat = f->ckpt = NULL;
+	f->cat = NULL;
 	f->st = NULL;
 	/* The mutex and conditions live until the close callback: a late
 	 * fifo_post must find a valid mutex to be refused. */

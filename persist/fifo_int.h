@@ -93,9 +93,6 @@ struct fifo {
 	/* writer thread only */
 	struct store *st;
 	struct catalog *cat;
-	struct catalog *ckpt;    /* a helper checkpoints on it (catalog_checkpoint) */
-	struct pool_job ckpt_job;
-	bool ckpt_busy;          /* ckpt_job submitted, not waited for */
 	struct pool *pool;
 	struct wsess **ws;
 	size_t n_ws;
@@ -116,8 +113,6 @@ void fifo_deliver(struct fifo *f, struct fifo_item *batch);
  * before this returns, or when its last round, left in flight, settles
  * (the next batch's commit, or fifo_writer_settle). */
 void fifo_writer_process(struct fifo *f, struct fifo_item *batch);
-/* After a commit: checkpoint on a helper once the WAL is large. */
-void fifo_writer_checkpoint(struct fifo *f, bool wait);
 /* Nothing queued: complete the round in flight, if any (writer thread). */
 void fifo_writer_settle(struct fifo *f);
 /* Nothing queued: record what is pending (writer thread). */

@@ -22,7 +22,6 @@
 
 #define MAX_OPEN_LOGS 64      /* writer handles kept open (each holds a lock) */
 #define MERGE_MAX_EVENTS 4096 /* events in one merged history append */
-#define CKPT_PAGES 1000       /* the WAL size at which a helper checkpoints */
 
 /* ---- rounds ---- */
 
@@ -518,7 +517,6 @@ static void commit_round(struct round *r, bool may_fly)
 	}
 	deliver_round(f, fl); /* once the syncs are under way */
 	project_round(r);
-	fifo_writer_checkpoint(f, false);
 	f->round++;
 	bool fly = may_fly;
 	for (size_t k = 0; k < r->n_rs && fly; k++)
@@ -826,26 +824,6 @@ void fifo_writer_idle(struct fifo *f)
 	}
 	if (catalog_commit(f->cat, &err) == 0)
 		f->n_durable = 0;
-	fifo_writer_checkpoint(f, false);
-}
-
-static void checkpoint_job(void *arg)
-{
-	struct cerr e;
-	catalog_checkpoint(arg, &e); /* if it fails, the next one copies more */
-}
-
-void fifo_writer_checkpoint(struct fifo *f, bool wait)
-{
-	if (f->ckpt_busy && (wait || pool_done(&f->ckpt_job))) {
-		pool_wait(f->pool, &f->ckpt_job);
-		f->ckpt_busy = false;
-	}
-	if (wait || f->ckpt_busy || catalog_wal_pages(f->cat) < CKPT_PAGES)
-		return;
-	f->ckpt_job = (struct pool_job){.fn = checkpoint_job, .arg = f->ckpt};
-	pool_submit(f->pool, &f->ckpt_job);
-	f->ckpt_busy = true;
 }
 
 void fifo_writer_free(struct fifo *f)

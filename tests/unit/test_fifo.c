@@ -579,6 +579,35 @@ static void stale_then_after(struct fx *x, struct rec *c)
 	assert_int_equal(next_seq_of(x, "P"), 11);
 }
 
+/* Checkpoints keep up with a writer that never pauses: 500 saves, each
+ * its own round and commit (about 10 pages, 40 KB, each), would leave a
+ * WAL of some 20 MB without them (13 MB when a helper checkpointed on a
+ * connection of its own: the WAL never restarted while the writer went
+ * on committing); it stays near the 1000-page threshold (4 MB) instead,
+ * and every save is acknowledged. */
+static void test_checkpoints_bound_the_wal(void **state)
+{
+	struct fx *x = *state;
+	enum { N = 500 };
+	struct rec c0, *c = xcalloc(N, sizeof *c);
+	step_ok(x, create("W", NULL, "w", 1), &c0, "create");
+	fifo_pause(x->f, true);
+	fifo_set_batch_limit(x->f, 1);
+	for (int i = 0; i < N; i++)
+		post(x, full("W", 2 + (uint64_t)i, 2 + (uint64_t)i, "save", 1), &c[i]);
+	fifo_pause(x->f, false);
+	wait_all(x, c, N);
+	fifo_set_batch_limit(x->f, 0);
+	for (int i = 0; i < N; i++)
+		want_ok(&c[i], "a save");
+	check_receipt(x, "W", &c[N - 1], 2 + N);
+	uint64_t wal = wal_size(x);
+	print_message("# WAL %llu bytes after %d saves\n", (unsigned long long)wal, N);
+	if (wal > 8u << 20)
+		fail_msg("the WAL grew to %llu bytes", (unsigned long long)wal);
+	free(c);
+}
+
 /* Full saves posted before the last receipt (each expects the version the
  * one before it makes: the next seq) run in one round with one sync of the
  * log; receipts come in order and the watermark follows once the writer is
@@ -953,6 +982,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipelined_full_saves, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overlapping_rounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_checkpoints_bound_the_wal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_new_writer_first_item, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_conflict_fail_fast_recovery, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_full_save_checks_seq, setup, teardown),
