@@ -544,6 +544,17 @@ static void test_group_commit(void **state)
 	assert_true((w2 - w1) * 2 < (w1 - w0));
 }
 
+/* Items c[0..n) acknowledged, each with next seq and content version
+ * want[i] (one event a seq: the version is the projected next seq). */
+static void want_receipts(const struct rec *c, const uint64_t *want, int n)
+{
+	for (int i = 0; i < n; i++) {
+		want_ok(&c[i], "a pipelined item");
+		assert_int_equal(c[i].r.next_seq, want[i]);
+		assert_int_equal(c[i].r.content_version, want[i]);
+	}
+}
+
 /* Wait until the catalog records durable seq `seq` for session id. */
 static void wait_watermark(struct fx *x, const char *id, uint64_t seq)
 {
@@ -625,12 +636,7 @@ static void test_pipelined_full_saves(void **state)
 	post(x, full("P", 9, 9, "d", 1), &c[4]);
 	fifo_pause(x->f, false);
 	wait_all(x, c + 1, 4);
-	const uint64_t want[4] = {5, 6, 9, 10};
-	for (int i = 0; i < 4; i++) {
-		want_ok(&c[1 + i], "pipelined item");
-		assert_int_equal(c[1 + i].r.next_seq, want[i]);
-		assert_int_equal(c[1 + i].r.content_version, want[i]);
-	}
+	want_receipts(c + 1, (const uint64_t[]){5, 6, 9, 10}, 4);
 	check_receipt(x, "P", &c[4], 10);
 	/* The watermark is recorded after the sync, when the writer idles. */
 	wait_watermark(x, "P", 10);
@@ -658,11 +664,7 @@ static void test_overlapping_rounds(void **state)
 	post(x, full("P", 9, 9, "d", 1), &c[6]);
 	fifo_pause(x->f, false);
 	wait_all(x, c + 2, 5);
-	const uint64_t want[5] = {5, 6, 3, 9, 10};
-	for (int i = 0; i < 5; i++) {
-		want_ok(&c[2 + i], "overlapping item");
-		assert_int_equal(c[2 + i].r.next_seq, want[i]);
-	}
+	want_receipts(c + 2, (const uint64_t[]){5, 6, 3, 9, 10}, 5);
 	check_receipt(x, "P", &c[6], 10);
 	check_receipt(x, "R", &c[4], 3);
 	struct scan *sc = scan_of(x, "P");

@@ -689,6 +689,19 @@ static uint64_t next_on_disk(void)
 	return n;
 }
 
+/* A connection of the test's own to the FIFO's catalog. The writer
+ * records watermarks in short transactions of its own when it goes idle:
+ * it waits for them as any other process would. */
+static sqlite3 *open_db(void)
+{
+	sqlite3 *db;
+	char *path = xasprintf("%s/%s", R.root, CATALOG_FILE);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	free(path);
+	return db;
+}
+
 /* Another connection holding the catalog's write lock delays a batch; past
  * the busy timeout the batch fails locked, writes nothing and leaves no gap:
  * the same seq works once the lock is gone. */
@@ -700,12 +713,7 @@ static void test_busy_catalog(void **state)
 	hist(0, 1, 2, true);
 	settle();
 	assert_true(R.it[0].ok);
-	char *path = xasprintf("%s/%s", R.root, CATALOG_FILE);
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	/* The writer records watermarks in short transactions of its own
-	 * when it goes idle: wait for them as any other process would. */
-	sqlite3_busy_timeout(db, 5000);
-	free(path);
+	db = open_db();
 	assert_int_equal(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
 	hist(0, 3, 1, false);
 	usleep(300 * 1000);
@@ -756,12 +764,7 @@ static void test_catalog_fails_after_durable_write(void **state)
 	hist(1, 1, 1, true);
 	settle();
 	assert_true(R.it[0].ok && R.it[1].ok);
-	char *path = xasprintf("%s/%s", R.root, CATALOG_FILE);
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	/* The writer records watermarks in short transactions of its own
-	 * when it goes idle: wait for them as any other process would. */
-	sqlite3_busy_timeout(db, 5000);
-	free(path);
+	db = open_db();
 	sql(db, "CREATE TRIGGER boom BEFORE UPDATE OF content_version ON sessions"
 		" WHEN NEW.content_version > 3 BEGIN SELECT RAISE(ABORT, 'injected'); END");
 	hist(0, 3, 1, false);
@@ -812,10 +815,7 @@ static void test_one_projection_fails_in_a_round(void **state)
 	hist(1, 1, 2, true);
 	settle();
 	assert_true(R.it[0].ok && R.it[1].ok);
-	char *path = xasprintf("%s/%s", R.root, CATALOG_FILE);
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	sqlite3_busy_timeout(db, 5000);
-	free(path);
+	db = open_db();
 	sql(db, "CREATE TRIGGER boom BEFORE UPDATE OF content_version ON sessions"
 		" WHEN NEW.id = 'A' BEGIN SELECT RAISE(ABORT, 'injected'); END");
 	fifo_pause(R.f, true);
