@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <glob.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -456,6 +457,47 @@ static void test_write_then_sync(void **state)
 	scan_free(s);
 }
 
+/* log_sync in steps: frames written after log_sync_begin are not part of
+ * that sync (still pending after log_sync_end); when the sync failed,
+ * log_sync_end takes back its frames and those written after them, and
+ * the next write builds on what the file holds. */
+static void test_sync_in_steps(void **state)
+{
+	struct fx *f = *state;
+	struct log *lg;
+	struct cerr err;
+	assert_int_equal(log_create(f->st, "steps", NULL, NULL, &lg, &err), 0);
+	assert_int_equal(write_only(lg, 1, B_TURN, &err), 0); /* published: durable */
+	assert_int_equal(write_only(lg, 3, B_TEXT, &err), 0);
+	assert_true(log_sync_begin(lg));
+	assert_false(log_pending(lg));
+	assert_int_equal(write_only(lg, 4, B_TEXT, &err), 0); /* during the sync */
+	assert_int_equal(log_sync_end(lg, log_sync_fd(lg), &err), 0);
+	assert_true(log_pending(lg));
+	assert_int_equal(log_durable(lg).len, 0); /* seq 4 is not synced yet */
+	assert_int_equal(log_sync(lg, &err), 0);
+	assert_int_equal(log_durable(lg).next_seq, 5);
+	assert_false(log_sync_begin(lg)); /* nothing to take */
+
+	assert_int_equal(write_only(lg, 5, B_TEXT, &err), 0);
+	assert_true(log_sync_begin(lg));
+	assert_int_equal(write_only(lg, 6, B_TEXT, &err), 0);
+	assert_int_equal(log_sync_end(lg, EIO, &err), -1); /* as if it failed */
+	assert_int_equal(err.cls, CERR_IO);
+	assert_int_equal(err.sys_errno, EIO);
+	assert_true(err.outcome_unknown);
+	assert_false(log_pending(lg));
+	assert_int_equal(log_next_seq(lg), 5);
+	struct scan *s = scan_path(P(f, "root/sessions/_no-cwd/steps/session.jsonl.zst"));
+	assert_int_equal(s->status, SCAN_OK);
+	assert_int_equal(s->next_seq, 5); /* both frames taken back */
+	scan_free(s);
+	assert_int_equal(write_only(lg, 5, B_TEXT, &err), 0);
+	assert_int_equal(log_sync(lg, &err), 0);
+	assert_int_equal(log_durable(lg).next_seq, 6);
+	log_close(lg);
+}
+
 static void test_cursor_avoids_rereads(void **state)
 {
 	struct fx *f = *state;
@@ -810,6 +852,7 @@ int main(void)
 		T(test_oversized_rejected),
 		T(test_unknown_ignorable_accepted),
 		T(test_write_then_sync),
+		T(test_sync_in_steps),
 		T(test_cursor_avoids_rereads),
 		T(test_cursor_after_truncate),
 		T(test_cursor_after_replace),
