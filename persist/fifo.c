@@ -106,6 +106,17 @@ static bool poll_queue(struct fifo *f)
 	return false;
 }
 
+/* While a round is in flight, poll until work comes (true) or its syncs
+ * end, for at most FIFO_POLL_NS (false). */
+static bool poll_work_or_flight(struct fifo *f)
+{
+	uint64_t until = clock_mono_ns() + FIFO_POLL_NS;
+	while (!fifo_writer_flight_synced(f) && clock_mono_ns() < until)
+		if (atomic_load_explicit(&f->queued, memory_order_acquire))
+			return true;
+	return false;
+}
+
 /* Take the queued items (at most f->batch_limit when set); mu held. */
 static struct fifo_item *take_batch(struct fifo *f)
 {
@@ -146,13 +157,23 @@ static void *writer_main(void *arg)
 	pthread_mutex_lock(&f->mu);
 	for (;;) {
 		if ((!f->queue || f->paused) && !f->stopping) {
-			/* Nothing to prepare while the last round syncs: complete
-			 * it, then poll a while before sleeping. */
-			pthread_mutex_unlock(&f->mu);
-			fifo_writer_settle(f);
-			if (!poll_queue(f))
-				fifo_writer_idle(f); /* before sleeping: what is pending */
-			pthread_mutex_lock(&f->mu);
+			/* Nothing to prepare while the last round syncs. Work that
+			 * comes before its syncs end is written during them (the
+			 * next commit settles that round); else complete the round,
+			 * then poll a while before sleeping. */
+			bool work = false;
+			if (!f->paused) {
+				pthread_mutex_unlock(&f->mu);
+				work = poll_work_or_flight(f);
+				pthread_mutex_lock(&f->mu);
+			}
+			if (!work || f->paused || !f->queue) {
+				pthread_mutex_unlock(&f->mu);
+				fifo_writer_settle(f);
+				if (!poll_queue(f))
+					fifo_writer_idle(f); /* before sleeping: what is pending */
+				pthread_mutex_lock(&f->mu);
+			}
 		}
 		while ((!f->queue || f->paused) && !(f->stopping && !f->queue))
 			pthread_cond_wait(&f->work_cv, &f->mu);

@@ -115,6 +115,9 @@ void fifo_deliver(struct fifo *f, struct fifo_item *batch);
 void fifo_writer_process(struct fifo *f, struct fifo_item *batch);
 /* Nothing queued: complete the round in flight, if any (writer thread). */
 void fifo_writer_settle(struct fifo *f);
+/* True when no round is in flight or its syncs have all ended, so that
+ * fifo_writer_settle will not wait (writer thread). */
+bool fifo_writer_flight_synced(struct fifo *f);
 /* Nothing queued: record what is pending (writer thread). */
 void fifo_writer_idle(struct fifo *f);
 /* A session's sync lane (fifo_lane.c; writer thread but for the helper
@@ -126,6 +129,8 @@ void lane_init(struct wsess *w);
 void lane_destroy(struct wsess *w);
 void lane_request(struct fifo *f, struct wsess *w, uint64_t gen);
 int lane_wait(struct wsess *w, uint64_t gen);
+/* Whether lane_wait(w, gen) would return at once. */
+bool lane_ended(struct wsess *w, uint64_t gen);
 void lane_quiesce(struct fifo *f, struct wsess *w);
 void lane_reset(struct fifo *f, struct wsess *w);
 

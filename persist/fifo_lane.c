@@ -90,6 +90,11 @@ int lane_wait(struct wsess *w, uint64_t gen)
 	return e;
 }
 
+bool lane_ended(struct wsess *w, uint64_t gen)
+{
+	return atomic_load(&w->lane_done) >= gen || atomic_load(&w->lane_errno);
+}
+
 void lane_quiesce(struct fifo *f, struct wsess *w)
 {
 	if (!w->lane_job_out)

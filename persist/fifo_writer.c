@@ -456,8 +456,6 @@ static void settle(struct round *r, struct round *cur)
 	r->n = r->n_rs = 0;
 }
 
-/* Settle the round in flight, if any, and deliver its batch; `cur` as for
- * settle(). */
 /* Deliver a settled round's batch and free it (r may be NULL). */
 static void deliver_round(struct fifo *f, struct round *r)
 {
@@ -469,6 +467,8 @@ static void deliver_round(struct fifo *f, struct round *r)
 	free(r);
 }
 
+/* Settle the round in flight, if any, and deliver its batch; `cur` as for
+ * settle(). */
 static void settle_flight(struct fifo *f, struct round *cur)
 {
 	struct round *r = f->flight;
@@ -479,48 +479,49 @@ static void settle_flight(struct fifo *f, struct round *cur)
 	deliver_round(f, r);
 }
 
-/* Commit round r: the round in flight settles first (its logs are synced
- * by now, or nearly); then every log r wrote syncs on a helper, all at
- * once, while this thread commits r's projection. If `may_fly` and r needs
- * nothing more from the catalog, r stays in flight, to settle when the
- * next round commits (its writes made meanwhile); else it settles now. */
+/* Commit round r: every log r wrote syncs on a helper, on its lane right
+ * after the syncs of the round in flight, while this thread commits r's
+ * projection; then the round in flight settles (its syncs have had the
+ * projection's time to end). The projection is built on the flight's
+ * writes before their syncs are known: if one fails, it rolled back r's
+ * writes to that log too, so those fail with it and settle() rebuilds the
+ * row from the log. If `may_fly` and r needs nothing more from the
+ * catalog, r stays in flight, to settle when the next round commits (its
+ * writes made meanwhile); else it settles now. */
 static void commit_round(struct round *r, bool may_fly)
 {
 	struct fifo *f = r->f;
-	/* r's syncs start now, or on their lanes right after the flight's. */
 	for (size_t k = 0; k < r->n_rs; k++) {
 		struct rsess *rs = &r->rs[k];
 		struct wsess *w = rs->w;
 		if (w->lg && log_pending(w->lg))
 			lane_request(f, w, rs->upto = ++w->gen);
 	}
-	struct round *fl = f->flight;
-	f->flight = NULL;
-	if (fl)
-		settle(fl, r);
 	r->tx_failed = false;
+	if (fifo_writer_flight_synced(f))
+		settle_flight(f, r); /* its receipts need not wait for r's projection */
+	if (r->n > 0) {
+		project_round(r);
+	} else if (r->tx) {
+		struct cerr e;
+		if (catalog_commit(f->cat, &e) < 0)
+			catalog_rollback(f->cat);
+		r->tx = false;
+	}
+	settle_flight(f, r); /* if it was not synced before */
 	if (r->n == 0) {
-		if (r->tx) {
-			struct cerr e;
-			if (catalog_commit(f->cat, &e) < 0)
-				catalog_rollback(f->cat);
-			r->tx = false;
-		}
 		r->n_rs = 0;
 		r->num = ++f->round;
-		deliver_round(f, fl);
 		return;
 	}
 	for (size_t k = 0; k < r->n_rs; k++) {
 		struct rsess *rs = &r->rs[k];
 		rs->synced = rs->upto && rs->sync_rc == 0 && log_sync_begin(rs->w->lg);
 	}
-	deliver_round(f, fl); /* once the syncs are under way */
-	project_round(r);
 	f->round++;
 	bool fly = may_fly;
 	for (size_t k = 0; k < r->n_rs && fly; k++)
-		fly = !r->rs[k].whole && !r->rs[k].proj_failed;
+		fly = !r->rs[k].whole && !r->rs[k].proj_failed && r->rs[k].sync_rc == 0;
 	if (fly) {
 		f->flight = r;
 		return;
@@ -806,6 +807,15 @@ void fifo_writer_process(struct fifo *f, struct fifo_item *batch)
 void fifo_writer_settle(struct fifo *f)
 {
 	settle_flight(f, NULL);
+}
+
+bool fifo_writer_flight_synced(struct fifo *f)
+{
+	const struct round *r = f->flight;
+	for (size_t k = 0; r && k < r->n_rs; k++)
+		if (r->rs[k].synced && !lane_ended(r->rs[k].w, r->rs[k].upto))
+			return false;
+	return true;
 }
 
 void fifo_writer_idle(struct fifo *f)

@@ -84,9 +84,17 @@ static bool is_sync(enum faultfs_op op)
 static const struct fault *hook_fault;
 static unsigned hook_seen;
 
+/* With slow_syncs, every fdatasync takes 2 ms longer, so the writer
+ * commits the next round's projection before the sync of the round in
+ * flight ends, and a failure of that sync reaches a round already
+ * committed. */
+static bool slow_syncs;
+
 static void sync_hook(void *ctx, enum faultfs_op op, bool after)
 {
 	(void)ctx;
+	if (slow_syncs && !after && op == FF_FDATASYNC)
+		usleep(2000);
 	if (after || !hook_fault || op != hook_fault->pre || faultfs_fired() == hook_seen)
 		return;
 	faultfs_fail(hook_fault->op, 1, hook_fault->errnum);
@@ -498,6 +506,32 @@ static void check_catalog(void)
  * the last acknowledged version; then one history item follows. When the
  * writer's own re-read cut bytes a failed sync left (so the seq read was
  * stale), the save conflicts: read again and retry once. */
+/* Before any recovery: no row holds more than its log, even one whose
+ * projection committed before the sync it relied on failed (the writer
+ * rebuilds such a row from the log). */
+static void check_not_ahead(void)
+{
+	struct store *st;
+	struct catalog *cat;
+	struct cerr err;
+	assert_int_equal(store_open(R.root, false, &st, &err), 0);
+	assert_int_equal(catalog_open(st, &cat, &err), 0);
+	for (int k = 0; k < 2; k++) {
+		struct cat_session row;
+		if (R.s[k].deleted || R.s[k].delete_unknown || catalog_get(cat, ids[k], &row, &err) < 0)
+			continue;
+		struct scan *s = read_log(R.root, STORE_SESSIONS, k);
+		if (s && row.content_version > s->next_seq)
+			fail_msg("%s: the catalog has '%s' at version %llu, its log ends at %llu", R.what,
+				 ids[k], (unsigned long long)row.content_version,
+				 (unsigned long long)s->next_seq);
+		scan_free(s);
+		cat_session_release(&row);
+	}
+	catalog_close(cat);
+	store_close(st);
+}
+
 static void recover(void)
 {
 	bool retry[2] = {true, true};
@@ -551,6 +585,8 @@ static bool run_one(const struct fault *f, unsigned long n)
 	if (!R.f)
 		fail_msg("%s: fifo_new: %s", R.what, err.msg);
 	arm(f, n);
+	if (slow_syncs)
+		faultfs_set_sync_hook(sync_hook, NULL);
 
 	/* Phase 1, one batch: both sessions created, history coalesced. */
 	fifo_pause(R.f, true);
@@ -588,6 +624,7 @@ static bool run_one(const struct fault *f, unsigned long n)
 	fifo_pause(R.f, false);
 	settle();
 	fifo_set_batch_limit(R.f, 0);
+	check_not_ahead();
 	recover();
 	settle();
 
@@ -621,25 +658,31 @@ static bool run_one(const struct fault *f, unsigned long n)
 	return fired;
 }
 
+/* Run fault f at its 1st, 2nd, ... call until a run meets none; counts
+ * the runs by the kind of call that failed. */
+static void fault_loop(const struct fault *f, unsigned fired[FF_NOPS], unsigned *total,
+		       unsigned *unknown_runs)
+{
+	unsigned long n = 1;
+	while (run_one(f, n)) {
+		fired[f->pre != FF_NOPS ? f->pre : f->op]++;
+		(*total)++;
+		for (size_t i = 0; i < R.n; i++)
+			if (!R.it[i].ok && R.it[i].err.outcome_unknown) {
+				(*unknown_runs)++;
+				break;
+			}
+		if (++n > MAX_N)
+			fail_msg("%s: still failing at call %d", faultfs_op_name(f->op), MAX_N);
+	}
+}
+
 static void test_fifo_faults(void **state)
 {
 	(void)state;
 	unsigned fired[FF_NOPS] = {0}, total = 0, unknown_runs = 0;
-	for (size_t k = 0; k < NFAULTS; k++) {
-		unsigned long n = 1;
-		while (run_one(&faults[k], n)) {
-			fired[faults[k].pre != FF_NOPS ? faults[k].pre : faults[k].op]++;
-			total++;
-			for (size_t i = 0; i < R.n; i++)
-				if (!R.it[i].ok && R.it[i].err.outcome_unknown) {
-					unknown_runs++;
-					break;
-				}
-			if (++n > MAX_N)
-				fail_msg("%s: still failing at call %d", faultfs_op_name(faults[k].op),
-					 MAX_N);
-		}
-	}
+	for (size_t k = 0; k < NFAULTS; k++)
+		fault_loop(&faults[k], fired, &total, &unknown_runs);
 	print_message("# %u runs with an injected failure (%u with an unknown outcome), %zu "
 		      "without\n",
 		      total, unknown_runs, NFAULTS);
@@ -650,6 +693,25 @@ static void test_fifo_faults(void **state)
 	assert_true(fired[FF_FDATASYNC] >= 24);
 	assert_true(fired[FF_FSYNC] >= 20);
 	assert_true(fired[FF_RENAME] >= 6);
+	assert_true(unknown_runs > 0);
+}
+
+/* The same script with slow log syncs: a sync of the round in flight
+ * fails after the next round's projection has committed. */
+static void test_fifo_faults_slow_syncs(void **state)
+{
+	(void)state;
+	static const struct fault slow[] = {F(FF_FDATASYNC, EIO), F(FF_FDATASYNC, ENOSPC),
+					    F(FF_PWRITE, EIO)};
+	unsigned fired[FF_NOPS] = {0}, total = 0, unknown_runs = 0;
+	slow_syncs = true;
+	for (size_t k = 0; k < sizeof slow / sizeof slow[0]; k++)
+		fault_loop(&slow[k], fired, &total, &unknown_runs);
+	slow_syncs = false;
+	print_message("# slow syncs: %u runs with an injected failure (fdatasync %u, pwrite %u)\n",
+		      total, fired[FF_FDATASYNC], fired[FF_PWRITE]);
+	assert_true(fired[FF_FDATASYNC] >= 16);
+	assert_true(fired[FF_PWRITE] >= 12);
 	assert_true(unknown_runs > 0);
 }
 
@@ -862,6 +924,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fifo_faults),
+		cmocka_unit_test(test_fifo_faults_slow_syncs),
 		cmocka_unit_test(test_busy_catalog),
 		cmocka_unit_test(test_catalog_fails_after_durable_write),
 		cmocka_unit_test(test_one_projection_fails_in_a_round),
