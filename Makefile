@@ -13,7 +13,7 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototyp
 CFLAGS  ?= -O2 -g
 CPPFLAGS_ALL := -std=c11 -D_GNU_SOURCE -DCAIRN_VERSION='"$(VERSION)"' -I. \
            $(shell pkg-config --cflags $(PKGS))
-LIBS    := $(shell pkg-config --libs $(PKGS)) -lpthread
+LIBS    := $(shell pkg-config --libs $(PKGS)) -lpthread -lm
 TESTLIBS := $(shell pkg-config --libs cmocka)
 SAN     ?=
 ifneq ($(SAN),)

@@ -19,6 +19,22 @@
 #include <unistd.h>
 
 
+/* The word index holds the text of ended turns (and text outside any
+ * turn); an open turn's text waits in docs, indexed = 0, and a search
+ * reads it there (catalog_query.c). */
+#define DOCS_TRIGGERS \
+	"CREATE TRIGGER docs_ai AFTER INSERT ON docs WHEN new.indexed BEGIN" \
+	"  INSERT INTO fts_words(rowid, body) VALUES (new.docid, new.body);" \
+	"END;" \
+	"CREATE TRIGGER docs_ad AFTER DELETE ON docs WHEN old.indexed BEGIN" \
+	"  INSERT INTO fts_words(fts_words, rowid, body) VALUES ('delete', old.docid, old.body);" \
+	"END;" \
+	"CREATE TRIGGER docs_au AFTER UPDATE OF body, indexed ON docs BEGIN" \
+	"  INSERT INTO fts_words(fts_words, rowid, body) SELECT 'delete', old.docid, old.body" \
+	"   WHERE old.indexed;" \
+	"  INSERT INTO fts_words(rowid, body) SELECT new.docid, new.body WHERE new.indexed;" \
+	"END;"
+
 static const char schema_sql[] =
 	"CREATE TABLE sessions ("
 	"  id TEXT PRIMARY KEY,"
@@ -51,20 +67,13 @@ static const char schema_sql[] =
 	"  turn TEXT NOT NULL,"
 	"  role TEXT NOT NULL,"
 	"  body TEXT NOT NULL,"
+	"  indexed INTEGER NOT NULL DEFAULT 1," /* 0 while its turn is open */
 	"  UNIQUE(session, turn, role)"
 	");"
+	"CREATE INDEX docs_open ON docs(session) WHERE indexed = 0;"
 	"CREATE VIRTUAL TABLE fts_words USING fts5(body, content='docs', content_rowid='docid',"
 	"  tokenize='cairn');"
-	"CREATE TRIGGER docs_ai AFTER INSERT ON docs BEGIN"
-	"  INSERT INTO fts_words(rowid, body) VALUES (new.docid, new.body);"
-	"END;"
-	"CREATE TRIGGER docs_ad AFTER DELETE ON docs BEGIN"
-	"  INSERT INTO fts_words(fts_words, rowid, body) VALUES ('delete', old.docid, old.body);"
-	"END;"
-	"CREATE TRIGGER docs_au AFTER UPDATE ON docs BEGIN"
-	"  INSERT INTO fts_words(fts_words, rowid, body) VALUES ('delete', old.docid, old.body);"
-	"  INSERT INTO fts_words(rowid, body) VALUES (new.docid, new.body);"
-	"END;"
+	DOCS_TRIGGERS
 	"CREATE TABLE claims ("
 	"  client_submit_id TEXT PRIMARY KEY,"
 	"  session TEXT NOT NULL,"
@@ -78,6 +87,14 @@ static const char schema_sql[] =
 static const char migrate_3_sql[] =
 	"DROP INDEX IF EXISTS sessions_order;"
 	"CREATE INDEX sessions_order ON sessions(pinned DESC, updated_at DESC, id DESC);";
+
+/* Schema 4 to 5: an open turn's text stays out of the word index until
+ * the turn ends. Text already indexed stays so. */
+static const char migrate_4_sql[] =
+	"ALTER TABLE docs ADD COLUMN indexed INTEGER NOT NULL DEFAULT 1;"
+	"CREATE INDEX docs_open ON docs(session) WHERE indexed = 0;"
+	"DROP TRIGGER docs_ai; DROP TRIGGER docs_ad; DROP TRIGGER docs_au;"
+	DOCS_TRIGGERS;
 
 static const char drop_sql[] =
 	"DROP TRIGGER IF EXISTS docs_ai; DROP TRIGGER IF EXISTS docs_ad; DROP TRIGGER IF EXISTS docs_au;"
@@ -203,7 +220,7 @@ int catalog_open(struct store *st, struct catalog **out, struct cerr *err)
 		goto fail;
 	}
 	sqlite3_busy_timeout(c->db, 5000);
-	if (cat_register_tokenizer(c->db, err) < 0)
+	if (cat_register_tokenizer(c->db, err) < 0 || cat_register_rank(c->db, err) < 0)
 		goto fail;
 	sqlite3_extended_result_codes(c->db, 0);
 	/* WAL so readers never block the writer; NORMAL because the catalog is
@@ -236,13 +253,14 @@ int catalog_open(struct store *st, struct catalog **out, struct cerr *err)
 		q = cat_prepare(c, "PRAGMA user_version", err);
 		version = q && sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int(q, 0) : -1;
 		cat_done(c, q);
-		/* Schema 3 only lacks an index. Older ones are dropped, not
-		 * migrated: everything in them is derived from the logs, and
-		 * the next sync projects them again (their watermarks are lost,
-		 * which only makes them lag). */
+		/* Schema 3 lacks an index, 4 the mark of open turns' text.
+		 * Older ones are dropped, not migrated: everything in them is
+		 * derived from the logs, and the next sync projects them again
+		 * (their watermarks are lost, which only makes them lag). */
 		int r = 0;
-		if (version == 3)
-			r = cat_exec(c, migrate_3_sql, err);
+		if (version == 3 || version == 4)
+			r = (version == 3 && cat_exec(c, migrate_3_sql, err) < 0) ||
+					    cat_exec(c, migrate_4_sql, err) < 0 ? -1 : 0;
 		else if (version >= 0 && version < CATALOG_SCHEMA)
 			r = (version > 0 && cat_exec(c, drop_sql, err) < 0) ||
 					    cat_exec(c, schema_sql, err) < 0 ? -1 : 0;
@@ -396,10 +414,18 @@ static void open_turn_remove(struct row *r, const char *turn)
 {
 	int i = 0;
 	for (cJSON *t = r->open_turns->child; t; t = t->next, i++)
-		if (strcmp(t->valuestring, turn) == 0) {
+		if (cJSON_IsString(t) && strcmp(t->valuestring, turn) == 0) {
 			cJSON_DeleteItemFromArray(r->open_turns, i);
 			return;
 		}
+}
+
+static bool turn_open(const struct row *r, const char *turn)
+{
+	for (const cJSON *t = r->open_turns->child; t; t = t->next)
+		if (cJSON_IsString(t) && strcmp(t->valuestring, turn) == 0)
+			return true;
+	return false;
 }
 
 /* Apply one event to the row (and collect its text and claims). */
@@ -564,14 +590,17 @@ static int row_store(struct catalog *c, const struct row *r, bool replace, struc
 	free(open);
 	if (rc != SQLITE_DONE)
 		return cat_fail(c, err, rc, "store session");
+	/* An open turn's text waits outside the word index: appending to a
+	 * document there would index it whole again at every save. */
 	for (size_t i = 0; i < r->n_docs; i++) {
 		const struct doc *d = &r->docs[i];
 		if (!d->text.len)
 			continue;
 		const char *sep = strcmp(d->role, "assistant") == 0 ? "" : "\n";
 		st = cat_prepare(c,
-			"INSERT INTO docs (session, turn, role, body) VALUES (?1, ?2, ?3, ?4)"
-			" ON CONFLICT(session, turn, role) DO UPDATE SET body = body || ?5 || ?4", err);
+			"INSERT INTO docs (session, turn, role, body, indexed) VALUES (?1, ?2, ?3, ?4, ?6)"
+			" ON CONFLICT(session, turn, role) DO UPDATE SET body = body || ?5 || ?4,"
+			" indexed = ?6", err);
 		if (!st)
 			return -1;
 		cat_bind_str(st, 1, r->id);
@@ -579,6 +608,7 @@ static int row_store(struct catalog *c, const struct row *r, bool replace, struc
 		cat_bind_str(st, 3, d->role);
 		sqlite3_bind_text(st, 4, d->text.p, (int)d->text.len, SQLITE_STATIC);
 		cat_bind_str(st, 5, sep);
+		sqlite3_bind_int(st, 6, !turn_open(r, d->turn));
 		rc = sqlite3_step(st);
 		cat_done(c, st);
 		if (rc != SQLITE_DONE)
@@ -596,6 +626,20 @@ static int row_store(struct catalog *c, const struct row *r, bool replace, struc
 		cat_done(c, st);
 		if (rc != SQLITE_DONE)
 			return cat_fail(c, err, rc, "store claim");
+	}
+	for (size_t i = 0; i < r->n_ends; i++) {
+		if (turn_open(r, r->ends[i].turn))
+			continue; /* started again since */
+		st = cat_prepare(c, "UPDATE docs SET indexed = 1 WHERE session = ?1 AND turn = ?2"
+				    " AND indexed = 0", err);
+		if (!st)
+			return -1;
+		cat_bind_str(st, 1, r->id);
+		cat_bind_str(st, 2, r->ends[i].turn);
+		rc = sqlite3_step(st);
+		cat_done(c, st);
+		if (rc != SQLITE_DONE)
+			return cat_fail(c, err, rc, "index text");
 	}
 	for (size_t i = 0; i < r->n_ends; i++) {
 		st = cat_prepare(c, "UPDATE claims SET state = ?3 WHERE session = ?1 AND turn = ?2", err);

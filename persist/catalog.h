@@ -22,8 +22,8 @@
 #include "persist/store.h"
 
 #define CATALOG_FILE "index.db"
-#define CATALOG_SCHEMA 4     /* PRAGMA user_version; not the log format */
-#define CATALOG_SCHEMA_STR "4"
+#define CATALOG_SCHEMA 5     /* PRAGMA user_version; not the log format */
+#define CATALOG_SCHEMA_STR "5"
 #define CATALOG_TITLE_MAX 80 /* characters of a title derived from a prompt */
 #define CATALOG_PREVIEW_MAX 200
 #define CATALOG_SEARCH_LIMIT 50

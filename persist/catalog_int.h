@@ -73,8 +73,13 @@ char *cat_col_str(sqlite3_stmt *st, int i);
 /* Bind a string (copied) or NULL. */
 void cat_bind_str(sqlite3_stmt *st, int i, const char *s);
 
+/* The connection's FTS5 API (owned by SQLite), or NULL without FTS5. */
+fts5_api *cat_fts5(sqlite3 *db);
 /* Register the "cairn" FTS5 tokenizer on a connection (catalog_tok.c). */
 int cat_register_tokenizer(sqlite3 *db, struct cerr *err);
+/* Register the ranking functions cairn_stats and cairn_rank
+ * (catalog_rank.c). */
+int cat_register_rank(sqlite3 *db, struct cerr *err);
 /* Does s[0..n) hold a character of a script written without spaces? */
 bool cat_has_cjk(const char *s, size_t n);
 

@@ -271,6 +271,142 @@ static void add_fts_literal(struct buf *b, const char *term)
 	buf_addc(b, '"');
 }
 
+/* One hit with what orders it. */
+struct ranked {
+	struct cat_hit h;
+	double rank;
+	int64_t docid;
+};
+
+struct hits {
+	struct ranked *v;
+	size_t n, cap;
+	char *stats; /* cairn_stats of the word index's first hit, or NULL */
+};
+
+static bool before(const struct ranked *a, const struct ranked *b)
+{
+	if (a->rank != b->rank)
+		return a->rank < b->rank;
+	if (a->h.updated_at != b->h.updated_at)
+		return a->h.updated_at > b->h.updated_at;
+	return a->docid > b->docid;
+}
+
+/* Run a hit query (columns: session, turn, role, snippet, title,
+ * updated_at, rank, docid[, stats]) and add its rows to *out. */
+static int run_hits(struct catalog *c, const char *sql, const struct buf *match, size_t limit,
+		    const char *stats, struct hits *out, struct cerr *err)
+{
+	sqlite3_stmt *st = cat_prepare_once(c, sql, err); /* built per query: not cached */
+	if (!st)
+		return -1;
+	sqlite3_bind_text(st, 1, match->p, (int)match->len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)limit);
+	if (stats)
+		sqlite3_bind_text(st, 3, stats, -1, SQLITE_STATIC);
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (out->n == out->cap) {
+			out->cap = out->cap ? out->cap * 2 : 16;
+			out->v = xreallocarray(out->v, out->cap, sizeof *out->v);
+		}
+		struct ranked *r = &out->v[out->n++];
+		r->h.session = cat_col_str(st, 0);
+		r->h.turn = cat_col_str(st, 1);
+		r->h.role = cat_col_str(st, 2);
+		r->h.snippet = cat_col_str(st, 3);
+		r->h.title = cat_col_str(st, 4);
+		r->h.updated_at = sqlite3_column_int64(st, 5);
+		r->rank = sqlite3_column_double(st, 6);
+		r->docid = sqlite3_column_int64(st, 7);
+		if (!out->stats && sqlite3_column_count(st) > 8)
+			out->stats = cat_col_str(st, 8);
+	}
+	cat_done(c, st);
+	return rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, "search");
+}
+
+/* The hits among open turns' text (docs.indexed = 0): it goes into an
+ * index of its own, in memory, and is ranked on the word index's scale
+ * when the word index had hits (catalog_rank.c). */
+static int open_hits(struct catalog *c, const struct buf *match, size_t limit, bool with_deleted,
+		     struct hits *out, struct cerr *err)
+{
+	const char *deleted = with_deleted ? "" : " AND s.deleted_at IS NULL";
+	char *fill = xasprintf("DELETE FROM temp.open_words;"
+			       "INSERT INTO temp.open_words(rowid, body) SELECT d.docid, d.body"
+			       " FROM docs d JOIN sessions s ON s.id = d.session"
+			       " WHERE d.indexed = 0%s", deleted);
+	int ret = cat_exec(c, "CREATE VIRTUAL TABLE IF NOT EXISTS temp.open_words USING"
+			      " fts5(body, tokenize='cairn')", err);
+	if (ret == 0)
+		ret = cat_exec(c, fill, err);
+	free(fill);
+	if (ret < 0)
+		return -1;
+	char *sql = xasprintf(
+		"SELECT d.session, d.turn, d.role, snippet(open_words, 0, '[', ']', '\xE2\x80\xA6', 12),"
+		" COALESCE(s.title, s.auto_title), s.updated_at, %s, d.docid"
+		" FROM open_words JOIN docs d ON d.docid = open_words.rowid"
+		" JOIN sessions s ON s.id = d.session"
+		" WHERE open_words MATCH ?1 ORDER BY 7, s.updated_at DESC, d.docid DESC LIMIT ?2",
+		out->stats ? "cairn_rank(open_words, ?3)" : "rank");
+	char *stats = out->stats;
+	ret = run_hits(c, sql, match, limit, stats, out, err);
+	free(sql);
+	struct cerr e;
+	cat_exec(c, "DELETE FROM temp.open_words", &e); /* memory back */
+	return ret;
+}
+
+static int search_in_tx(struct catalog *c, const struct buf *match, size_t limit,
+			bool with_deleted, struct hits *out, struct cerr *err)
+{
+	sqlite3_stmt *st = cat_prepare(c, "SELECT 1 FROM docs WHERE indexed = 0 LIMIT 1", err);
+	if (!st)
+		return -1;
+	int rc = sqlite3_step(st);
+	cat_done(c, st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return cat_fail(c, err, rc, "search");
+	bool open = rc == SQLITE_ROW;
+	struct buf sql = BUF_INIT;
+	buf_printf(&sql,
+		   "SELECT d.session, d.turn, d.role, snippet(fts_words, 0, '[', ']', '\xE2\x80\xA6', 12),"
+		   " COALESCE(s.title, s.auto_title), s.updated_at, rank, d.docid%s"
+		   " FROM fts_words JOIN docs d ON d.docid = fts_words.rowid"
+		   " JOIN sessions s ON s.id = d.session"
+		   " WHERE fts_words MATCH ?1"
+		   /* Rank only the newest matches: a common word matches hundreds
+		    * of thousands of messages, and ranking them all would take
+		    * most of a second. */
+		   " AND fts_words.rowid >= COALESCE((SELECT rowid FROM fts_words WHERE fts_words MATCH ?1"
+		   " ORDER BY rowid DESC LIMIT 1 OFFSET %d), 0)%s"
+		   " ORDER BY rank, s.updated_at DESC, d.docid DESC LIMIT ?2",
+		   open ? ", cairn_stats(fts_words)" : "", CATALOG_SEARCH_WINDOW - 1,
+		   with_deleted ? "" : " AND s.deleted_at IS NULL");
+	int ret = run_hits(c, sql.p, match, limit, NULL, out, err);
+	buf_release(&sql);
+	if (ret == 0 && open) {
+		size_t indexed = out->n;
+		ret = open_hits(c, match, limit, with_deleted, out, err);
+		if (ret == 0 && indexed && out->n > indexed) {
+			/* Both lists are in order: merge them. */
+			struct ranked *m = xcalloc(out->n, sizeof *m);
+			size_t i = 0, j = indexed, k = 0;
+			while (i < indexed || j < out->n)
+				m[k++] = j == out->n || (i < indexed && !before(&out->v[j], &out->v[i]))
+						 ? out->v[i++]
+						 : out->v[j++];
+			free(out->v);
+			out->v = m;
+			out->cap = out->n;
+		}
+	}
+	return ret;
+}
+
 int catalog_search(struct catalog *c, const char *query, size_t limit, bool with_deleted,
 		   struct cat_hit **out, size_t *n, struct cerr *err)
 {
@@ -284,7 +420,7 @@ int catalog_search(struct catalog *c, const char *query, size_t limit, bool with
 	}
 	/* Every term a phrase literal, all required; the tokenizer turns text
 	 * without spaces into character bigrams (catalog_tok.c). */
-	struct buf match = BUF_INIT, sql = BUF_INIT;
+	struct buf match = BUF_INIT;
 	for (size_t i = 0; i < t.n; i++) {
 		if (!has_word_char(t.v[i]))
 			continue; /* no letter or digit: nothing to look for */
@@ -292,58 +428,35 @@ int catalog_search(struct catalog *c, const char *query, size_t limit, bool with
 			buf_adds(&match, " AND ");
 		add_fts_literal(&match, t.v[i]);
 	}
-	int ret = -1;
-	sqlite3_stmt *st = NULL;
-	if (!match.len) {
-		ret = 0; /* only punctuation: no word can match it */
-		goto out;
-	}
-	buf_printf(&sql,
-		   "SELECT d.session, d.turn, d.role, snippet(fts_words, 0, '[', ']', '\xE2\x80\xA6', 12),"
-		   " COALESCE(s.title, s.auto_title), s.updated_at"
-		   " FROM fts_words JOIN docs d ON d.docid = fts_words.rowid"
-		   " JOIN sessions s ON s.id = d.session"
-		   " WHERE fts_words MATCH ?1"
-		   /* Rank only the newest matches: a common word matches hundreds
-		    * of thousands of messages, and ranking them all would take
-		    * most of a second. */
-		   " AND fts_words.rowid >= COALESCE((SELECT rowid FROM fts_words WHERE fts_words MATCH ?1"
-		   " ORDER BY rowid DESC LIMIT 1 OFFSET %d), 0)%s"
-		   " ORDER BY rank, s.updated_at DESC, d.docid DESC LIMIT ?2",
-		   CATALOG_SEARCH_WINDOW - 1, with_deleted ? "" : " AND s.deleted_at IS NULL");
-	st = cat_prepare_once(c, sql.p, err); /* built per query: not cached */
-	if (!st)
-		goto out;
-	sqlite3_bind_text(st, 1, match.p, (int)match.len, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)(limit ? limit : CATALOG_SEARCH_LIMIT));
-	size_t cap = 0;
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			*out = xreallocarray(*out, cap, sizeof **out);
-		}
-		struct cat_hit *h = &(*out)[(*n)++];
-		h->session = cat_col_str(st, 0);
-		h->turn = cat_col_str(st, 1);
-		h->role = cat_col_str(st, 2);
-		h->snippet = cat_col_str(st, 3);
-		h->title = cat_col_str(st, 4);
-		h->updated_at = sqlite3_column_int64(st, 5);
-	}
-	cat_done(c, st);
-	if (rc != SQLITE_DONE) {
-		cat_hits_free(*out, *n);
-		*out = NULL;
-		*n = 0;
-		cat_fail(c, err, rc, "search");
-		goto out;
-	}
-	ret = 0;
-out:
-	buf_release(&match);
-	buf_release(&sql);
 	terms_free(&t);
+	if (!match.len)
+		return 0; /* only punctuation: no word can match it */
+	if (!limit)
+		limit = CATALOG_SEARCH_LIMIT;
+	/* One snapshot for both indexes: a turn that ends meanwhile moves its
+	 * text from one to the other. */
+	bool tx = !c->in_tx;
+	struct hits h = {0};
+	int ret = -1;
+	if (!tx || cat_exec(c, "BEGIN", err) == 0) {
+		ret = search_in_tx(c, &match, limit, with_deleted, &h, err);
+		if (tx)
+			cat_exec(c, ret == 0 ? "COMMIT" : "ROLLBACK", &(struct cerr){0});
+	}
+	buf_release(&match);
+	free(h.stats);
+	size_t keep = ret == 0 ? (h.n < limit ? h.n : limit) : 0;
+	for (size_t i = keep; i < h.n; i++) {
+		struct cat_hit *x = &h.v[i].h;
+		free(x->session), free(x->turn), free(x->role), free(x->snippet), free(x->title);
+	}
+	if (keep) {
+		*out = xcalloc(keep, sizeof **out);
+		for (size_t i = 0; i < keep; i++)
+			(*out)[i] = h.v[i].h;
+		*n = keep;
+	}
+	free(h.v);
 	return ret;
 }
 

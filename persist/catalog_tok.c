@@ -168,7 +168,7 @@ static int tok_tokenize(Fts5Tokenizer *p, void *ctx, int flags, const char *text
 	return t->base.xTokenize(t->inner, &rc, flags, text, n, on_token);
 }
 
-int cat_register_tokenizer(sqlite3 *db, struct cerr *err)
+fts5_api *cat_fts5(sqlite3 *db)
 {
 	fts5_api *api = NULL;
 	sqlite3_stmt *st = NULL;
@@ -177,6 +177,12 @@ int cat_register_tokenizer(sqlite3 *db, struct cerr *err)
 		sqlite3_step(st);
 	}
 	sqlite3_finalize(st);
+	return api;
+}
+
+int cat_register_tokenizer(sqlite3 *db, struct cerr *err)
+{
+	fts5_api *api = cat_fts5(db);
 	if (!api)
 		return cerr_set(err, CERR_IO, 0, "catalog: this SQLite has no FTS5");
 	static fts5_tokenizer tokenizer = {tok_create, tok_delete, tok_tokenize};

@@ -81,6 +81,35 @@ static void test_file_modes(void **state)
 	}
 }
 
+/* Turn a catalog's docs table back into schema 4's: no indexed column,
+ * triggers without conditions. */
+#define SCHEMA_4_DOCS                                                                              \
+	"DROP INDEX docs_open; DROP TRIGGER docs_ai; DROP TRIGGER docs_ad; DROP TRIGGER docs_au;"  \
+	"ALTER TABLE docs DROP COLUMN indexed;"                                                     \
+	"CREATE TRIGGER docs_ai AFTER INSERT ON docs BEGIN"                                        \
+	"  INSERT INTO fts_words(rowid, body) VALUES (new.docid, new.body);"                       \
+	"END;"                                                                                     \
+	"CREATE TRIGGER docs_ad AFTER DELETE ON docs BEGIN"                                        \
+	"  INSERT INTO fts_words(fts_words, rowid, body) VALUES ('delete', old.docid, old.body);"  \
+	"END;"                                                                                     \
+	"CREATE TRIGGER docs_au AFTER UPDATE ON docs BEGIN"                                        \
+	"  INSERT INTO fts_words(fts_words, rowid, body) VALUES ('delete', old.docid, old.body);"  \
+	"  INSERT INTO fts_words(rowid, body) VALUES (new.docid, new.body);"                       \
+	"END;"
+
+/* A search for q finds n hits. */
+static void expect_hits(struct fx *f, const char *q, size_t n)
+{
+	struct cat_hit *h;
+	size_t got;
+	struct cerr err;
+	if (catalog_search(f->cat, q, 0, false, &h, &got, &err) < 0)
+		fail_msg("search '%s': %s", q, err.msg);
+	cat_hits_free(h, got);
+	if (got != n)
+		fail_msg("search '%s': %zu hits, want %zu", q, got, n);
+}
+
 static void test_schema(void **state)
 {
 	struct fx *f = *state;
@@ -121,20 +150,23 @@ static void test_schema(void **state)
 	raw_expect(f->root, "SELECT count(*) FROM sessions", "0");
 	assert_int_equal(sync_ok(f), 1);
 	expect_row(f, "s1", "title=x|status=idle");
-	/* Schema 3 (the order index without id) is migrated in place: rows
-	 * kept, nothing to read again, and a listing walks the index without
+	/* Schema 3 (the order index without id, and as schema 4 no mark of
+	 * open turns' text) is migrated in place: rows kept, nothing to read
+	 * again, the text still found, and a listing walks the index without
 	 * sorting. */
 	catalog_close(f->cat);
 	f->cat = NULL;
 	db = raw_open(f->root);
-	assert_int_equal(sqlite3_exec(db, "DROP INDEX sessions_order; CREATE INDEX sessions_order"
-					  " ON sessions(pinned DESC, updated_at DESC);"
+	assert_int_equal(sqlite3_exec(db, SCHEMA_4_DOCS "DROP INDEX sessions_order;"
+					  "CREATE INDEX sessions_order ON sessions(pinned DESC, updated_at DESC);"
 					  "PRAGMA user_version=3", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
 	assert_int_equal(catalog_open(f->st, &f->cat, &err), 0);
 	raw_expect(f->root, "PRAGMA user_version", CATALOG_SCHEMA_STR);
 	raw_expect(f->root, "SELECT count(*) FROM sessions", "1");
+	raw_expect(f->root, "SELECT count(*) FROM docs WHERE indexed = 1", "1");
 	assert_int_equal(sync_ok(f), 0);
+	expect_hits(f, "x", 1);
 	raw_expect(f->root, "SELECT sql FROM sqlite_master WHERE name = 'sessions_order'",
 		   "CREATE INDEX sessions_order ON sessions(pinned DESC, updated_at DESC, id DESC)");
 	db = raw_open(f->root);

@@ -314,6 +314,69 @@ static void test_cjk_fullwidth_space(void **state)
 	expect(f, "\xE3\x80\x80" TOKYO "\xE3\x80\x80", "ja/t1/assistant");
 }
 
+/* An open turn's text stays out of the word index until the turn ends,
+ * and a search finds it all the same: ranked on the word index's scale
+ * (the order is the one it has once the turn ended), with a snippet, in
+ * phrases, not in the trash unless asked. */
+static void test_open_turns(void **state)
+{
+	struct fx *f = *state;
+	/* Sessions without the word, so that it is rare enough to count. */
+	for (int i = 0; i < 6; i++) {
+		char id[8];
+		snprintf(id, sizeof id, "pad%d", i);
+		make_synced(f, id, B("[" START("t1") "," USER("t1", "nothing to see in this one") ","
+				     END("t1", "completed") "]"));
+	}
+	make_synced(f, "done", B("[" START("t1") "," USER("t1", "orchid garden plan") ","
+				 ASSIST("t1", "Plant the orchid near a window and water it weekly, less in"
+						" winter, more in summer") ","
+				 END("t1", "completed") "]"));
+	make_synced(f, "live", B("[" START("t1") "," USER("t1", "orchid orchid orchid") "]"));
+	raw_expect(f->root, "SELECT group_concat(session || '/' || role) FROM docs WHERE NOT indexed",
+		   "live/user");
+	raw_expect(f->root, "SELECT count(*) FROM fts_words_docsize", "8");
+	expect(f, "orchid", "live/t1/user done/t1/user done/t1/assistant");
+	expect(f, "\"orchid orchid\"", "live/t1/user");
+	expect(f, "orchid garden", "done/t1/user");
+	expect_snippet(f, "orchid", "[orchid]");
+	/* A streamed answer grows the open document, still outside the index. */
+	append_sync(f, "live", "[" ASSIST("t1", "An orchid likes bright light but no direct sun, a") "]");
+	append_sync(f, "live", "[" ASSIST("t1", " humid room, a pot that drains well, bark rather than"
+						" soil, and rain water when you have it") "]");
+	raw_expect(f->root, "SELECT count(*) FROM docs WHERE NOT indexed", "2");
+	raw_expect(f->root, "SELECT count(*) FROM fts_words_docsize", "8");
+	static const char order[] = "live/t1/user done/t1/user done/t1/assistant live/t1/assistant";
+	expect(f, "orchid", order);
+	expect(f, "\"rather than soil\"", "live/t1/assistant");
+	expect(f, "orchid window", "done/t1/assistant");
+	expect(f, "rain", "live/t1/assistant");
+	struct hits r = search(f, "orchid", 2, false); /* the limit spans both */
+	assert_int_equal(r.n, 2);
+	assert_string_equal(r.h[0].session, "live");
+	assert_string_equal(r.h[1].session, "done");
+	cat_hits_free(r.h, r.n);
+	/* The turn ends: its text moves into the word index, once, and the
+	 * hits keep their order. */
+	append_sync(f, "live", "[" END("t1", "completed") "]");
+	raw_expect(f->root, "SELECT count(*) FROM docs WHERE NOT indexed", "0");
+	raw_expect(f->root, "SELECT count(*) FROM fts_words_docsize", "10");
+	expect(f, "orchid", order);
+	expect(f, "\"rather than soil\"", "live/t1/assistant");
+	/* A new open turn in the trash is found only with it. */
+	append_sync(f, "live", "[" START("t2") "," USER("t2", "repot the orchid") "]");
+	expect(f, "repot", "live/t2/user");
+	struct session_ref ref = {"live", "-p"};
+	struct cerr err;
+	assert_int_equal(store_trash(f->st, &ref, NULL, &err), 0);
+	assert_int_equal(catalog_sync(f->cat, f->st, NULL, &err), 0);
+	expect(f, "repot", "");
+	r = search(f, "repot", 0, true);
+	assert_int_equal(r.n, 1);
+	assert_string_equal(r.h[0].turn, "t2");
+	cat_hits_free(r.h, r.n);
+}
+
 static void test_roles_and_chunks(void **state)
 {
 	struct fx *f = *state;
@@ -368,6 +431,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(x) cmocka_unit_test_setup_teardown(x, setup, catfx_teardown)
+		T(test_open_turns),
 		T(test_words_and_phrases),
 		T(test_ranking),
 		T(test_limits),
