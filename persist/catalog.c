@@ -297,6 +297,29 @@ void catalog_close(struct catalog *c)
 	free(c);
 }
 
+static int on_wal(void *ctx, sqlite3 *db, const char *name, int frames)
+{
+	(void)db, (void)name;
+	((struct catalog *)ctx)->wal_frames = frames;
+	return SQLITE_OK;
+}
+
+void catalog_manual_checkpoints(struct catalog *c)
+{
+	sqlite3_wal_hook(c->db, on_wal, c); /* replaces the automatic checkpoint */
+}
+
+int catalog_wal_frames(const struct catalog *c)
+{
+	return c->wal_frames;
+}
+
+int catalog_checkpoint(struct catalog *c, struct cerr *err)
+{
+	int rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	return rc == SQLITE_OK ? 0 : cat_fail(c, err, rc, "checkpoint");
+}
+
 int catalog_begin(struct catalog *c, struct cerr *err)
 {
 	if (cat_exec(c, "BEGIN IMMEDIATE", err) < 0)

@@ -65,6 +65,15 @@ void catalog_close(struct catalog *c);
 
 /* Explicit write transactions (BEGIN IMMEDIATE); the project/set functions
  * below run in the current one, or in their own when none is open. */
+/* Checkpoints managed by the caller: no automatic checkpoint after this
+ * connection's commits; catalog_wal_frames tells the WAL's length in
+ * frames after the last of them. */
+void catalog_manual_checkpoints(struct catalog *c);
+int catalog_wal_frames(const struct catalog *c);
+/* A passive checkpoint: copies back into index.db what no reader still
+ * needs, waiting for no one (any thread holding this connection). */
+int catalog_checkpoint(struct catalog *c, struct cerr *err);
+
 int catalog_begin(struct catalog *c, struct cerr *err);
 int catalog_commit(struct catalog *c, struct cerr *err);
 void catalog_rollback(struct catalog *c);

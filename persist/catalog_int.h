@@ -14,6 +14,7 @@ struct catalog {
 	char *path;
 	int rootfd;   /* borrowed from the store */
 	bool in_tx;
+	int wal_frames; /* after its last commit, with manual checkpoints */
 	struct {
 		const char *sql; /* the static SQL text it was prepared from */
 		sqlite3_stmt *st;

@@ -225,6 +225,7 @@ struct fifo *fifo_new(uv_loop_t *loop, const char *root, struct cerr *err)
 		goto fail;
 	if (catalog_open(f->st, &f->cat, err) < 0)
 		goto fail;
+	catalog_manual_checkpoints(f->cat); /* on a helper: fifo_ckpt.c */
 	if (!(f->pool = pool_new(FIFO_HELPERS, err)))
 		goto fail;
 	pthread_mutex_init(&f->mu, NULL);

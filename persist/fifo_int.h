@@ -74,6 +74,9 @@ struct durable {
 	struct cat_watermark wm;
 };
 
+/* The helper's checkpoint (fifo_ckpt.c). */
+enum ckpt_state { CK_IDLE, CK_COPYING, CK_COPIED };
+
 struct fifo {
 	uv_loop_t *loop;
 	uv_async_t async;
@@ -102,6 +105,10 @@ struct fifo {
 	size_t n_durable;
 	struct round *flight;    /* committed, its logs still syncing (or NULL) */
 	size_t batch_limit;      /* test hook: items per batch (0: all queued) */
+	struct catalog *ck_cat;  /* the checkpointing helper's connection */
+	_Atomic int ck_state;    /* enum ckpt_state */
+	int ck_mark;             /* WAL frames when the last checkpoint started */
+	struct pool_job ck_job;
 };
 
 /* Hand a batch whose items have all completed to the loop (writer thread;
@@ -125,6 +132,11 @@ void fifo_writer_idle(struct fifo *f);
  * 0 once they are synced, else the errno of the sync that failed;
  * lane_quiesce: wait until no helper uses the log; lane_reset: after a
  * failure is settled, a lane that starts from the current count. */
+/* Checkpoints (fifo_ckpt.c; writer thread): after each commit of the
+ * writer, when it goes idle, and when the FIFO closes. */
+void ckpt_after_commit(struct fifo *f);
+void ckpt_idle(struct fifo *f);
+void ckpt_stop(struct fifo *f);
 void lane_init(struct wsess *w);
 void lane_destroy(struct wsess *w);
 void lane_request(struct fifo *f, struct wsess *w, uint64_t gen);

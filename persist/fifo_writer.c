@@ -512,6 +512,7 @@ static void commit_round(struct round *r, bool may_fly)
 	if (r->n == 0) {
 		r->n_rs = 0;
 		r->num = ++f->round;
+		ckpt_after_commit(f);
 		return;
 	}
 	for (size_t k = 0; k < r->n_rs; k++) {
@@ -522,12 +523,11 @@ static void commit_round(struct round *r, bool may_fly)
 	bool fly = may_fly;
 	for (size_t k = 0; k < r->n_rs && fly; k++)
 		fly = !r->rs[k].whole && !r->rs[k].proj_failed && r->rs[k].sync_rc == 0;
-	if (fly) {
+	if (fly)
 		f->flight = r;
-		return;
-	}
-	settle(r, NULL);
-	r->num = f->round;
+	else
+		settle(r, NULL), r->num = f->round;
+	ckpt_after_commit(f);
 }
 
 /* Recovery by a full save: read the log again through the same handle
@@ -820,24 +820,26 @@ bool fifo_writer_flight_synced(struct fifo *f)
 
 void fifo_writer_idle(struct fifo *f)
 {
-	if (!f->n_durable)
-		return;
 	struct cerr err;
-	if (catalog_begin(f->cat, &err) < 0)
-		return; /* kept for the next transaction */
-	for (size_t i = 0; i < f->n_durable; i++) {
-		struct durable *d = &f->durable[i];
-		if (catalog_set_durable(f->cat, d->w->id, d->version, &d->wm, NULL, &err) < 0) {
-			catalog_rollback(f->cat);
-			return;
+	if (f->n_durable && catalog_begin(f->cat, &err) == 0) {
+		size_t i = 0;
+		while (i < f->n_durable) {
+			struct durable *d = &f->durable[i];
+			if (catalog_set_durable(f->cat, d->w->id, d->version, &d->wm, NULL, &err) < 0)
+				break;
+			i++;
 		}
+		if (i < f->n_durable)
+			catalog_rollback(f->cat); /* kept for the next transaction */
+		else if (catalog_commit(f->cat, &err) == 0)
+			f->n_durable = 0;
 	}
-	if (catalog_commit(f->cat, &err) == 0)
-		f->n_durable = 0;
+	ckpt_idle(f);
 }
 
 void fifo_writer_free(struct fifo *f)
 {
+	ckpt_stop(f);
 	for (size_t i = 0; i < f->n_ws; i++) {
 		lane_quiesce(f, f->ws[i]);
 		log_close(f->ws[i]->lg);
