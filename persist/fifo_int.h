@@ -61,6 +61,7 @@ struct wsess {
 	pthread_cond_t lane_cv;
 	uint64_t lane_target;      /* under lane_mu */
 	bool lane_running;         /* under lane_mu */
+	bool lane_quit;            /* under lane_mu: stop lingering */
 	_Atomic uint64_t lane_done; /* written under lane_mu */
 	_Atomic int lane_errno;    /* written under lane_mu: a failed sync's */
 };
