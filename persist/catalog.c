@@ -539,30 +539,36 @@ void row_release_claims(struct row *r)
 	r->n_claims = r->n_ends = 0;
 }
 
+/* Run a cached statement with up to three string parameters (NULL: no
+ * more parameters). */
+static int run_strs(struct catalog *c, const char *sql, const char *p1, const char *p2,
+		    const char *p3, const char *what, struct cerr *err)
+{
+	sqlite3_stmt *st = cat_prepare(c, sql, err);
+	if (!st)
+		return -1;
+	cat_bind_str(st, 1, p1);
+	if (p2)
+		cat_bind_str(st, 2, p2);
+	if (p2 && p3)
+		cat_bind_str(st, 3, p3);
+	int rc = sqlite3_step(st);
+	cat_done(c, st);
+	return rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, what);
+}
+
 /* Write the row, its new text and claims. replace: the docs and claims of
  * the session are replaced rather than extended. */
 static int row_store(struct catalog *c, const struct row *r, bool replace, struct cerr *err)
 {
 	sqlite3_stmt *st = NULL;
 	int rc;
-	if (replace) {
-		st = cat_prepare(c, "DELETE FROM docs WHERE session = ?1", err);
-		if (!st)
-			return -1;
-		cat_bind_str(st, 1, r->id);
-		rc = sqlite3_step(st);
-		cat_done(c, st);
-		if (rc != SQLITE_DONE)
-			return cat_fail(c, err, rc, "clear documents");
-		st = cat_prepare(c, "DELETE FROM claims WHERE session = ?1", err);
-		if (!st)
-			return -1;
-		cat_bind_str(st, 1, r->id);
-		rc = sqlite3_step(st);
-		cat_done(c, st);
-		if (rc != SQLITE_DONE)
-			return cat_fail(c, err, rc, "clear claims");
-	}
+	if (replace &&
+	    (run_strs(c, "DELETE FROM docs WHERE session = ?1", r->id, NULL, NULL, "clear documents",
+		      err) < 0 ||
+	     run_strs(c, "DELETE FROM claims WHERE session = ?1", r->id, NULL, NULL, "clear claims",
+		      err) < 0))
+		return -1;
 	char *open = json_print(r->open_turns);
 	const char *proj_status = r->proj_status ? r->proj_status :
 				  cJSON_GetArraySize(r->open_turns) ? "interrupted" : "idle";
@@ -637,44 +643,22 @@ static int row_store(struct catalog *c, const struct row *r, bool replace, struc
 		if (rc != SQLITE_DONE)
 			return cat_fail(c, err, rc, "store text");
 	}
-	for (size_t i = 0; i < r->n_claims; i++) {
-		st = cat_prepare(c, "INSERT OR REPLACE INTO claims (client_submit_id, session, turn, state)"
-				    " VALUES (?1, ?2, ?3, 'open')", err);
-		if (!st)
+	for (size_t i = 0; i < r->n_claims; i++)
+		if (run_strs(c, "INSERT OR REPLACE INTO claims (client_submit_id, session, turn, state)"
+				" VALUES (?1, ?2, ?3, 'open')", r->claims[i].id, r->id, r->claims[i].turn,
+			     "store claim", err) < 0)
 			return -1;
-		cat_bind_str(st, 1, r->claims[i].id);
-		cat_bind_str(st, 2, r->id);
-		cat_bind_str(st, 3, r->claims[i].turn);
-		rc = sqlite3_step(st);
-		cat_done(c, st);
-		if (rc != SQLITE_DONE)
-			return cat_fail(c, err, rc, "store claim");
-	}
+	/* An ended turn's text goes into the word index (unless the turn
+	 * started again since), and its claim settles. */
 	for (size_t i = 0; i < r->n_ends; i++) {
-		if (turn_open(r, r->ends[i].turn))
-			continue; /* started again since */
-		st = cat_prepare(c, "UPDATE docs SET indexed = 1 WHERE session = ?1 AND turn = ?2"
-				    " AND indexed = 0", err);
-		if (!st)
+		const struct claim *e = &r->ends[i];
+		if (!turn_open(r, e->turn) &&
+		    run_strs(c, "UPDATE docs SET indexed = 1 WHERE session = ?1 AND turn = ?2"
+				" AND indexed = 0", r->id, e->turn, NULL, "index text", err) < 0)
 			return -1;
-		cat_bind_str(st, 1, r->id);
-		cat_bind_str(st, 2, r->ends[i].turn);
-		rc = sqlite3_step(st);
-		cat_done(c, st);
-		if (rc != SQLITE_DONE)
-			return cat_fail(c, err, rc, "index text");
-	}
-	for (size_t i = 0; i < r->n_ends; i++) {
-		st = cat_prepare(c, "UPDATE claims SET state = ?3 WHERE session = ?1 AND turn = ?2", err);
-		if (!st)
+		if (run_strs(c, "UPDATE claims SET state = ?3 WHERE session = ?1 AND turn = ?2", r->id,
+			     e->turn, e->state, "settle claim", err) < 0)
 			return -1;
-		cat_bind_str(st, 1, r->id);
-		cat_bind_str(st, 2, r->ends[i].turn);
-		cat_bind_str(st, 3, r->ends[i].state);
-		rc = sqlite3_step(st);
-		cat_done(c, st);
-		if (rc != SQLITE_DONE)
-			return cat_fail(c, err, rc, "settle claim");
 	}
 	return 0;
 }
