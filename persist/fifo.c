@@ -14,7 +14,6 @@
 
 /* Helper threads: a round's logs sync on them, all at once, while the
  * writer commits the round's catalog transaction. */
-#define FIFO_HELPERS 8
 /* After a batch the writer polls the queue this long before it sleeps: a
  * completion often prompts the next post within microseconds, and waking a
  * sleeping thread costs more than that on a virtual machine. */

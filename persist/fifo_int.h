@@ -37,6 +37,8 @@ struct fifo_item {
 };
 
 /* The writer's view of one session. */
+#define FIFO_HELPERS 8 /* helper threads: sync lanes and the checkpoint */
+
 struct wsess {
 	char id[SESSION_ID_MAX + 1];
 	struct log *lg;
@@ -62,6 +64,7 @@ struct wsess {
 	uint64_t lane_target;      /* under lane_mu */
 	bool lane_running;         /* under lane_mu */
 	bool lane_quit;            /* under lane_mu: stop lingering */
+	_Atomic int *lanes_busy;   /* the FIFO's count of running lanes */
 	_Atomic uint64_t lane_done; /* written under lane_mu */
 	_Atomic int lane_errno;    /* written under lane_mu: a failed sync's */
 };
@@ -110,6 +113,7 @@ struct fifo {
 	_Atomic int ck_state;    /* enum ckpt_state */
 	int ck_mark;             /* WAL frames when the last checkpoint started */
 	struct pool_job ck_job;
+	_Atomic int lanes_busy;  /* lanes holding a helper */
 };
 
 /* Hand a batch whose items have all completed to the loop (writer thread;

@@ -12,8 +12,9 @@
  * stays open: lane_quiesce waits for the lane to stop before the writer
  * re-reads or closes it. When a sync ends with nothing more to sync, the
  * helper lingers up to LANE_LINGER_NS for the writer's next frame before
- * it goes back to the pool: waking it again through the pool costs
- * 50-130 microseconds on a virtual machine. */
+ * it goes back to the pool (waking it again through the pool costs
+ * 50-130 microseconds on a virtual machine), unless lanes hold every
+ * helper. */
 #include "persist/fifo_int.h"
 #include "base/clock.h"
 
@@ -65,8 +66,8 @@ static void lane_run(void *arg)
 				atomic_store(&w->lane_done, target);
 			pthread_cond_broadcast(&w->lane_cv);
 		}
-		if (atomic_load(&w->lane_errno))
-			break;
+		if (atomic_load(&w->lane_errno) || atomic_load(w->lanes_busy) >= FIFO_HELPERS)
+			break; /* no lingering while other lanes may wait for a helper */
 		uint64_t ns = clock_mono_ns() + LANE_LINGER_NS;
 		struct timespec until = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
 		while (!lane_due(w) && !w->lane_quit &&
@@ -76,6 +77,7 @@ static void lane_run(void *arg)
 			break;
 	}
 	w->lane_running = false;
+	atomic_fetch_sub(w->lanes_busy, 1);
 	pthread_cond_broadcast(&w->lane_cv);
 	pthread_mutex_unlock(&w->lane_mu);
 }
@@ -96,6 +98,8 @@ void lane_request(struct fifo *f, struct wsess *w, uint64_t gen)
 		return;
 	if (w->lane_job_out)
 		pool_wait(f->pool, &w->lane_job); /* the last run, ending */
+	w->lanes_busy = &f->lanes_busy;
+	atomic_fetch_add(&f->lanes_busy, 1);
 	w->lane_job = (struct pool_job){.fn = lane_run, .arg = w};
 	pool_submit(f->pool, &w->lane_job);
 	w->lane_job_out = true;
