@@ -254,6 +254,21 @@ for q in '*' '-' '(' ')' 'a"b' 'NOT' '^' ':' '"unclosed' 'OR OR' '"' '""'; do
 			bash -c '[ "$1" -eq 0 ] && python3 -c "import json,sys; assert isinstance(json.loads(sys.argv[1]),list)" "$2" && ! grep -qiE "fts5|syntax|sqlite" "$3"' _ "$rc" "$OUT" "$T/err"
 	fi
 done
+# An interrupted turn's text waits outside the word index until its turn
+# ends; a search finds it all the same, ranked with the rest.
+new Q6 --no-cwd "wombat wombat wombat burrow" "digging deep" "" open
+new Q7 --no-cwd "wombat facts for a long afternoon"
+search wombat
+check "an open turn's text is found, ranked with indexed text" \
+	pyj 'hits()==[(A[0],"user"),(A[1],"user")] and "wombat" in v[0]["snippet"]' "$Q6" "$Q7"
+search digging
+check "... its streamed answer too" pyj 'hits()==[(A[0],"assistant")]' "$Q6"
+expect_code 0 "end the open turn" "$CAIRN" log append "$Q6" --expect-seq "$Q6_N" \
+	<<<'{"type":"turn/end","turn":"t1","data":{"outcome":"completed"}}'
+search wombat
+check "... and once the turn ended, the same hits in the same order" \
+	pyj 'hits()==[(A[0],"user"),(A[1],"user")]' "$Q6" "$Q7"
+
 search kumquat
 KQ=$OUT
 search kumquat '('
