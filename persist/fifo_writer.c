@@ -523,10 +523,12 @@ static void commit_round(struct round *r, bool may_fly)
 	bool fly = may_fly;
 	for (size_t k = 0; k < r->n_rs && fly; k++)
 		fly = !r->rs[k].whole && !r->rs[k].proj_failed && r->rs[k].sync_rc == 0;
-	if (fly)
+	if (fly) {
 		f->flight = r;
-	else
-		settle(r, NULL), r->num = f->round;
+	} else {
+		settle(r, NULL);
+		r->num = f->round;
+	}
 	ckpt_after_commit(f);
 }
 
