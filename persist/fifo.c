@@ -12,8 +12,6 @@
 #include <string.h>
 #include <time.h>
 
-/* Helper threads: a round's logs sync on them, all at once, while the
- * writer commits the round's catalog transaction. */
 /* After a batch the writer polls the queue this long before it sleeps: a
  * completion often prompts the next post within microseconds, and waking a
  * sleeping thread costs more than that on a virtual machine. */

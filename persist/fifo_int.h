@@ -37,7 +37,10 @@ struct fifo_item {
 };
 
 /* The writer's view of one session. */
-#define FIFO_HELPERS 8 /* helper threads: sync lanes and the checkpoint */
+/* Helper threads: a round's logs sync on them (one lane each), all at
+ * once, while the writer commits the round's catalog transaction; the
+ * catalog's checkpoint runs on one too. */
+#define FIFO_HELPERS 8
 
 struct wsess {
 	char id[SESSION_ID_MAX + 1];
