@@ -87,5 +87,7 @@ void fifo_pause(struct fifo *f, bool paused);
  * of them), so tests can make one session's saves meet in consecutive
  * rounds, the later one written while the earlier one syncs. */
 void fifo_set_batch_limit(struct fifo *f, size_t n);
+/* Test hook: the checkpoints a helper has completed (any thread). */
+unsigned long fifo_helper_checkpoints(struct fifo *f);
 
 #endif

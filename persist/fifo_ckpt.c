@@ -27,8 +27,14 @@ static void ckpt_run(void *arg)
 {
 	struct fifo *f = arg;
 	struct cerr err;
-	catalog_checkpoint(f->ck_cat, &err);
+	if (catalog_checkpoint(f->ck_cat, &err) == 0)
+		atomic_fetch_add(&f->ck_done, 1);
 	atomic_store(&f->ck_state, CK_COPIED);
+}
+
+unsigned long fifo_helper_checkpoints(struct fifo *f)
+{
+	return atomic_load(&f->ck_done);
 }
 
 /* The transition after a commit of the writer (no transaction open). */

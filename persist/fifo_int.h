@@ -116,6 +116,7 @@ struct fifo {
 	_Atomic int ck_state;    /* enum ckpt_state */
 	int ck_mark;             /* WAL frames when the last checkpoint started */
 	struct pool_job ck_job;
+	_Atomic unsigned long ck_done; /* checkpoints the helper completed */
 	_Atomic int lanes_busy;  /* lanes holding a helper */
 };
 

@@ -613,7 +613,11 @@ static void test_checkpoints_bound_the_wal(void **state)
 		want_ok(&c[i], "a save");
 	check_receipt(x, "W", &c[N - 1], 2 + N);
 	uint64_t wal = wal_size(x);
-	print_message("# WAL %llu bytes after %d saves\n", (unsigned long long)wal, N);
+	unsigned long helper = fifo_helper_checkpoints(x->f);
+	print_message("# WAL %llu bytes after %d saves, %lu checkpoints on a helper\n",
+		      (unsigned long long)wal, N, helper);
+	if (helper == 0)
+		fail_msg("no checkpoint ran on a helper");
 	if (wal > 8u << 20)
 		fail_msg("the WAL grew to %llu bytes", (unsigned long long)wal);
 	free(c);
