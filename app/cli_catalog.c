@@ -35,21 +35,18 @@ char *cli_session_of_path(struct store *st, const char *path)
 	return sid;
 }
 
-static bool have_catalog(struct store *st)
-{
-	struct stat sb;
-	return fsops->fstatat(store_root_fd(st), CATALOG_FILE, &sb, AT_SYMLINK_NOFOLLOW) == 0;
-}
-
 void cli_watermark(struct store *st, const char *id, struct scan_opts *o)
 {
 	memset(o, 0, sizeof *o);
-	if (!st || !id || !have_catalog(st))
+	if (!st || !id)
 		return;
 	struct catalog *cat;
 	struct cerr err;
 	struct cat_watermark wm;
-	if (catalog_open(st, &cat, &err) < 0)
+	/* Read only: before a log append, nothing may take the space the
+	 * append needs (an open for writing would copy the WAL back when
+	 * it closes). */
+	if (catalog_open_ro(st, &cat, &err) < 0)
 		return;
 	if (catalog_get_watermark(cat, id, &wm, &err) == 0 && wm.known)
 		*o = (struct scan_opts){true, wm.len, wm.next_seq, wm.dev, wm.ino};

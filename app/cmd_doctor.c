@@ -46,6 +46,16 @@ static void note(struct report *r, const char *session, const char *what, const 
 		printf("%s: %s: %s\n", session, what, msg);
 }
 
+/* The catalog could not be brought up to date (nothing can be written):
+ * checked as it is. Not a problem of the logs: they are verified anyway. */
+static void behind(struct report *r, const struct cerr *why)
+{
+	char msg[600];
+	snprintf(msg, sizeof msg, "the catalog could not be brought up to date (%s): checked as it is",
+		 why->msg);
+	note(r, "index", "behind", msg);
+}
+
 /* Read one session's log the way the store would, and report. */
 static void verify(struct report *r, struct store *st, struct catalog *cat,
 		   const struct store_entry *e)
@@ -182,16 +192,19 @@ int cmd_doctor(struct cli *c, int argc, char **argv)
 				problem(&r, NULL, err.cls, err.msg);
 			else
 				note(&r, "index", "rebuilt", first.msg);
-		} else {
+		} else if (re || catalog_open_ro(st, &cat, &(struct cerr){0}) < 0) {
 			problem(&r, NULL, err.cls, err.msg);
+		} else {
+			behind(&r, &err); /* a full disk, a read-only root */
 		}
 	}
 	for (size_t i = 0; i < n; i++)
 		verify(&r, st, cat, &ents[i]);
 	if (cat) {
-		if (re ? reindex(cat, st, ents, n, &projected, &err) < 0 :
-			 catalog_sync(cat, st, NULL, &err) < 0)
+		if (re && reindex(cat, st, ents, n, &projected, &err) < 0)
 			problem(&r, NULL, err.cls, err.msg);
+		else if (!re && !catalog_readonly(cat) && catalog_sync(cat, st, NULL, &err) < 0)
+			behind(&r, &err);
 		if (catalog_integrity(cat, &integrity_ok, &integrity, &err) < 0)
 			problem(&r, NULL, err.cls, err.msg);
 		else if (!integrity_ok && !re)

@@ -14,6 +14,22 @@
 #include <string.h>
 #include <unistd.h>
 
+/* After opening or reconciling the catalog failed (why): the catalog as it
+ * is, read only, if it can be read (a full disk, a read-only root); else
+ * the first failure stands. */
+static int open_as_is(struct store *st, struct catalog **cat, const struct cerr *why,
+		      struct cerr *err)
+{
+	catalog_close(*cat);
+	*cat = NULL;
+	struct cerr ro;
+	if (catalog_open_ro(st, cat, &ro) < 0) {
+		*err = *why;
+		return -1;
+	}
+	return 0;
+}
+
 int cli_open_catalog_nosync(struct cli *c, struct store **st, struct catalog **cat,
 			    struct cerr *err)
 {
@@ -21,7 +37,8 @@ int cli_open_catalog_nosync(struct cli *c, struct store **st, struct catalog **c
 	*cat = NULL;
 	if (cli_open_store(c, true, st, err) < 0)
 		return -1;
-	if (catalog_open(*st, cat, err) < 0) {
+	/* Nothing to bring up to date: read only when writing is refused. */
+	if (catalog_open(*st, cat, err) < 0 && open_as_is(*st, cat, err, err) < 0) {
 		store_close(*st);
 		*st = NULL;
 		return -1;
@@ -37,11 +54,13 @@ int cli_open_catalog(struct cli *c, bool create, struct store **st, struct catal
 	if (cli_open_store(c, create, st, err) < 0)
 		return -1;
 	if (catalog_open(*st, cat, err) < 0 || catalog_sync(*cat, *st, NULL, err) < 0) {
-		catalog_close(*cat);
-		store_close(*st);
-		*cat = NULL;
-		*st = NULL;
-		return -1;
+		if (open_as_is(*st, cat, err, err) < 0) {
+			store_close(*st);
+			*st = NULL;
+			return -1;
+		}
+		fprintf(stderr, "cairn: warning: the catalog could not be brought up to date (%s): "
+				"shown as it is\n", err->msg);
 	}
 	return 0;
 }

@@ -22,7 +22,10 @@ int cmd_doctor(struct cli *c, int argc, char **argv);
 
 struct catalog;
 struct cat_session;
-/* Open the store and its catalog, reconciled with the directories. */
+/* Open the store and its catalog, reconciled with the directories. When
+ * it cannot be (nothing can be written: a full disk, a read-only root),
+ * the catalog as it is, read only, with a warning on stderr: sessions
+ * written or removed since its last update are missing or still shown. */
 int cli_open_catalog(struct cli *c, bool create, struct store **st, struct catalog **cat,
 		     struct cerr *err);
 /* The session id of a log path inside st's sessions/ (NULL otherwise);
@@ -34,7 +37,8 @@ void cli_watermark(struct store *st, const char *id, struct scan_opts *o);
 /* After a durable write: reconcile the catalog and record the watermark;
  * a failure is a warning (the log is the truth, the catalog may lag). */
 void cli_note_durable(struct store *st, const char *id, struct log_revision dur);
-/* The same without the reconciliation (the catalog as writes left it). */
+/* The same without the reconciliation (the catalog as writes left it),
+ * read only when it cannot be opened for writing. */
 int cli_open_catalog_nosync(struct cli *c, struct store **st, struct catalog **cat,
 			    struct cerr *err);
 /* A positive integer option value. */

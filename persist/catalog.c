@@ -204,8 +204,21 @@ static int tighten_sidecars(struct catalog *c, struct cerr *err)
 	return 0;
 }
 
+int cat_setup_connection(struct catalog *c, struct cerr *err)
+{
+	sqlite3_busy_timeout(c->db, 5000);
+	if (cat_register_tokenizer(c->db, err) < 0 || cat_register_rank(c->db, err) < 0)
+		return -1;
+	sqlite3_extended_result_codes(c->db, 0);
+	/* Sorting in memory: a full disk often means a full /tmp too. */
+	return cat_exec(c, "PRAGMA temp_store=MEMORY", err);
+}
+
 int catalog_open(struct store *st, struct catalog **out, struct cerr *err)
 {
+	if (!cat_shm_room(store_root_fd(st)))
+		return cerr_set(err, CERR_IO, ENOSPC, "cannot open catalog '%s/%s'", store_root(st),
+				CATALOG_FILE);
 	int fd = safefs_openfile(store_root_fd(st), CATALOG_FILE, O_RDWR | O_CREAT, err);
 	if (fd < 0)
 		return -1;
@@ -219,10 +232,8 @@ int catalog_open(struct store *st, struct catalog **out, struct cerr *err)
 		cat_fail(c, err, rc, "open");
 		goto fail;
 	}
-	sqlite3_busy_timeout(c->db, 5000);
-	if (cat_register_tokenizer(c->db, err) < 0 || cat_register_rank(c->db, err) < 0)
+	if (cat_setup_connection(c, err) < 0)
 		goto fail;
-	sqlite3_extended_result_codes(c->db, 0);
 	/* WAL so readers never block the writer; NORMAL because the catalog is
 	 * a projection of fsynced logs: losing its last commits to a power loss
 	 * only makes it lag (watermarks included), never lead. Switching a
@@ -233,9 +244,10 @@ int catalog_open(struct store *st, struct catalog **out, struct cerr *err)
 					   SQLITE_BUSY; i++)
 		sqlite3_sleep(10);
 	if (cat_exec(c, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-			"PRAGMA wal_autocheckpoint=1000; PRAGMA foreign_keys=OFF;"
-			"PRAGMA temp_store=MEMORY;", err) < 0)
+			"PRAGMA journal_size_limit=" CATALOG_WAL_LIMIT_STR "; PRAGMA foreign_keys=OFF;",
+		     err) < 0)
 		goto fail;
+	cat_wal_init(c);
 	sqlite3_stmt *q = cat_prepare(c, "PRAGMA user_version", err);
 	if (!q)
 		goto fail;
@@ -290,34 +302,11 @@ void catalog_close(struct catalog *c)
 		sqlite3_finalize(c->cache[i].st);
 	c->n_cache = 0;
 	if (c->db) {
-		sqlite3_exec(c->db, "PRAGMA wal_checkpoint(PASSIVE)", NULL, NULL, NULL);
+		cat_wal_close(c);
 		sqlite3_close_v2(c->db);
 	}
 	free(c->path);
 	free(c);
-}
-
-static int on_wal(void *ctx, sqlite3 *db, const char *name, int frames)
-{
-	(void)db, (void)name;
-	((struct catalog *)ctx)->wal_frames = frames;
-	return SQLITE_OK;
-}
-
-void catalog_manual_checkpoints(struct catalog *c)
-{
-	sqlite3_wal_hook(c->db, on_wal, c); /* replaces the automatic checkpoint */
-}
-
-int catalog_wal_frames(const struct catalog *c)
-{
-	return c->wal_frames;
-}
-
-int catalog_checkpoint(struct catalog *c, struct cerr *err)
-{
-	int rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-	return rc == SQLITE_OK ? 0 : cat_fail(c, err, rc, "checkpoint");
 }
 
 int catalog_begin(struct catalog *c, struct cerr *err)
@@ -335,6 +324,7 @@ int catalog_commit(struct catalog *c, struct cerr *err)
 		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 		return -1;
 	}
+	cat_wal_after_commit(c);
 	return 0;
 }
 
@@ -916,7 +906,11 @@ int catalog_integrity(struct catalog *c, bool *ok, char **msg, struct cerr *err)
 	*msg = cat_col_str(st, 0);
 	*ok = *msg && strcmp(*msg, "ok") == 0;
 	cat_done(c, st);
-	if (*ok) {
+	if (*ok && c->readonly) {
+		/* FTS5 checks itself only through an INSERT. */
+		free(*msg);
+		*msg = xstrdup("ok (full-text index not checked: read only)");
+	} else if (*ok) {
 		/* The full-text index must agree with the documents too. */
 		char *e = NULL;
 		if (sqlite3_exec(c->db, "INSERT INTO fts_words(fts_words) VALUES('integrity-check')", NULL,

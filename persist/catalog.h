@@ -28,6 +28,9 @@
 #define CATALOG_PREVIEW_MAX 200
 #define CATALOG_SEARCH_LIMIT 50
 #define CATALOG_SEARCH_WINDOW 2000 /* newest matching documents ranked by relevance */
+/* The WAL file is cut back to this size when it starts again from its
+ * beginning (journal_size_limit); a command's end truncates it to zero. */
+#define CATALOG_WAL_LIMIT_STR "4194304"
 
 struct catalog;
 
@@ -60,7 +63,18 @@ struct cat_watermark {
 /* Open (creating 0600, with -wal and -shm 0600) the catalog of st. Caller
  * closes it. A newer schema than this build's is CERR_UNSUPPORTED. */
 int catalog_open(struct store *st, struct catalog **out, struct cerr *err);
-/* Checkpoint (passive) and close; NULL-safe. */
+/* Open the catalog of st for reading only, writing nothing anywhere: it
+ * works on a full disk and on a read-only root. It sees the last commit
+ * when SQLite can share or rebuild the WAL's index (the -shm, in memory if
+ * need be), else only what was copied back into index.db (the catalog may
+ * then lag further). No index.db is CERR_MISSING; another schema than
+ * this build's is CERR_UNSUPPORTED. Caller closes it; writes fail. */
+int catalog_open_ro(struct store *st, struct catalog **out, struct cerr *err);
+/* Was c opened by catalog_open_ro? */
+bool catalog_readonly(const struct catalog *c);
+/* Close, NULL-safe. A connection that may write first copies the WAL back
+ * and truncates it when nobody else is in the way and the file system has
+ * room for what index.db must grow by (catalog_wal.c). */
 void catalog_close(struct catalog *c);
 
 /* Explicit write transactions (BEGIN IMMEDIATE); the project/set functions
@@ -71,7 +85,10 @@ void catalog_close(struct catalog *c);
 void catalog_manual_checkpoints(struct catalog *c);
 int catalog_wal_frames(const struct catalog *c);
 /* A passive checkpoint: copies back into index.db what no reader still
- * needs, waiting for no one (any thread holding this connection). */
+ * needs, waiting for no one (any thread holding this connection). Without
+ * room on the file system for index.db to take the WAL's pages it does
+ * nothing (CERR_IO): a checkpoint that cannot finish would only take the
+ * space a log append needs. */
 int catalog_checkpoint(struct catalog *c, struct cerr *err);
 
 int catalog_begin(struct catalog *c, struct cerr *err);

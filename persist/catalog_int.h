@@ -14,7 +14,9 @@ struct catalog {
 	char *path;
 	int rootfd;   /* borrowed from the store */
 	bool in_tx;
-	int wal_frames; /* after its last commit, with manual checkpoints */
+	bool readonly;    /* catalog_open_ro */
+	bool manual_ckpt; /* catalog_manual_checkpoints */
+	int wal_frames;   /* the WAL's length after this connection's last commit */
 	struct {
 		const char *sql; /* the static SQL text it was prepared from */
 		sqlite3_stmt *st;
@@ -61,6 +63,23 @@ int cat_in_tx(struct catalog *c, struct cerr *err, int (*fn)(struct catalog *, v
 int cat_write_watermark(struct catalog *c, const char *id, const struct cat_watermark *wm,
 			struct cerr *err);
 int cat_exec(struct catalog *c, const char *sql, struct cerr *err);
+/* The WAL policy (catalog_wal.c). cat_wal_init on a new connection;
+ * cat_wal_after_commit after each of its commits (an automatic checkpoint
+ * when due and there is room); cat_wal_close before it closes. */
+void cat_wal_init(struct catalog *c);
+void cat_wal_after_commit(struct catalog *c);
+void cat_wal_close(struct catalog *c);
+/* Has the file system room for index.db to take every page in the WAL?
+ * (true when that cannot be told) */
+bool cat_ckpt_room(struct catalog *c);
+/* Can the -shm (the WAL's index, shared between connections) be sized?
+ * It is when it already is, or the file system has room for it. Opening
+ * a connection that has to size it on a full disk would only take the
+ * space a log append needs, and then fail. */
+bool cat_shm_room(int rootfd);
+/* Register the tokenizer and ranking functions and set the pragmas every
+ * connection needs, read-only ones too (catalog.c). */
+int cat_setup_connection(struct catalog *c, struct cerr *err);
 /* A statement for static SQL text, from the connection's cache (compiled
  * once: full-text triggers make compiling costly). Give it back with
  * cat_done. */

@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# test_full_disk.sh — a full file system and a read-only data root, on a
+# real small tmpfs mounted by the test: read-only commands work on both;
+# on a full disk an append fails cleanly and loses nothing, appends work
+# again as soon as 16 KiB are freed (even while the catalog's WAL holds
+# pages it has no room to copy back), and the catalog catches up once there
+# is room. Mounting needs root, or a user namespace (unshare -rm); where
+# neither is permitted the read-only root is made with chmod instead and the
+# full-disk part says so.
+# Needs python3 (JSON checks and a second SQLite reader) and coreutils.
+if [ -z "${FULLDISK_NS:-}" ] && [ "$(id -u)" -ne 0 ] &&
+	unshare -rm true 2>/dev/null; then
+	FULLDISK_NS=1 exec unshare -rm bash "$0" "$@"
+fi
+source "$(dirname "$0")/lib.sh"
+
+M="$T/mnt"
+R="$M/root"
+mkdir -p "$M"
+MOUNTED=0
+if mount -t tmpfs -o size=2m,mode=0700 tmpfs "$M" 2>"$T/mount.err"; then
+	MOUNTED=1
+	trap 'kill_reader; umount "$M" 2>/dev/null || umount -l "$M"; rm -rf "$T"' EXIT
+else
+	trap 'kill_reader; chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
+fi
+READER=
+
+# words N SEED: N pseudo-words, the same for the same SEED.
+words() { awk -v n="$1" -v s="$2" 'BEGIN { srand(s); c = "bcdfghjklmnprstvwz"; v = "aeiou";
+	for (i = 0; i < n; i++) { w = ""; k = 1 + int(rand() * 4);
+		for (j = 0; j < k; j++) w = w substr(c, 1 + int(rand() * 18), 1) substr(v, 1 + int(rand() * 5), 1);
+		printf "%s ", w } }'; }
+# new_session SEED: a session with one message of 200 words; prints its id.
+new_session() {
+	printf '{"type":"user/message","turn":"t1","data":{"text":"hello %s"}}\n' "$(words 200 "$1")" |
+		"$CAIRN" --data-dir "$R" log append --new | cut -d' ' -f1
+}
+# append ID TEXT: append one small event at the log's next seq.
+append() {
+	local seq
+	seq=$("$CAIRN" --data-dir "$R" log cat "$1" | wc -l)
+	printf '{"type":"user/message","turn":"t9","data":{"text":"%s"}}\n' "$2" |
+		"$CAIRN" --data-dir "$R" log append --expect-seq "$seq" "$1" >/dev/null 2>"$T/append.err"
+}
+# fill: take every free byte of the tmpfs.
+fill() { dd if=/dev/zero of="$M/filler.$1" bs=4k 2>/dev/null; true; }
+# free_kib N: give N KiB back.
+free_kib() {
+	local f="$M/filler.$1" sz
+	sz=$(stat -c %s "$f")
+	truncate -s $((sz - $2 * 1024)) "$f"
+}
+avail_kib() { df -k --output=avail "$M" | tail -1 | tr -d ' '; }
+# pin: a second SQLite reader holds a read transaction on index.db (as the
+# interactive client may): no checkpoint gets past it, so what is written
+# meanwhile stays in the WAL. unpin ends it; kill_reader kills it.
+pin() {
+	rm -f "$T/gate"
+	mkfifo "$T/gate"
+	python3 -c '
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN")
+db.execute("SELECT count(*) FROM sessions").fetchall()
+print("pinned", flush=True)
+open(sys.argv[2]).read()
+db.execute("COMMIT")
+db.close()
+' "$R/index.db" "$T/gate" >"$T/pin.out" &
+	READER=$!
+	for _ in $(seq 100); do grep -q pinned "$T/pin.out" && break; sleep 0.05; done
+}
+unpin() { echo >"$T/gate"; wait "$READER"; READER=; }
+kill_reader() { if [ -n "${READER:-}" ]; then kill -9 "$READER" 2>/dev/null; wait "$READER" 2>/dev/null; READER=; fi; }
+# read_only_commands WHAT ID: every command that only reads works.
+read_only_commands() {
+	expect_code 0 "$1: sessions" "$CAIRN" --data-dir "$R" sessions
+	check "$1: sessions lists $2" grep -q "$2" <<<"$OUT"
+	expect_code 0 "$1: sessions --json" "$CAIRN" --data-dir "$R" sessions --json
+	check "$1: sessions --json is a list with $2" python3 -c \
+		'import json,sys; sys.exit(0 if any(s["id"] == sys.argv[2] for s in json.loads(sys.argv[1])) else 1)' "$OUT" "$2"
+	expect_code 0 "$1: search" "$CAIRN" --data-dir "$R" search hello
+	check "$1: search finds $2" grep -q "$2" <<<"$OUT"
+	expect_code 0 "$1: inspect" "$CAIRN" --data-dir "$R" inspect "$2"
+	expect_code 0 "$1: log cat" "$CAIRN" --data-dir "$R" log cat "$2"
+	expect_code 0 "$1: doctor" "$CAIRN" --data-dir "$R" doctor
+	check "$1: doctor found no problem" grep -q ", 0 problems" <<<"$OUT"
+}
+
+if [ "$MOUNTED" -eq 1 ]; then
+	echo "# a 2 MiB tmpfs"
+	mkdir -m 700 "$R"
+	ids=()
+	for i in $(seq 1 12); do ids+=("$(new_session "$i")"); done
+	A=${ids[0]}
+	check "sessions were created" test -n "$A" -a -f "$R/index.db"
+
+	# --- a full disk, the catalog closed cleanly (no -wal, no -shm) ---
+	fill 1
+	check "the file system is full" test "$(avail_kib)" -eq 0
+	read_only_commands "full disk" "$A"
+	# Fill the log's last page too: then an append needs new space.
+	before=$("$CAIRN" --data-dir "$R" log cat "$A")
+	for i in $(seq 1 200); do append "$A" "filler $i" || break; done
+	expect_code 1 "full disk: an append fails with an I/O error" \
+		bash -c "seq=\$('$CAIRN' --data-dir '$R' log cat '$A' | wc -l); echo '{\"type\":\"user/message\",\"data\":{\"text\":\"lost?\"}}' | '$CAIRN' --data-dir '$R' log append --expect-seq \$seq '$A'"
+	check "full disk: the failure names the cause" grep -q "No space left on device" <<<"$ERR"
+	after=$("$CAIRN" --data-dir "$R" log cat "$A")
+	check "full disk: what was acknowledged is all there" test "${after:0:${#before}}" = "$before"
+	check "full disk: the failed append left nothing" bash -c '! grep -q "lost?" <<<"$1"' _ "$after"
+	expect_code 0 "full disk: the log is not torn" "$CAIRN" --data-dir "$R" inspect --json "$A"
+	check "full disk: inspect says ok" grep -q '"status":"ok"' <<<"$OUT"
+	free_kib 1 16
+	ok=0
+	for i in 1 2 3 4 5; do append "$A" "after 16 KiB $i" && ok=$((ok + 1)); done
+	check "16 KiB freed: 5 of 5 small appends succeed ($ok)" test "$ok" -eq 5
+	rm -f "$M/filler.1"
+
+	# --- a full disk while the WAL holds pages it cannot copy back ---
+	pin
+	more=()
+	for i in $(seq 13 24); do more+=("$(new_session "$i")"); done
+	wal1=$(stat -c %s "$R/index.db-wal")
+	check "a reader kept new pages in the WAL ($wal1 bytes)" test "$wal1" -gt 100000
+	fill 2
+	unpin # its close cannot copy them back: no room
+	check "the WAL is still there" test -s "$R/index.db-wal"
+	B=${more[0]}
+	read_only_commands "full disk, WAL left" "$B"
+	for i in $(seq 1 200); do append "$B" "filler $i" || break; done
+	db1=$(stat -c %s "$R/index.db")
+	if append "$B" x; then not_ok "full disk, WAL left: an append fails"; else ok "full disk, WAL left: an append fails"; fi
+	free_kib 2 16
+	ok=0
+	for i in 1 2 3 4 5; do append "$B" "after 16 KiB $i" && ok=$((ok + 1)); done
+	check "16 KiB freed, WAL left: 5 of 5 small appends succeed ($ok)" test "$ok" -eq 5
+	check "no checkpoint took the freed space: index.db stayed at $db1 bytes" \
+		test "$(stat -c %s "$R/index.db")" -eq "$db1"
+	for i in $(seq 1 200); do append "$B" "filler $i" || break; done
+	free_kib 2 64
+	ok=0
+	for i in 1 2 3 4 5; do append "$B" "after 64 KiB $i" && ok=$((ok + 1)); done
+	check "64 KiB freed, WAL left: 5 of 5 small appends succeed ($ok)" test "$ok" -eq 5
+
+	# --- room again: the catalog catches up, the WAL is cut back ---
+	rm -f "$M/filler.2"
+	n_b=$("$CAIRN" --data-dir "$R" log cat "$B" | wc -l)
+	expect_code 0 "room again: sessions" "$CAIRN" --data-dir "$R" sessions --json
+	check "room again: the catalog caught up with every append ($n_b events)" python3 -c \
+		'import json,sys; sys.exit(0 if any(s["id"] == sys.argv[2] and s["next_seq"] == int(sys.argv[3]) for s in json.loads(sys.argv[1])) else 1)' \
+		"$OUT" "$B" "$n_b"
+	check "room again: no WAL is left behind" test ! -s "$R/index.db-wal"
+	expect_code 0 "room again: doctor" "$CAIRN" --data-dir "$R" doctor
+	check "room again: doctor has nothing to note" bash -c '! grep -q behind <<<"$1"' _ "$OUT"
+
+	# --- a read-only root: first without -wal and -shm, then with them ---
+	mount -o remount,ro "$M"
+	read_only_commands "read-only root" "$A"
+	check "read-only root: sessions says the catalog may lag" bash -c \
+		'"$1" --data-dir "$2" sessions 2>&1 >/dev/null | grep -q "could not be brought up to date"' _ "$CAIRN" "$R"
+	expect_code 1 "read-only root: an append fails" bash -c \
+		"echo '{\"type\":\"x\"}' | '$CAIRN' --data-dir '$R' log append --expect-seq 1 '$A'"
+	mount -o remount,rw "$M"
+	pin
+	C=$(new_session 99)
+	kill_reader # killed: -wal and -shm stay, C is only in the WAL
+	check "the WAL holds the last session" test -s "$R/index.db-wal" -a -f "$R/index.db-shm"
+	mount -o remount,ro "$M"
+	read_only_commands "read-only root, WAL left" "$C"
+	mount -o remount,rw "$M"
+else
+	echo "# mount not permitted ($(head -1 "$T/mount.err")): no full file system can be made here"
+	mkdir -m 700 "$R"
+	A=$(new_session 1)
+	check "a session was created" test -n "$A"
+	pin
+	C=$(new_session 2)
+	kill_reader
+	chmod -R a-w "$R"
+	if touch "$R/probe" 2>/dev/null; then
+		rm -f "$R/probe"
+		not_ok "no read-only root can be made either (mount and chmod refused)"
+	else
+		read_only_commands "read-only root" "$A"
+		read_only_commands "read-only root, WAL left" "$C"
+		chmod -R u+w "$R"
+	fi
+fi
+finish
