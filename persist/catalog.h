@@ -30,6 +30,7 @@
 #define CATALOG_SEARCH_WINDOW 2000 /* newest matching documents ranked by relevance */
 /* The WAL file is cut back to this size when it starts again from its
  * beginning (journal_size_limit); a command's end truncates it to zero. */
+#define CATALOG_WAL_LIMIT (4 << 20)
 #define CATALOG_WAL_LIMIT_STR "4194304"
 
 struct catalog;

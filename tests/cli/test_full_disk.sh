@@ -79,7 +79,10 @@ read_only_commands() {
 	check "$1: sessions lists $2" grep -q "$2" <<<"$OUT"
 	expect_code 0 "$1: sessions --json" "$CAIRN" --data-dir "$R" sessions --json
 	check "$1: sessions --json is a list with $2" python3 -c \
-		'import json,sys; sys.exit(0 if any(s["id"] == sys.argv[2] for s in json.loads(sys.argv[1])) else 1)' "$OUT" "$2"
+		'import json,sys
+try: v = json.loads(sys.argv[1])
+except ValueError: sys.exit(1)
+sys.exit(0 if any(s["id"] == sys.argv[2] for s in v) else 1)' "$OUT" "$2"
 	expect_code 0 "$1: search" "$CAIRN" --data-dir "$R" search hello
 	check "$1: search finds $2" grep -q "$2" <<<"$OUT"
 	expect_code 0 "$1: inspect" "$CAIRN" --data-dir "$R" inspect "$2"

@@ -427,6 +427,132 @@ static void test_sync_lifecycle(void **state)
 	assert_int_equal(sync_ok(f), 0);
 }
 
+
+/* ---- the WAL's bound and reading only ---- */
+
+/* Sessions w<from>..w<from+n-1> of about 40 KiB of words each, synced. */
+static void write_wordy(struct fx *f, int from, int n)
+{
+	static char batch[48 * 1024];
+	static unsigned seed = 1;
+	for (int i = from; i < from + n; i++) {
+		size_t len = (size_t)snprintf(batch, sizeof batch,
+					      "[{'type':'user/message','data':{'text':'");
+		while (len < 40 * 1024) {
+			seed = seed * 1103515245u + 12345u;
+			len += (size_t)snprintf(batch + len, sizeof batch - len, "w%u ", (seed >> 8) % 50000);
+		}
+		snprintf(batch + len, sizeof batch - len, "'}}]");
+		char id[16];
+		snprintf(id, sizeof id, "w%d", i);
+		make(f, id, "/p", NULL, B(batch));
+	}
+	sync_ok(f);
+}
+
+static long long wal_size(const char *root)
+{
+	char p[256];
+	struct stat st;
+	snprintf(p, sizeof p, "%s/%s-wal", root, CATALOG_FILE);
+	return stat(p, &st) < 0 ? 0 : (long long)st.st_size;
+}
+
+/* A plain connection in a read transaction: no checkpoint gets past it. */
+static sqlite3 *pin(const char *root)
+{
+	sqlite3 *db = raw_open(root);
+	sqlite3_stmt *q;
+	assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM sessions", -1, &q, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	sqlite3_finalize(q);
+	return db;
+}
+
+static void unpin(sqlite3 *db)
+{
+	assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
+/* A connection closing (a command's end) copies the WAL back and cuts it
+ * to nothing, even while another connection stays open: it never keeps
+ * its peak size. */
+static void test_close_truncates_the_wal(void **state)
+{
+	struct fx *f = *state;
+	write_wordy(f, 0, 2);
+	sqlite3 *reader = pin(f->root);
+	write_wordy(f, 2, 60);
+	long long peak = wal_size(f->root);
+	print_message("# WAL %lld bytes behind a reader\n", peak);
+	assert_true(peak > CATALOG_WAL_LIMIT);
+	unpin(reader);
+	struct catalog *other;
+	struct cerr err;
+	assert_int_equal(catalog_open(f->st, &other, &err), 0);
+	catalog_close(f->cat);
+	f->cat = NULL;
+	assert_int_equal(wal_size(f->root), 0);
+	catalog_close(other);
+	list(f, false, false, NULL, 3, "w61 w60 w59");
+}
+
+/* A connection that stays open (the interactive client's) with its own
+ * checkpoints: once the WAL starts again, its file is cut back to
+ * CATALOG_WAL_LIMIT (journal_size_limit). */
+static void test_wal_cut_back_when_it_starts_again(void **state)
+{
+	struct fx *f = *state;
+	struct cerr err;
+	write_wordy(f, 0, 2);
+	catalog_manual_checkpoints(cat(f));
+	sqlite3 *reader = pin(f->root);
+	write_wordy(f, 2, 60);
+	long long peak = wal_size(f->root);
+	assert_true(peak > CATALOG_WAL_LIMIT);
+	unpin(reader);
+	assert_int_equal(catalog_checkpoint(cat(f), &err), 0);
+	assert_int_equal(wal_size(f->root), peak); /* copied back, not cut yet */
+	write_wordy(f, 62, 1); /* the WAL starts again */
+	print_message("# WAL %lld bytes at its peak, %lld after it started again\n", peak,
+		      wal_size(f->root));
+	assert_true(wal_size(f->root) <= CATALOG_WAL_LIMIT);
+}
+
+/* Reading only: no index.db is "missing"; what the last commit holds is
+ * seen, even from the WAL; nothing can be written. */
+static void test_open_read_only(void **state)
+{
+	struct fx *f = *state;
+	struct catalog *ro;
+	struct cerr err;
+	assert_int_equal(catalog_open_ro(f->st, &ro, &err), -1);
+	assert_int_equal(err.cls, CERR_MISSING);
+	make(f, "s1", "/p", NULL, B("[" USER("one") "]"));
+	sync_ok(f);
+	assert_int_equal(catalog_open_ro(f->st, &ro, &err), 0);
+	assert_true(catalog_readonly(ro));
+	assert_false(catalog_readonly(cat(f)));
+	make(f, "s2", "/p", NULL, B("[" USER("two") "]"));
+	sync_ok(f); /* in the WAL, the writer still open */
+	assert_true(wal_size(f->root) > 0);
+	struct cat_session *v;
+	size_t n;
+	assert_int_equal(catalog_list(ro, false, false, NULL, 0, &v, &n, &err), 0);
+	assert_int_equal(n, 2);
+	cat_sessions_free(v, n);
+	assert_int_equal(catalog_set_status(ro, "s1", "running", &err), -1);
+	bool ok;
+	char *msg;
+	assert_int_equal(catalog_integrity(ro, &ok, &msg, &err), 0);
+	assert_true(ok);
+	free(msg);
+	catalog_close(ro);
+	expect_row(f, "s1", "status=idle");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -439,6 +565,9 @@ int main(void)
 		T(test_concurrent_processes),
 		T(test_list_order_and_filters),
 		T(test_sync_lifecycle),
+		T(test_close_truncates_the_wal),
+		T(test_wal_cut_back_when_it_starts_again),
+		T(test_open_read_only),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
