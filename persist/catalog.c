@@ -298,19 +298,24 @@ void catalog_close(struct catalog *c)
 {
 	if (!c)
 		return;
+	if (c->db)
+		cat_wal_close(c); /* may use the cache */
 	for (size_t i = 0; i < c->n_cache; i++)
 		sqlite3_finalize(c->cache[i].st);
 	c->n_cache = 0;
-	if (c->db) {
-		cat_wal_close(c);
+	if (c->db)
 		sqlite3_close_v2(c->db);
-	}
 	free(c->path);
 	free(c);
 }
 
 int catalog_begin(struct catalog *c, struct cerr *err)
 {
+	/* What a write adds to a WAL that cannot be copied back could only
+	 * be given back by that copy: the logs have the space first. */
+	if (!c->readonly && !cat_ckpt_room(c))
+		return cerr_set(err, CERR_IO, ENOSPC, "catalog: no room to copy the WAL back into '%s'",
+				CATALOG_FILE);
 	if (cat_exec(c, "BEGIN IMMEDIATE", err) < 0)
 		return -1;
 	c->in_tx = true;

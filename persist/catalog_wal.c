@@ -8,7 +8,9 @@
  * the next attempt again: it takes every byte freed before a log append
  * can, and gives back nothing. So a checkpoint starts only when the file
  * system has room for all the growth it needs; until then the WAL keeps
- * the pages (nothing is lost: the catalog only lags the logs).
+ * the pages (nothing is lost: the catalog only lags the logs), and no
+ * write transaction starts either: what it added to the WAL, even failing,
+ * could only be given back by that copy.
  *
  * The WAL's size is bounded twice: journal_size_limit cuts the file back
  * to CATALOG_WAL_LIMIT when it starts again, and a connection closing
@@ -29,15 +31,15 @@
  * that cannot be told. */
 static int64_t ckpt_growth(struct catalog *c)
 {
-	sqlite3_stmt *st = NULL;
+	struct cerr err;
 	int64_t pages = -1, page_size = -1;
-	if (sqlite3_prepare_v2(c->db, "SELECT page_count, page_size FROM pragma_page_count(),"
-				      " pragma_page_size()", -1, &st, NULL) == SQLITE_OK &&
-	    sqlite3_step(st) == SQLITE_ROW) {
+	sqlite3_stmt *st = cat_prepare(c, "SELECT page_count, page_size FROM pragma_page_count(),"
+					  " pragma_page_size()", &err);
+	if (st && sqlite3_step(st) == SQLITE_ROW) {
 		pages = sqlite3_column_int64(st, 0);
 		page_size = sqlite3_column_int64(st, 1);
 	}
-	sqlite3_finalize(st);
+	cat_done(c, st);
 	struct stat sb;
 	if (pages < 0 || page_size <= 0 || fsops->fstatat(c->rootfd, CATALOG_FILE, &sb, AT_SYMLINK_NOFOLLOW) < 0)
 		return -1;
