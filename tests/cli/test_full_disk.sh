@@ -104,17 +104,16 @@ if [ "$MOUNTED" -eq 1 ]; then
 	fill 1
 	check "the file system is full" test "$(avail_kib)" -eq 0
 	read_only_commands "full disk" "$A"
-	# The watermark is read on a full disk too: damage inside the last
-	# frame is told from a torn tail.
+	# The watermark is read on a full disk too: a log cut inside its last
+	# frame, below the watermark, is damage, not a torn tail.
 	D=${ids[1]}
 	dlog=$(echo "$R"/sessions/*/"$D"/session.jsonl.zst)
-	dsz=$(stat -c %s "$dlog")
-	orig=$(od -An -tu1 -j $((dsz - 12)) -N1 "$dlog" | tr -d ' ')
-	printf "\\$(printf %o $(((orig + 1) % 256)))" | dd of="$dlog" bs=1 seek=$((dsz - 12)) conv=notrunc 2>/dev/null
-	expect_code 4 "full disk: damage below the watermark is corruption, not a torn tail" \
+	cp "$dlog" "$T/saved.zst"
+	truncate -s $(($(stat -c %s "$dlog") - 5)) "$dlog"
+	expect_code 4 "full disk: a cut below the watermark is corruption, not a torn tail" \
 		"$CAIRN" --data-dir "$R" log cat "$D"
-	printf "\\$(printf %o "$orig")" | dd of="$dlog" bs=1 seek=$((dsz - 12)) conv=notrunc 2>/dev/null
-	expect_code 0 "full disk: undamaged again" "$CAIRN" --data-dir "$R" log cat "$D"
+	cat "$T/saved.zst" >"$dlog"
+	expect_code 0 "full disk: whole again" "$CAIRN" --data-dir "$R" log cat "$D"
 	# Fill the log's last page too: then an append needs new space.
 	for i in $(seq 1 200); do append "$A" "filler $i" || break; done
 	before=$("$CAIRN" --data-dir "$R" log cat "$A")
@@ -145,7 +144,7 @@ if [ "$MOUNTED" -eq 1 ]; then
 	read_only_commands "full disk, WAL left" "$B"
 	for i in $(seq 1 200); do append "$B" "filler $i" || break; done
 	db1=$(stat -c %s "$R/index.db")
-	if append "$B" x; then not_ok "full disk, WAL left: an append fails"; else ok "full disk, WAL left: an append fails"; fi
+	if append "$B" "filler $i"; then not_ok "full disk, WAL left: an append fails"; else ok "full disk, WAL left: an append fails"; fi
 	free_kib 2 16
 	# Commands that only read, run first, take none of it either.
 	"$CAIRN" --data-dir "$R" sessions >/dev/null 2>&1
@@ -197,8 +196,9 @@ else
 	kill_reader
 	chmod -R a-w "$R"
 	if touch "$R/probe" 2>/dev/null; then
+		# Root without the right to mount: permissions do not bind it.
 		rm -f "$R/probe"
-		not_ok "no read-only root can be made either (mount and chmod refused)"
+		ok "# SKIP read-only root: neither mount nor chmod can make one here"
 	else
 		read_only_commands "read-only root" "$A"
 		read_only_commands "read-only root, WAL left" "$C"
