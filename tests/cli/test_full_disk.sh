@@ -21,9 +21,9 @@ mkdir -p "$M"
 MOUNTED=0
 if mount -t tmpfs -o size=2m,mode=0700 tmpfs "$M" 2>"$T/mount.err"; then
 	MOUNTED=1
-	trap 'kill_reader; umount "$M" 2>/dev/null || umount -l "$M"; rm -rf "$T"' EXIT
+	trap 'kill_reader; umount "$T/ro" 2>/dev/null; umount "$M" 2>/dev/null || umount -l "$M"; rm -rf "$T"' EXIT
 else
-	trap 'kill_reader; chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
+	trap 'kill_reader; umount "$T/ro" 2>/dev/null; chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
 fi
 READER=
 
@@ -90,6 +90,68 @@ sys.exit(0 if any(s["id"] == sys.argv[2] for s in v) else 1)' "$OUT" "$2"
 	expect_code 0 "$1: log cat" "$CAIRN" --data-dir "$R" log cat "$2"
 	expect_code 0 "$1: doctor" "$CAIRN" --data-dir "$R" doctor
 	check "$1: doctor found no problem" grep -q ", 0 problems" <<<"$OUT"
+}
+
+# make_ro: a read-only view of $R in RO_R: the tmpfs remounted read-only,
+# else a read-only bind mount (a user namespace), else chmod (not root).
+# undo_ro makes it writable again.
+make_ro() {
+	RO_HOW=
+	if [ "$MOUNTED" -eq 1 ] && mount -o remount,ro "$M" 2>/dev/null; then
+		RO_R=$R RO_HOW=remount
+	elif mkdir -p "$T/ro" && mount --bind "$R" "$T/ro" 2>/dev/null; then
+		if mount -o remount,bind,ro "$T/ro" 2>/dev/null; then
+			RO_R="$T/ro" RO_HOW=bind
+		else
+			umount "$T/ro"
+		fi
+	fi
+	if [ -z "$RO_HOW" ]; then
+		chmod -R a-w "$R"
+		if touch "$R/.probe" 2>/dev/null; then
+			rm -f "$R/.probe"
+			chmod -R u+w "$R"
+			return 1
+		fi
+		RO_R=$R RO_HOW=chmod
+	fi
+	echo "# read-only root by $RO_HOW"
+}
+undo_ro() {
+	case $RO_HOW in
+	remount) mount -o remount,rw "$M" ;;
+	bind) umount "$T/ro" ;;
+	chmod) chmod -R u+w "$R" ;;
+	esac
+}
+# read_only_root ID: on a read-only root every command that only
+# reads works, an append fails; then again with a session only in the
+# -wal, and a -shm, left by a process killed while it held the catalog.
+read_only_root() {
+	local W=$R C
+	if ! make_ro; then
+		ok "# SKIP read-only root: neither mount nor chmod can make one here"
+		return
+	fi
+	R=$RO_R
+	read_only_commands "read-only root" "$1"
+	check "read-only root: sessions says the catalog may lag" bash -c \
+		'"$1" --data-dir "$2" sessions 2>&1 >/dev/null | grep -q "could not be brought up to date"' _ "$CAIRN" "$R"
+	local seq
+	seq=$("$CAIRN" --data-dir "$R" log cat "$1" | wc -l)
+	expect_code 1 "read-only root: an append fails" bash -c \
+		"echo '{\"type\":\"x\"}' | '$CAIRN' --data-dir '$R' log append --expect-seq $seq '$1'"
+	R=$W
+	undo_ro
+	pin
+	C=$(new_session 99)
+	kill_reader # killed: -wal and -shm stay, C is only in the WAL
+	check "the WAL holds the last session" test -s "$R/index.db-wal" -a -f "$R/index.db-shm"
+	make_ro || return
+	R=$RO_R
+	read_only_commands "read-only root, WAL left" "$C"
+	R=$W
+	undo_ro
 }
 
 if [ "$MOUNTED" -eq 1 ]; then
@@ -172,37 +234,12 @@ if [ "$MOUNTED" -eq 1 ]; then
 	check "room again: doctor has nothing to note" bash -c '! grep -q behind <<<"$1"' _ "$OUT"
 
 	# --- a read-only root: first without -wal and -shm, then with them ---
-	mount -o remount,ro "$M"
-	read_only_commands "read-only root" "$A"
-	check "read-only root: sessions says the catalog may lag" bash -c \
-		'"$1" --data-dir "$2" sessions 2>&1 >/dev/null | grep -q "could not be brought up to date"' _ "$CAIRN" "$R"
-	expect_code 1 "read-only root: an append fails" bash -c \
-		"echo '{\"type\":\"x\"}' | '$CAIRN' --data-dir '$R' log append --expect-seq 1 '$A'"
-	mount -o remount,rw "$M"
-	pin
-	C=$(new_session 99)
-	kill_reader # killed: -wal and -shm stay, C is only in the WAL
-	check "the WAL holds the last session" test -s "$R/index.db-wal" -a -f "$R/index.db-shm"
-	mount -o remount,ro "$M"
-	read_only_commands "read-only root, WAL left" "$C"
-	mount -o remount,rw "$M"
+	read_only_root "$A"
 else
 	echo "# mount not permitted ($(head -1 "$T/mount.err")): no full file system can be made here"
 	mkdir -m 700 "$R"
 	A=$(new_session 1)
 	check "a session was created" test -n "$A"
-	pin
-	C=$(new_session 2)
-	kill_reader
-	chmod -R a-w "$R"
-	if touch "$R/probe" 2>/dev/null; then
-		# Root without the right to mount: permissions do not bind it.
-		rm -f "$R/probe"
-		ok "# SKIP read-only root: neither mount nor chmod can make one here"
-	else
-		read_only_commands "read-only root" "$A"
-		read_only_commands "read-only root, WAL left" "$C"
-		chmod -R u+w "$R"
-	fi
+	read_only_root "$A"
 fi
 finish
