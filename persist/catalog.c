@@ -311,11 +311,6 @@ void catalog_close(struct catalog *c)
 
 int catalog_begin(struct catalog *c, struct cerr *err)
 {
-	/* What a write adds to a WAL that cannot be copied back could only
-	 * be given back by that copy: the logs have the space first. */
-	if (!c->readonly && !cat_ckpt_room(c))
-		return cerr_set(err, CERR_IO, ENOSPC, "catalog: no room to copy the WAL back into '%s'",
-				CATALOG_FILE);
 	if (cat_exec(c, "BEGIN IMMEDIATE", err) < 0)
 		return -1;
 	c->in_tx = true;

@@ -149,7 +149,9 @@ int catalog_reread_watermarked(struct catalog *c, struct cerr *err);
 
 /* Bring the catalog in line with the session directories: project what is
  * new or changed on disk (by file identity and length), mark trashed ones,
- * forget vanished ones. *changed (may be NULL) counts re-projected sessions. */
+ * forget vanished ones. *changed (may be NULL) counts re-projected sessions.
+ * Without room on the file system to copy the WAL back (catalog_wal.c) it
+ * writes nothing (CERR_IO). */
 int catalog_sync(struct catalog *c, struct store *st, size_t *changed, struct cerr *err);
 
 /* Sessions for listing: pinned first, then by last activity, newest first.

@@ -8,6 +8,7 @@
 #include "persist/fsops.h"
 #include "persist/safefs.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,12 @@ int catalog_sync(struct catalog *c, struct store *st, size_t *changed, struct ce
 	int ret = -1;
 	if (changed)
 		*changed = 0;
+	/* What a write adds to a WAL that cannot be copied back for lack of
+	 * room, even a write that fails, could only be given back by that
+	 * copy: the logs have the space first. */
+	if (!cat_ckpt_room(c))
+		return cerr_set(err, CERR_IO, ENOSPC, "catalog: no room to copy the WAL back into '%s'",
+				CATALOG_FILE);
 	if (store_list_entries(st, &ents, &n, err) < 0)
 		return -1;
 	/* Merge the directory listing and the rows, both sorted by id: no

@@ -9,8 +9,8 @@
  * can, and gives back nothing. So a checkpoint starts only when the file
  * system has room for all the growth it needs; until then the WAL keeps
  * the pages (nothing is lost: the catalog only lags the logs), and no
- * write transaction starts either: what it added to the WAL, even failing,
- * could only be given back by that copy.
+ * reconciliation (catalog_sync) starts either: what it added to the WAL,
+ * even failing, could only be given back by that copy.
  *
  * The WAL's size is bounded twice: journal_size_limit cuts the file back
  * to CATALOG_WAL_LIMIT when it starts again, and a connection closing
