@@ -36,6 +36,7 @@ void buf_grow(struct buf *b, size_t extra)
 		cap *= 2;
 	b->p = xrealloc(b->p, cap);
 	b->cap = cap;
+	b->p[b->len] = '\0'; /* a fresh buffer is "" too, not garbage */
 }
 
 void buf_add(struct buf *b, const void *data, size_t n)
