@@ -2,6 +2,7 @@
 #include "app/cli.h"
 #include "app/cmds.h"
 #include "base/json.h"
+#include "base/termsafe.h"
 #include "base/xalloc.h"
 #include "persist/fsops.h"
 #include "persist/safefs.h"
@@ -14,23 +15,39 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+void cli_printf(FILE *f, const char *fmt, ...)
+{
+	struct buf b = BUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	termsafe_vprintf(&b, fmt, ap);
+	va_end(ap);
+	fwrite(b.p, 1, b.len, f);
+	buf_release(&b);
+}
+
 int cli_fail(const struct cerr *err)
 {
-	fprintf(stderr, "cairn: %s%s\n", err->msg,
-		err->outcome_unknown ? " (the outcome is unknown: re-read before retrying)" : "");
+	/* Messages quote ids, paths and types from logs and arguments: the
+	 * whole message is one line, shown safe (persist/ keeps them raw). */
+	cli_printf(stderr, "cairn: %s%s\n", err->msg,
+		   err->outcome_unknown ? " (the outcome is unknown: re-read before retrying)" : "");
 	return cerr_exit_code(err->cls == CERR_OK ? CERR_IO : err->cls);
 }
 
 int cli_usage(const struct command *cmd, const char *fmt, ...)
 {
+	struct buf b = BUF_INIT;
 	va_list ap;
 	va_start(ap, fmt);
-	fputs("cairn: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	buf_adds(&b, "cairn: ");
+	termsafe_vprintf(&b, fmt, ap);
+	buf_addc(&b, '\n');
 	va_end(ap);
-	if (cmd)
-		fprintf(stderr, "usage: cairn %s\n", cmd->usage);
+	if (cmd) /* the usage text is cairn's own, two lines for `log` */
+		buf_printf(&b, "usage: cairn %s\n", cmd->usage);
+	fwrite(b.p, 1, b.len, stderr);
+	buf_release(&b);
 	return cerr_exit_code(CERR_USAGE);
 }
 
@@ -141,10 +158,19 @@ fail:
 	return -1;
 }
 
+void cli_write_json(const char *s, size_t n)
+{
+	struct buf b = BUF_INIT;
+	termsafe_json(&b, s, n);
+	fwrite(b.p, 1, b.len, stdout);
+	buf_release(&b);
+}
+
 void cli_print_json(cJSON *v)
 {
 	char *s = json_print(v);
-	puts(s);
+	cli_write_json(s, strlen(s));
+	putchar('\n');
 	free(s);
 	cJSON_Delete(v);
 }

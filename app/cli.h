@@ -26,9 +26,18 @@ struct command {
 /* The subcommand table (app/main.c); terminated by a NULL name. */
 extern const struct command cli_commands[];
 
-/* Print "cairn: <message>" to stderr and return the class's exit code. */
+/* Every human-readable line cairn prints goes through cli_printf, cli_fail
+ * or cli_usage, and every JSON text through cli_write_json or
+ * cli_print_json: logs, titles, paths and arguments carry whatever their
+ * authors put in them, and none of it may act on the terminal (termsafe.h). */
+
+/* fprintf to f, every %s and %c argument shown terminal-safe as a one-line
+ * field (termsafe_printf); the format itself is trusted. */
+void cli_printf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Print "cairn: <message>" to stderr, the message terminal-safe, and return
+ * the class's exit code. */
 int cli_fail(const struct cerr *err);
-/* Print a usage error for cmd and return 2. */
+/* Print a usage error for cmd (arguments terminal-safe) and return 2. */
 int cli_usage(const struct command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The command entry named name, or NULL. */
 const struct command *cli_find(const char *name);
@@ -41,7 +50,10 @@ bool cli_is_path(const char *arg);
  * scan_free; *path_out (may be NULL) gets a malloc'd display path. */
 int cli_read_log(struct cli *c, const char *arg, struct scan **out, char **path_out,
 		 struct cerr *err);
-/* Print a cJSON value on one line to stdout and free it. */
+/* Write the JSON text s[0..n) to stdout with the controls in its strings
+ * escaped as \uXXXX (termsafe_json): the same values, nothing raw. */
+void cli_write_json(const char *s, size_t n);
+/* Print a cJSON value on one line to stdout (as cli_write_json) and free it. */
 void cli_print_json(cJSON *v);
 
 #endif

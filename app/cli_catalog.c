@@ -62,7 +62,7 @@ void cli_note_durable(struct store *st, const char *id, struct log_revision dur)
 	struct cat_watermark wm = {dur.len > 0, dur.len, dur.next_seq, dur.dev, dur.ino, dur.ctime_ns};
 	if (catalog_open(st, &cat, &err) < 0 || catalog_sync(cat, st, NULL, &err) < 0 ||
 	    (wm.known && catalog_set_watermark(cat, id, &wm, &err) < 0))
-		fprintf(stderr, "cairn: warning: the log is durable, but the catalog was not updated: %s\n",
+		cli_printf(stderr, "cairn: warning: the log is durable, but the catalog was not updated: %s\n",
 			err.msg);
 	catalog_close(cat);
 }

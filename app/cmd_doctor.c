@@ -32,7 +32,7 @@ static void problem(struct report *r, const char *session, enum cerr_class cls, 
 	if (cerr_severity(cls) > cerr_severity((enum cerr_class)r->worst))
 		r->worst = (int)cls;
 	if (!r->json)
-		printf("%s: %s: %s\n", session ? session : "index", cerr_class_name(cls), msg);
+		cli_printf(stdout, "%s: %s: %s\n", session ? session : "index", cerr_class_name(cls), msg);
 }
 
 static void note(struct report *r, const char *session, const char *what, const char *msg)
@@ -43,7 +43,7 @@ static void note(struct report *r, const char *session, const char *what, const 
 	cJSON_AddStringToObject(o, "message", msg);
 	cJSON_AddItemToArray(r->notes, o);
 	if (!r->json)
-		printf("%s: %s: %s\n", session, what, msg);
+		cli_printf(stdout, "%s: %s: %s\n", session, what, msg);
 }
 
 /* The catalog could not be brought up to date (nothing can be written):
@@ -235,10 +235,10 @@ report:
 			cJSON_AddNumberToObject(o, "projected", (double)projected);
 		cli_print_json(o);
 	} else {
-		printf("index: integrity_check %s\n", integrity ? integrity : "not run");
+		cli_printf(stdout, "index: integrity_check %s\n", integrity ? integrity : "not run");
 		if (re && cat)
-			printf("index: rebuilt from %zu logs\n", projected);
-		printf("%zu sessions checked, %d problem%s\n", n, cJSON_GetArraySize(r.problems),
+			cli_printf(stdout, "index: rebuilt from %zu logs\n", projected);
+		cli_printf(stdout, "%zu sessions checked, %d problem%s\n", n, cJSON_GetArraySize(r.problems),
 		       cJSON_GetArraySize(r.problems) == 1 ? "" : "s");
 		cJSON_Delete(r.problems);
 		cJSON_Delete(r.notes);

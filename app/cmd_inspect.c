@@ -88,28 +88,28 @@ int cmd_inspect(struct cli *c, int argc, char **argv)
 	if (json) {
 		cli_print_json(inspect_json(s, path));
 	} else {
-		printf("path: %s\n", path);
-		printf("id: %s\n", s->id ? s->id : "-");
-		printf("status: %s\n", scan_status_name(s->status));
+		cli_printf(stdout, "path: %s\n", path);
+		cli_printf(stdout, "id: %s\n", s->id ? s->id : "-");
+		cli_printf(stdout, "status: %s\n", scan_status_name(s->status));
 		if (s->status == SCAN_CORRUPT || s->status == SCAN_UNSUPPORTED)
-			printf("error: %s: %s\n", cerr_class_name(s->err.cls), s->err.msg);
-		printf("events: %zu\n", s->n_events - s->n_skipped);
+			cli_printf(stdout, "error: %s: %s\n", cerr_class_name(s->err.cls), s->err.msg);
+		cli_printf(stdout, "events: %zu\n", s->n_events - s->n_skipped);
 		if (s->n_skipped)
-			printf("skipped: %zu ignorable events of unknown types\n", s->n_skipped);
-		printf("next_seq: %llu\n", (unsigned long long)s->next_seq);
-		printf("turns: %zu\n", s->turns);
-		printf("open_turn: %s\n", scan_open_turn(s) ? scan_open_turn(s) : "-");
-		printf("bytes: %llu\n", (unsigned long long)s->file_len);
+			cli_printf(stdout, "skipped: %zu ignorable events of unknown types\n", s->n_skipped);
+		cli_printf(stdout, "next_seq: %llu\n", (unsigned long long)s->next_seq);
+		cli_printf(stdout, "turns: %zu\n", s->turns);
+		cli_printf(stdout, "open_turn: %s\n", scan_open_turn(s) ? scan_open_turn(s) : "-");
+		cli_printf(stdout, "bytes: %llu\n", (unsigned long long)s->file_len);
 		if (s->status == SCAN_TORN)
-			printf("torn_bytes: %llu (run 'cairn repair' to cut them)\n",
+			cli_printf(stdout, "torn_bytes: %llu (run 'cairn repair' to cut them)\n",
 			       (unsigned long long)(s->file_len - s->good_len));
-		printf("unmatched_tool_calls:");
+		cli_printf(stdout, "unmatched_tool_calls:");
 		for (size_t i = 0; i < s->n_calls; i++)
 			if (!s->calls[i].resulted)
-				printf(" %s", s->calls[i].call_id);
-		printf("\n");
+				cli_printf(stdout, " %s", s->calls[i].call_id);
+		cli_printf(stdout, "\n");
 		if (s->status == SCAN_CORRUPT)
-			printf("hint: 'cairn repair --salvage %s' copies the valid prefix into a new session\n",
+			cli_printf(stdout, "hint: 'cairn repair --salvage %s' copies the valid prefix into a new session\n",
 			       arg);
 	}
 	scan_free(s);

@@ -5,6 +5,7 @@
 #include "app/cmds.h"
 #include "base/buf.h"
 #include "base/json.h"
+#include "base/termsafe.h"
 #include "base/utf8.h"
 #include "base/xalloc.h"
 #include "persist/frame.h"
@@ -197,17 +198,17 @@ static int log_append_cmd(struct cli *c, int argc, char **argv)
 	if (n > 0)
 		cli_note_durable(st, is_new ? log_id(lg) : sid, log_durable(lg));
 	if (log_cut_bytes(lg))
-		fprintf(stderr, "cairn: cut a torn tail of %llu bytes before appending\n",
+		cli_printf(stderr, "cairn: cut a torn tail of %llu bytes before appending\n",
 			(unsigned long long)log_cut_bytes(lg));
 	if (n == 0 && is_new)
-		fprintf(stderr, "cairn: empty batch: nothing was written\n");
+		cli_printf(stderr, "cairn: empty batch: nothing was written\n");
 	if (json) {
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "id", log_id(lg));
 		cJSON_AddNumberToObject(o, "next_seq", (double)(n == 0 && is_new ? 0 : next));
 		cli_print_json(o);
 	} else {
-		printf("%s %llu\n", log_id(lg), (unsigned long long)(n == 0 && is_new ? 0 : next));
+		cli_printf(stdout, "%s %llu\n", log_id(lg), (unsigned long long)(n == 0 && is_new ? 0 : next));
 	}
 	goto out;
 fail:
@@ -237,15 +238,21 @@ static int log_cat_cmd(struct cli *c, int argc, char **argv)
 		scan_free(s);
 		return code;
 	}
+	/* The stored lines, with the controls in their strings escaped:
+	 * the same JSON values, nothing a terminal acts on. */
+	struct buf out = BUF_INIT;
 	for (size_t i = 0; i < s->n_events; i++) {
 		const struct event *ev = &s->events[i];
 		if (!ev->kind)
 			continue;
-		fwrite(ev->line, 1, ev->line_len, stdout);
-		fputc('\n', stdout);
+		buf_reset(&out);
+		termsafe_json(&out, ev->line, ev->line_len);
+		buf_addc(&out, '\n');
+		fwrite(out.p, 1, out.len, stdout);
 	}
+	buf_release(&out);
 	if (s->status == SCAN_TORN)
-		fprintf(stderr, "cairn: note: %llu bytes of torn tail were ignored\n",
+		cli_printf(stderr, "cairn: note: %llu bytes of torn tail were ignored\n",
 			(unsigned long long)(s->file_len - s->good_len));
 	scan_free(s);
 	return fflush(stdout) == 0 ? 0 : cerr_exit_code(CERR_IO);

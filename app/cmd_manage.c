@@ -34,7 +34,7 @@ static void done_cb(struct fifo_item *it, void *ctx, const struct fifo_receipt *
 		[FIFO_HISTORY] = "saved", [FIFO_FULL_SAVE] = "saved", [FIFO_META] = "updated",
 		[FIFO_DELETE] = "deleted", [FIFO_RESTORE] = "restored", [FIFO_PURGE] = "purged",
 	};
-	printf("%s %s\n", verbs[fifo_item_kind(it)], id);
+	cli_printf(stdout, "%s %s\n", verbs[fifo_item_kind(it)], id);
 }
 
 /* Post the items, wait until they are durable, deliver their results. */
@@ -60,7 +60,7 @@ static int run_items(struct cli *c, struct fifo_item **items, size_t n)
 	/* A CLI has nothing else to do: wait as long as the disk needs,
 	 * saying so when it is slow. */
 	while (fifo_close(f, clock_mono_ns() / 1000000 + 10000) != 0)
-		fprintf(stderr, "cairn: still waiting for the disk...\n");
+		cli_printf(stderr, "cairn: still waiting for the disk...\n");
 	uv_run(&loop, UV_RUN_DEFAULT);
 	uv_loop_close(&loop);
 	return run.code;
@@ -190,7 +190,7 @@ static bool confirm(size_t n)
 {
 	if (!isatty(0))
 		return true;
-	fprintf(stderr, "purge %zu session%s for good? [y/N] ", n, n == 1 ? "" : "s");
+	cli_printf(stderr, "purge %zu session%s for good? [y/N] ", n, n == 1 ? "" : "s");
 	char line[16];
 	if (!fgets(line, sizeof line, stdin))
 		return false;
@@ -227,7 +227,7 @@ int cmd_purge(struct cli *c, int argc, char **argv)
 		if (cli_open_store(c, false, &st, &err) < 0) {
 			free(args);
 			if (err.cls == CERR_MISSING) {
-				printf("the trash is empty\n");
+				cli_printf(stdout, "the trash is empty\n");
 				return 0;
 			}
 			return cli_fail(&err);
@@ -239,7 +239,7 @@ int cmd_purge(struct cli *c, int argc, char **argv)
 			return cli_fail(&err);
 		}
 		if (m == 0) {
-			printf("the trash is empty\n");
+			cli_printf(stdout, "the trash is empty\n");
 			free(refs);
 			free(args);
 			return 0;
@@ -247,7 +247,7 @@ int cmd_purge(struct cli *c, int argc, char **argv)
 		if (!yes && !confirm(m)) {
 			free(refs);
 			free(args);
-			fprintf(stderr, "cairn: nothing purged\n");
+			cli_printf(stderr, "cairn: nothing purged\n");
 			return 0;
 		}
 		struct fifo_item **items = xcalloc(m, sizeof *items);
@@ -259,7 +259,7 @@ int cmd_purge(struct cli *c, int argc, char **argv)
 	} else {
 		if (!yes && !confirm(n)) {
 			free(args);
-			fprintf(stderr, "cairn: nothing purged\n");
+			cli_printf(stderr, "cairn: nothing purged\n");
 			return 0;
 		}
 		code = lifecycle(c, args, n, STORE_TRASH, fifo_purge);

@@ -54,25 +54,25 @@ static void print_report(const struct repair_report *r, const char *id, const ch
 		return;
 	}
 	if (!r->cut_bytes && !r->appended) {
-		printf("%s: nothing to repair (next seq %llu)\n", path, (unsigned long long)r->next_seq);
+		cli_printf(stdout, "%s: nothing to repair (next seq %llu)\n", path, (unsigned long long)r->next_seq);
 		return;
 	}
-	printf("%s:\n", path);
+	cli_printf(stdout, "%s:\n", path);
 	if (r->cut_bytes)
-		printf("  cut %llu bytes of torn tail\n", (unsigned long long)r->cut_bytes);
+		cli_printf(stdout, "  cut %llu bytes of torn tail\n", (unsigned long long)r->cut_bytes);
 	for (const cJSON *e = r->closers ? r->closers->child : NULL; e; e = e->next) {
 		const cJSON *d = cJSON_GetObjectItemCaseSensitive(e, "data");
 		const char *type = cJSON_GetObjectItemCaseSensitive(e, "type")->valuestring;
 		const char *turn = cJSON_GetObjectItemCaseSensitive(e, "turn")->valuestring;
 		long long seq = (long long)cJSON_GetObjectItemCaseSensitive(e, "seq")->valuedouble;
 		if (strcmp(type, "tool/result") == 0)
-			printf("  appended seq %lld: tool/result %s %s (turn %s)\n", seq,
+			cli_printf(stdout, "  appended seq %lld: tool/result %s %s (turn %s)\n", seq,
 			       cJSON_GetObjectItemCaseSensitive(d, "call_id")->valuestring,
 			       cJSON_GetObjectItemCaseSensitive(d, "status")->valuestring, turn);
 		else
-			printf("  appended seq %lld: %s interrupted (turn %s)\n", seq, type, turn);
+			cli_printf(stdout, "  appended seq %lld: %s interrupted (turn %s)\n", seq, type, turn);
 	}
-	printf("  next seq %llu\n", (unsigned long long)r->next_seq);
+	cli_printf(stdout, "  next seq %llu\n", (unsigned long long)r->next_seq);
 }
 
 static int salvage(struct cli *c, const char *arg, bool json)
@@ -146,8 +146,8 @@ static int salvage(struct cli *c, const char *arg, bool json)
 		cJSON_AddNumberToObject(o, "closers", (double)rep.appended);
 		cli_print_json(o);
 	} else {
-		printf("%s\n", id);
-		fprintf(stderr,
+		cli_printf(stdout, "%s\n", id);
+		cli_printf(stderr,
 			"cairn: salvaged %zu events (seq 0..%llu) from '%s' into new session %s; "
 			"the original is unchanged%s\n",
 			s->n_events - s->n_skipped, (unsigned long long)s->next_seq - 1, path, id,
@@ -197,7 +197,7 @@ int cmd_repair(struct cli *c, int argc, char **argv)
 	if (open_for_write(c, arg, &st, &lg, &sid, &err) < 0 || repair_log(lg, &rep, &err) < 0) {
 		code = cli_fail(&err);
 		if (err.cls == CERR_CORRUPT)
-			fprintf(stderr, "cairn: the log was not changed; 'cairn repair --salvage %s' copies "
+			cli_printf(stderr, "cairn: the log was not changed; 'cairn repair --salvage %s' copies "
 					"its valid prefix into a new session\n", arg);
 	} else {
 		if (rep.cut_bytes || rep.appended)

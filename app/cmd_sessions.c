@@ -222,7 +222,7 @@ int cmd_sessions(struct cli *c, int argc, char **argv)
 			goto out;
 		}
 		buf_adds(&jl.b, "]\n");
-		fwrite(jl.b.p, 1, jl.b.len, stdout);
+		cli_write_json(jl.b.p, jl.b.len);
 		buf_release(&jl.b);
 		goto out;
 	}
@@ -231,13 +231,13 @@ int cmd_sessions(struct cli *c, int argc, char **argv)
 		goto out;
 	}
 	if (n == 0) {
-		printf("no sessions%s\n", trash ? " in the trash" : "");
+		cli_printf(stdout, "no sessions%s\n", trash ? " in the trash" : "");
 	} else {
 		for (size_t i = 0; i < n; i++) {
 			const struct cat_session *s = &v[i];
 			char a[16];
 			age(a, sizeof a, s->updated_at);
-			printf("%s %s %4s %3lld %-11s %s%s%s\n", s->id, s->pinned ? "*" : " ", a,
+			cli_printf(stdout, "%s %s %4s %3lld %-11s %s%s%s\n", s->id, s->pinned ? "*" : " ", a,
 			       (long long)s->turns, s->deleted_at ? "deleted" : s->status,
 			       s->title ? s->title : "(untitled)", s->cwd ? "  " : "", s->cwd ? s->cwd : "");
 		}
@@ -313,10 +313,10 @@ int cmd_search(struct cli *c, int argc, char **argv)
 		}
 		cli_print_json(a);
 	} else if (n == 0) {
-		printf("no matches\n");
+		cli_printf(stdout, "no matches\n");
 	} else {
 		for (size_t i = 0; i < n; i++)
-			printf("%s %s %s: %s\n", h[i].session, *h[i].turn ? h[i].turn : "-", h[i].role,
+			cli_printf(stdout, "%s %s %s: %s\n", h[i].session, *h[i].turn ? h[i].turn : "-", h[i].role,
 			       h[i].snippet ? h[i].snippet : "");
 	}
 out:
