@@ -63,6 +63,6 @@ void cli_note_durable(struct store *st, const char *id, struct log_revision dur)
 	if (catalog_open(st, &cat, &err) < 0 || catalog_sync(cat, st, NULL, &err) < 0 ||
 	    (wm.known && catalog_set_watermark(cat, id, &wm, &err) < 0))
 		cli_printf(stderr, "cairn: warning: the log is durable, but the catalog was not updated: %s\n",
-			err.msg);
+			   err.msg);
 	catalog_close(cat);
 }

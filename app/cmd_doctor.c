@@ -239,7 +239,7 @@ report:
 		if (re && cat)
 			cli_printf(stdout, "index: rebuilt from %zu logs\n", projected);
 		cli_printf(stdout, "%zu sessions checked, %d problem%s\n", n, cJSON_GetArraySize(r.problems),
-		       cJSON_GetArraySize(r.problems) == 1 ? "" : "s");
+				   cJSON_GetArraySize(r.problems) == 1 ? "" : "s");
 		cJSON_Delete(r.problems);
 		cJSON_Delete(r.notes);
 	}

@@ -102,15 +102,15 @@ int cmd_inspect(struct cli *c, int argc, char **argv)
 		cli_printf(stdout, "bytes: %llu\n", (unsigned long long)s->file_len);
 		if (s->status == SCAN_TORN)
 			cli_printf(stdout, "torn_bytes: %llu (run 'cairn repair' to cut them)\n",
-			       (unsigned long long)(s->file_len - s->good_len));
+					   (unsigned long long)(s->file_len - s->good_len));
 		cli_printf(stdout, "unmatched_tool_calls:");
 		for (size_t i = 0; i < s->n_calls; i++)
 			if (!s->calls[i].resulted)
 				cli_printf(stdout, " %s", s->calls[i].call_id);
 		cli_printf(stdout, "\n");
 		if (s->status == SCAN_CORRUPT)
-			cli_printf(stdout, "hint: 'cairn repair --salvage %s' copies the valid prefix into a new session\n",
-			       arg);
+			cli_printf(stdout, "hint: 'cairn repair --salvage %s' copies the valid prefix "
+					   "into a new session\n", arg);
 	}
 	scan_free(s);
 	free(path);

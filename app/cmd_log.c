@@ -199,7 +199,7 @@ static int log_append_cmd(struct cli *c, int argc, char **argv)
 		cli_note_durable(st, is_new ? log_id(lg) : sid, log_durable(lg));
 	if (log_cut_bytes(lg))
 		cli_printf(stderr, "cairn: cut a torn tail of %llu bytes before appending\n",
-			(unsigned long long)log_cut_bytes(lg));
+			   (unsigned long long)log_cut_bytes(lg));
 	if (n == 0 && is_new)
 		cli_printf(stderr, "cairn: empty batch: nothing was written\n");
 	if (json) {
@@ -253,7 +253,7 @@ static int log_cat_cmd(struct cli *c, int argc, char **argv)
 	buf_release(&out);
 	if (s->status == SCAN_TORN)
 		cli_printf(stderr, "cairn: note: %llu bytes of torn tail were ignored\n",
-			(unsigned long long)(s->file_len - s->good_len));
+			   (unsigned long long)(s->file_len - s->good_len));
 	scan_free(s);
 	return fflush(stdout) == 0 ? 0 : cerr_exit_code(CERR_IO);
 }

@@ -54,7 +54,8 @@ static void print_report(const struct repair_report *r, const char *id, const ch
 		return;
 	}
 	if (!r->cut_bytes && !r->appended) {
-		cli_printf(stdout, "%s: nothing to repair (next seq %llu)\n", path, (unsigned long long)r->next_seq);
+		cli_printf(stdout, "%s: nothing to repair (next seq %llu)\n", path,
+			   (unsigned long long)r->next_seq);
 		return;
 	}
 	cli_printf(stdout, "%s:\n", path);
@@ -67,8 +68,8 @@ static void print_report(const struct repair_report *r, const char *id, const ch
 		long long seq = (long long)cJSON_GetObjectItemCaseSensitive(e, "seq")->valuedouble;
 		if (strcmp(type, "tool/result") == 0)
 			cli_printf(stdout, "  appended seq %lld: tool/result %s %s (turn %s)\n", seq,
-			       cJSON_GetObjectItemCaseSensitive(d, "call_id")->valuestring,
-			       cJSON_GetObjectItemCaseSensitive(d, "status")->valuestring, turn);
+					   cJSON_GetObjectItemCaseSensitive(d, "call_id")->valuestring,
+					   cJSON_GetObjectItemCaseSensitive(d, "status")->valuestring, turn);
 		else
 			cli_printf(stdout, "  appended seq %lld: %s interrupted (turn %s)\n", seq, type, turn);
 	}
@@ -198,7 +199,7 @@ int cmd_repair(struct cli *c, int argc, char **argv)
 		code = cli_fail(&err);
 		if (err.cls == CERR_CORRUPT)
 			cli_printf(stderr, "cairn: the log was not changed; 'cairn repair --salvage %s' copies "
-					"its valid prefix into a new session\n", arg);
+					   "its valid prefix into a new session\n", arg);
 	} else {
 		if (rep.cut_bytes || rep.appended)
 			cli_note_durable(st, sid, log_durable(lg));

@@ -238,8 +238,8 @@ int cmd_sessions(struct cli *c, int argc, char **argv)
 			char a[16];
 			age(a, sizeof a, s->updated_at);
 			cli_printf(stdout, "%s %s %4s %3lld %-11s %s%s%s\n", s->id, s->pinned ? "*" : " ", a,
-			       (long long)s->turns, s->deleted_at ? "deleted" : s->status,
-			       s->title ? s->title : "(untitled)", s->cwd ? "  " : "", s->cwd ? s->cwd : "");
+					   (long long)s->turns, s->deleted_at ? "deleted" : s->status,
+					   s->title ? s->title : "(untitled)", s->cwd ? "  " : "", s->cwd ? s->cwd : "");
 		}
 	}
 out:
@@ -317,7 +317,7 @@ int cmd_search(struct cli *c, int argc, char **argv)
 	} else {
 		for (size_t i = 0; i < n; i++)
 			cli_printf(stdout, "%s %s %s: %s\n", h[i].session, *h[i].turn ? h[i].turn : "-", h[i].role,
-			       h[i].snippet ? h[i].snippet : "");
+					   h[i].snippet ? h[i].snippet : "");
 	}
 out:
 	cat_hits_free(h, n);

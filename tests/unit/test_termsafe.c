@@ -271,8 +271,9 @@ static void test_printf(void **state)
 			3, "r");
 	assert_string_equal(b.p, "[ab    |    ^[|abc|^Gx|   q|r  ]");
 	buf_reset(&b);
-	termsafe_printf(&b, "%d %5d %-4d| %03u %zu %zd %llu %lld %ld %lu %x %X %#o %hhd %hu %jd %td %c%c %%",
-			-7, 42, 3, 9u, (size_t)123456789012ull, (ssize_t)-5, 18446744073709551615ull,
+	termsafe_printf(&b,
+			"%d %5d %-4d| %03u %zu %zd %llu %lld %ld %lu %x %X %#o %hhd %hu %jd %td %c%c %%", -7,
+			42, 3, 9u, (size_t)123456789012ull, (ssize_t)-5, 18446744073709551615ull,
 			-9223372036854775807ll, -1l, 7ul, 255u, 255u, 8u, (signed char)-3, (unsigned short)65535,
 			(intmax_t)-2, (ptrdiff_t)-1, 'A', '\x1b');
 	assert_string_equal(b.p, "-7    42 3   | 009 123456789012 -5 18446744073709551615 "
@@ -305,9 +306,16 @@ static void test_json(void **state)
 {
 	(void)state;
 	static const char *const strs[] = {
-		"plain", "osc \x1b]0;pwned\x07 end", "c1 \xc2\x85\xc2\x9b\xc2\x9f", "bidi \xe2\x80\xae\xe2\x81\xa6\xe2\x81\xa9\xd8\x9c\xe2\x80\x8e",
-		"del \x7f", "quote \" and backslash \\ \xc2\x85\"", "\\u0085 literally", "caf\xc3\xa9 \xf0\x9f\x98\x80",
-		"\n\t\r\b\f", "",
+		"plain",
+		"osc \x1b]0;pwned\x07 end",
+		"c1 \xc2\x85\xc2\x9b\xc2\x9f",
+		"bidi \xe2\x80\xae\xe2\x81\xa6\xe2\x81\xa9\xd8\x9c\xe2\x80\x8e",
+		"del \x7f",
+		"quote \" and backslash \\ \xc2\x85\"",
+		"\\u0085 literally",
+		"caf\xc3\xa9 \xf0\x9f\x98\x80",
+		"\n\t\r\b\f",
+		"",
 	};
 	for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
 		char *t = json_of(strs[i]);
