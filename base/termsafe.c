@@ -68,41 +68,39 @@ size_t termsafe_add(struct buf *out, const char *s, size_t n, unsigned flags)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	bool keep_ws = flags & TERMSAFE_TEXT;
-	size_t i = 0;
+	size_t i = 0, run = 0; /* s[run..i) is shown as it is, copied in one go */
 	buf_grow(out, n);
 	while (i < n) {
-		/* Copy the run of bytes shown as they are in one go. */
-		size_t run = i;
-		while (i < n && ((p[i] >= 0x20 && p[i] < 0x7f) || (keep_ws && (p[i] == '\n' || p[i] == '\t'))))
-			i++;
-		if (i > run)
-			buf_add(out, p + run, i - run);
-		if (i == n)
-			break;
 		unsigned char c = p[i];
+		if ((c >= 0x20 && c < 0x7f) || (keep_ws && (c == '\n' || c == '\t'))) {
+			i++;
+			continue;
+		}
+		uint32_t cp = 0;
+		bool cut = false;
+		size_t len = c < 0x80 ? 0 : utf8_seq(p + i, n - i, &cp, &cut);
+		if (len && !inert_cp(cp)) {
+			i += len;
+			continue;
+		}
+		buf_add(out, p + run, i - run);
+		if (len == 0 && cut && (flags & TERMSAFE_PARTIAL))
+			return i; /* the rest may complete it */
 		if (c < 0x20 || c == 0x7f) {
 			char e[2] = {'^', (char)(c ^ 0x40)}; /* ESC ^[, DEL ^? */
 			buf_add(out, e, 2);
 			i++;
-			continue;
-		}
-		uint32_t cp;
-		bool cut;
-		size_t len = utf8_seq(p + i, n - i, &cp, &cut);
-		if (len == 0 && cut && (flags & TERMSAFE_PARTIAL))
-			return i; /* the rest may complete it */
-		if (len == 0) {
+		} else if (len == 0) {
 			char e[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
 			buf_add(out, e, 4);
 			i++;
-		} else if (inert_cp(cp)) {
+		} else {
 			add_u4(out, cp);
 			i += len;
-		} else {
-			buf_add(out, p + i, len);
-			i += len;
 		}
+		run = i;
 	}
+	buf_add(out, p + run, i - run);
 	return n;
 }
 
@@ -290,47 +288,35 @@ void termsafe_json(struct buf *out, const char *s, size_t n)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	bool in_str = false;
-	size_t i = 0;
+	size_t i = 0, run = 0; /* s[run..i) is copied as it is, in one go */
 	buf_grow(out, n);
 	while (i < n) {
-		size_t run = i;
-		/* Printable ASCII other than the two bytes that move the string
-		 * state: copied as it is. */
-		while (i < n && p[i] >= 0x20 && p[i] < 0x7f && p[i] != '"' && p[i] != '\\')
-			i++;
-		if (i > run)
-			buf_add(out, p + run, i - run);
-		if (i == n)
-			break;
 		unsigned char c = p[i];
-		if (c == '"') {
-			in_str = !in_str;
-			buf_addc(out, '"');
+		if (c >= 0x20 && c < 0x7f) {
+			if (c == '"')
+				in_str = !in_str;
+			else if (c == '\\' && i + 1 < n && p[i + 1] >= 0x20 && p[i + 1] < 0x7f)
+				i++; /* an escape: its next byte goes with it */
 			i++;
-		} else if (c == '\\') {
-			/* An escape: its next byte is ASCII, copied with it. */
-			size_t m = i + 1 < n && p[i + 1] >= 0x20 && p[i + 1] < 0x7f ? 2 : 1;
-			buf_add(out, p + i, m);
-			i += m;
-		} else if (c < 0x20 || c == 0x7f) {
-			/* Whitespace between values stays; anything else cannot be
-			 * raw in valid JSON, and in a string its escape is exact. */
-			if (!in_str && (c == '\n' || c == '\t' || c == '\r'))
-				buf_addc(out, (char)c);
-			else
-				add_u4(out, c);
-			i++;
-		} else {
-			uint32_t cp;
-			bool cut;
-			size_t len = utf8_seq(p + i, n - i, &cp, &cut);
-			if (len == 0)
-				add_u4(out, 0xfffd), len = 1;
-			else if (inert_cp(cp))
-				add_u4(out, cp);
-			else
-				buf_add(out, p + i, len);
-			i += len;
+			continue;
 		}
+		/* Whitespace between values stays; any other C0 cannot be raw in
+		 * valid JSON, and inside a string its escape is exact. */
+		if (!in_str && (c == '\n' || c == '\t' || c == '\r')) {
+			i++;
+			continue;
+		}
+		uint32_t cp = c;
+		bool cut;
+		size_t len = c < 0x80 ? 1 : utf8_seq(p + i, n - i, &cp, &cut);
+		if (c >= 0x80 && len && !inert_cp(cp)) {
+			i += len;
+			continue;
+		}
+		buf_add(out, p + run, i - run);
+		add_u4(out, len ? cp : 0xfffd);
+		i += len ? len : 1;
+		run = i;
 	}
+	buf_add(out, p + run, i - run);
 }
