@@ -305,6 +305,10 @@ int log_create(struct store *st, const char *id, const char *cwd, const cJSON *e
 	}
 	if (!pathkey_valid_id(id))
 		return cerr_set(err, CERR_USAGE, 0, "'%s' is not a valid session id", id);
+	/* The header is JSON, which holds only UTF-8: a directory name in
+	 * another encoding would make a log that no reader accepts. */
+	if (cwd && !utf8_valid(cwd, strlen(cwd), NULL))
+		return cerr_set(err, CERR_USAGE, 0, "the cwd '%s' is not UTF-8", cwd);
 	struct session_ref existing;
 	struct cerr e;
 	if (store_resolve(st, id, &existing, &e) == 0 && strcmp(existing.id, id) == 0)

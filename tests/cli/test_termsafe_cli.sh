@@ -45,13 +45,15 @@ run() {
 # shows TEXT: the command's stdout or stderr holds TEXT (fixed string).
 shows() { grep -qF -- "$1" "$T/out" "$T/err"; }
 # pyj EXPR [ARG...]: the python EXPR holds for v = the JSON on stdout (A =
-# the ARGs, decoded from the shell's bytes as UTF-8).
+# the ARGs, decoded from the shell's bytes as UTF-8; S(id) = the listed
+# session or search hit of id).
 pyj() {
 	local expr=$1
 	shift
 	python3 -c 'import json,sys
 A=[a.encode("utf-8","surrogateescape").decode("utf-8","replace") for a in sys.argv[3:]]
 v=json.load(open(sys.argv[1], encoding="utf-8"))
+def S(i): return [s for s in v if s.get("id", s.get("session"))==i][0]
 sys.exit(0 if eval(sys.argv[2]) else 1)' "$T/out" "$expr" "$@"
 }
 # pyl EXPR [ARG...]: the same for L = the JSON lines on stdout.
@@ -92,6 +94,17 @@ K0=$(stat -c %s "$LOG")
 # Derived titles drop controls (docs/catalog.md); what is left is shown.
 DERIVED='needle ]0;pwned[2J[31m31m0;c1 second line'
 
+# A cwd that is not UTF-8 (raw C1 bytes) cannot be held by the header's
+# JSON: refused, instead of acknowledging a log that no reader accepts.
+RAW="$T/raw"$'\x9b\x9d'"$OSC"
+mkdir -p "$RAW"
+run 2 "log append --new --cwd DIR-not-UTF-8 is refused" "$CAIRN" log append --new --cwd "$RAW" <"$T/batch"
+check "... naming the cwd inert" shows "the cwd '$T/raw\\x9b\\x9d^[]0;pwned^G' is not UTF-8"
+check "... and creating nothing" test "$(ls "$CAIRN_HOME/sessions" | wc -l)" -eq 1
+run 2 "... the same from inside it" bash -c 'cd "$1" && "$2" log append --new' _ "$RAW" "$CAIRN" <"$T/batch"
+run 0 "... while --no-cwd works there" bash -c 'cd "$1" && "$2" log append --new --no-cwd' _ "$RAW" "$CAIRN" <"$T/batch"
+S2=${OUT%% *}
+
 run 0 "sessions: the cwd and the title (the prompt) shown inert" "$CAIRN" sessions
 check "... the OSC in the cwd shown as ^[]0;pwned^G" shows "dir^[]0;pwned^G^[[2J^[[31m\\u009b31m\\u009d0;c1\\u009c\\u202e\\u2066^?"
 check "... the derived title" shows "$DERIVED"
@@ -100,7 +113,7 @@ run 0 "sessions --project DIR" "$CAIRN" sessions --project "$CWD"
 check "... lists the session" shows "$S"
 run 0 "sessions --json" "$CAIRN" sessions --json
 check "... parses back to the original cwd and title" \
-	pyj 'v[0]["cwd"]==A[0] and v[0]["title"]==A[1]' "$CWD" "$DERIVED"
+	pyj 'S(A[2])["cwd"]==A[0] and S(A[2])["title"]==A[1]' "$CWD" "$DERIVED" "$S"
 
 run 0 "inspect ID: the open turn and the unmatched call shown inert" "$CAIRN" inspect "$S"
 check "... open_turn: t^[]0;pwned^G\\u202e" shows "open_turn: t^[]0;pwned^G\\u202e"
@@ -125,7 +138,7 @@ check "... with the OSC as ^[" shows "^[]0;pwned^G"
 check "... and U+202E as \\u202e" shows "\\u202e"
 run 0 "search --json" "$CAIRN" search --json needle
 check "... parses back to a snippet holding the raw controls" \
-	pyj 'v[0]["session"]==A[0] and "\x1b]0;pwned\x07" in v[0]["snippet"] and "\u202e" in v[0]["snippet"] and "\x9b" in v[0]["snippet"] and v[0]["turn"]==A[1]' "$S" "$TURN"
+	pyj '(h:=S(A[0])) and "\x1b]0;pwned\x07" in h["snippet"] and "\u202e" in h["snippet"] and "\x9b" in h["snippet"] and h["turn"]==A[1]' "$S" "$TURN"
 
 # --- titles ----------------------------------------------------------------------
 
@@ -134,7 +147,7 @@ run 0 "rename to a title with controls" "$CAIRN" rename "$S" "$TITLE"
 run 0 "sessions: the explicit title shown inert" "$CAIRN" sessions
 check "... as the catalog keeps it (controls dropped, whitespace collapsed)" shows "title ]0;pwned 31m0;c1"
 run 0 "sessions --json" "$CAIRN" sessions --json
-check "... the same title" pyj 'v[0]["title"]=="title ]0;pwned 31m0;c1"'
+check "... the same title" pyj 'S(A[0])["title"]=="title ]0;pwned 31m0;c1"' "$S"
 run 0 "pin" "$CAIRN" pin "$S"
 run 0 "unpin" "$CAIRN" unpin "$S"
 

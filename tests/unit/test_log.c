@@ -228,6 +228,9 @@ static void test_first_append_publishes(void **state)
 	/* an existing id can't be created again */
 	FAILS(log_create(f->st, "sess1", NULL, NULL, &lg, &err), CERR_CONFLICT);
 	FAILS(log_create(f->st, "../x", NULL, NULL, &lg, &err), CERR_USAGE);
+	/* a cwd the header's JSON cannot hold: refused, not written unreadable */
+	FAILS(log_create(f->st, "sess2", "/w/a\x9b" "b", NULL, &lg, &err), CERR_USAGE);
+	assert_non_null(strstr(err.msg, "not UTF-8"));
 }
 
 static void test_empty_batch_and_cas(void **state)
