@@ -133,6 +133,9 @@ run 0 "doctor --json" "$CAIRN" doctor --json
 check "... parses back to the original turn id in the message" \
 	pyj 'any(A[0] in n["message"] for n in v["notes"])' "$TURN"
 
+run 0 "doctor --reindex" "$CAIRN" doctor --reindex
+check "... the note still inert" shows "turn 't^[]0;pwned^G\\u202e' was interrupted"
+
 run 0 "search: the snippet shown inert" "$CAIRN" search needle
 check "... with the OSC as ^[" shows "^[]0;pwned^G"
 check "... and U+202E as \\u202e" shows "\\u202e"
@@ -249,6 +252,10 @@ run 1 "--data-dir that is a file" "$CAIRN" --data-dir "$LOG" sessions
 run 0 "rm" "$CAIRN" rm "$S"
 run 0 "sessions --trash" "$CAIRN" sessions --trash
 check "... the cwd shown inert" shows "dir^[]0;pwned^G"
+run 0 "sessions --trash --json" "$CAIRN" sessions --trash --json
+check "... the cwd parses back" pyj 'S(A[1])["cwd"]==A[0]' "$CWD" "$S"
 run 0 "restore" "$CAIRN" restore "$S"
+run 0 "log append --json" "$CAIRN" log append --json "$S2" --expect-seq 4 <<<"$turn2"
+check "... parses" pyj 'v["id"]==A[0]' "$S2"
 
 finish

@@ -360,6 +360,66 @@ static void test_json(void **state)
 	buf_release(&out);
 }
 
+/* Append code point cp as UTF-8. */
+static void add_cp(struct buf *b, uint32_t cp)
+{
+	char u[4];
+	size_t n;
+	if (cp < 0x80)
+		u[0] = (char)cp, n = 1;
+	else if (cp < 0x800)
+		u[0] = (char)(0xc0 | cp >> 6), u[1] = (char)(0x80 | (cp & 0x3f)), n = 2;
+	else if (cp < 0x10000)
+		u[0] = (char)(0xe0 | cp >> 12), u[1] = (char)(0x80 | (cp >> 6 & 0x3f)),
+		u[2] = (char)(0x80 | (cp & 0x3f)), n = 3;
+	else
+		u[0] = (char)(0xf0 | cp >> 18), u[1] = (char)(0x80 | (cp >> 12 & 0x3f)),
+		u[2] = (char)(0x80 | (cp >> 6 & 0x3f)), u[3] = (char)(0x80 | (cp & 0x3f)), n = 4;
+	buf_add(b, u, n);
+}
+
+static void test_json_random_round_trip(void **state)
+{
+	(void)state;
+	/* Objects of random strings drawn mostly from the dangerous ranges:
+	 * after termsafe_json, nothing raw, and every string parses back. */
+	static const uint32_t ranges[][2] = {{0x01, 0x7f}, {0x80, 0x9f}, {0xa0, 0x7ff}, {0x061c, 0x061c},
+					     {0x200b, 0x206f}, {0xe000, 0xfffd}, {0x10000, 0x10ffff}};
+	for (int round = 0; round < 2000; round++) {
+		cJSON *o = cJSON_CreateObject();
+		struct buf keys[4] = {BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT};
+		struct buf vals[4] = {BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT};
+		for (int k = 0; k < 4; k++) {
+			buf_printf(&keys[k], "k%d", k);
+			add_cp(&keys[k], 0x80 + next_rand() % 0x20); /* keys are strings too */
+			buf_add(&vals[k], "", 0);
+			for (uint32_t len = next_rand() % 40; len; len--) {
+				const uint32_t *r = ranges[next_rand() % 7];
+				add_cp(&vals[k], r[0] + next_rand() % (r[1] - r[0] + 1));
+			}
+			cJSON_AddStringToObject(o, keys[k].p, vals[k].p);
+		}
+		char *t = json_print(o);
+		struct buf out = BUF_INIT;
+		termsafe_json(&out, t, strlen(t));
+		assert_inert(out.p, out.len, false);
+		const char *why;
+		cJSON *back = json_parse_strict(out.p, out.len, &why);
+		assert_non_null(back);
+		for (int k = 0; k < 4; k++) {
+			const cJSON *v = cJSON_GetObjectItemCaseSensitive(back, keys[k].p);
+			assert_non_null(v);
+			assert_string_equal(v->valuestring, vals[k].p);
+			buf_release(&keys[k]);
+			buf_release(&vals[k]);
+		}
+		cJSON_Delete(back);
+		cJSON_Delete(o);
+		buf_release(&out);
+		free(t);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -373,6 +433,7 @@ int main(void)
 		cmocka_unit_test(test_str),
 		cmocka_unit_test(test_printf),
 		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_json_random_round_trip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
