@@ -3,7 +3,6 @@
  * decoder: it must tell a sequence that is wrong from one that is only
  * cut short, which a streaming caller keeps for its next piece. */
 #include "base/termsafe.h"
-#include "base/xalloc.h"
 
 #include <stdbool.h>
 #include <stdint.h>

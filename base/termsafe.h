@@ -6,11 +6,12 @@
  * byte 0x9b) does the same on some terminals, bidi controls reorder what is
  * shown. These functions copy text with each such character shown inert:
  *
- *   C0 controls and DEL       caret notation: ESC ^[, BEL ^G, CR ^M, DEL ^?
- *   C1 controls U+0080-U+009F \u0085 (a backslash, 'u', four lowercase hex
- *   bidi controls U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069
- *                             digits): \u202e
- *   a byte that is not UTF-8  \xNN (lowercase hex), one per byte: \x9b
+ *   C0 controls and DEL        caret notation: ESC ^[, BEL ^G, CR ^M, DEL ^?
+ *   C1 controls (U+0080-U+009F) and bidi controls (U+061C, U+200E, U+200F,
+ *   U+202A-U+202E, U+2066-U+2069)
+ *                              \u and four lowercase hex digits: \u0085, \u202e
+ *   a byte that is not UTF-8   \x and two lowercase hex digits, one per
+ *                              byte: \x9b (U+FFFD would hide which byte)
  *
  * Everything else (printable ASCII, other well-formed UTF-8) is copied as it
  * is. ESC itself becoming ^[, no escape sequence (CSI, OSC, DCS, ...) reaches
