@@ -28,8 +28,9 @@ extern const struct command cli_commands[];
 
 /* Every human-readable line cairn prints goes through cli_printf, cli_fail
  * or cli_usage, and every JSON text through cli_write_json or
- * cli_print_json: logs, titles, paths and arguments carry whatever their
- * authors put in them, and none of it may act on the terminal (termsafe.h). */
+ * cli_print_json (session_json escapes its strings as it writes them):
+ * logs, titles, paths and arguments carry whatever their authors put in
+ * them, and none of it may act on the terminal (base/termsafe.h). */
 
 /* fprintf to f, every %s and %c argument shown terminal-safe as a one-line
  * field (termsafe_printf); the format itself is trusted. */

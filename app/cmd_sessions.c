@@ -5,6 +5,7 @@
 #include "app/cmds.h"
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/termsafe.h"
 #include "base/xalloc.h"
 #include "persist/catalog.h"
 
@@ -91,7 +92,7 @@ static void field_str(struct buf *b, const char *name, const char *v)
 	buf_adds(b, name);
 	buf_adds(b, "\":");
 	if (v)
-		buf_add_json_string(b, v);
+		termsafe_json_string(b, v);
 	else
 		buf_adds(b, "null");
 }
@@ -99,9 +100,11 @@ static void field_str(struct buf *b, const char *name, const char *v)
 void session_json(struct buf *b, const struct cat_session *s)
 {
 	/* Written straight into the output: a listing of ten thousand
-	 * sessions would spend most of its time building a cJSON tree. */
+	 * sessions would spend most of its time building a cJSON tree. The
+	 * strings are escaped terminal-safe here (termsafe_json_string), so
+	 * the listing needs no second pass. */
 	buf_adds(b, "{\"id\":");
-	buf_add_json_string(b, s->id);
+	termsafe_json_string(b, s->id);
 	field_str(b, "title", s->title);
 	field_str(b, "cwd", s->cwd);
 	field_str(b, "project_key", s->project_key);
@@ -123,7 +126,7 @@ void session_json(struct buf *b, const struct cat_session *s)
 	field_str(b, "model", s->model);
 	if (s->forked_from) {
 		buf_adds(b, ",\"forked_from\":{\"session\":");
-		buf_add_json_string(b, s->forked_from);
+		termsafe_json_string(b, s->forked_from);
 		field_str(b, "turn", s->forked_turn);
 		buf_addc(b, '}');
 	} else {
@@ -222,7 +225,7 @@ int cmd_sessions(struct cli *c, int argc, char **argv)
 			goto out;
 		}
 		buf_adds(&jl.b, "]\n");
-		cli_write_json(jl.b.p, jl.b.len);
+		fwrite(jl.b.p, 1, jl.b.len, stdout); /* safe as written: session_json */
 		buf_release(&jl.b);
 		goto out;
 	}

@@ -283,39 +283,79 @@ void termsafe_vprintf(struct buf *out, const char *fmt, va_list ap)
 	va_end(aq);
 }
 
-void termsafe_json(struct buf *out, const char *s, size_t n)
+/* JSON's two-character escape for c, or NULL. */
+static const char *json_short_escape(unsigned char c)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	bool in_str = false;
-	size_t i = 0, run = 0; /* s[run..i) is copied as it is, in one go */
+	switch (c) {
+	case '"': return "\\\"";
+	case '\\': return "\\\\";
+	case '\n': return "\\n";
+	case '\r': return "\\r";
+	case '\t': return "\\t";
+	case '\b': return "\\b";
+	case '\f': return "\\f";
+	}
+	return NULL;
+}
+
+/* Append p[0..n) escaped: a whole JSON text (text), whose quotes and
+ * escapes are kept and whose strings are tracked, or the content of one
+ * string (!text), whose quotes and backslashes are escaped too. */
+static void json_escape(struct buf *out, const unsigned char *p, size_t n, bool text)
+{
+	bool in_str = !text;
+	size_t i = 0, run = 0; /* p[run..i) is copied as it is, in one go */
 	buf_grow(out, n);
 	while (i < n) {
 		unsigned char c = p[i];
-		if (c >= 0x20 && c < 0x7f) {
-			if (c == '"')
-				in_str = !in_str;
-			else if (c == '\\' && i + 1 < n && p[i + 1] >= 0x20 && p[i + 1] < 0x7f)
-				i++; /* an escape: its next byte goes with it */
-			i++;
-			continue;
-		}
-		/* Whitespace between values stays; any other C0 cannot be raw in
-		 * valid JSON, and inside a string its escape is exact. */
-		if (!in_str && (c == '\n' || c == '\t' || c == '\r')) {
-			i++;
-			continue;
-		}
 		uint32_t cp = c;
-		bool cut;
-		size_t len = c < 0x80 ? 1 : utf8_seq(p + i, n - i, &cp, &cut);
-		if (c >= 0x80 && len && !inert_cp(cp)) {
-			i += len;
+		size_t len = 1;
+		if (c >= 0x20 && c < 0x7f) {
+			if (text) {
+				if (c == '"')
+					in_str = !in_str;
+				else if (c == '\\' && i + 1 < n && p[i + 1] >= 0x20 && p[i + 1] < 0x7f)
+					i++; /* an escape: its next byte goes with it */
+				i++;
+				continue;
+			}
+			if (c != '"' && c != '\\') {
+				i++;
+				continue;
+			}
+		} else if (c >= 0x80) {
+			bool cut;
+			len = utf8_seq(p + i, n - i, &cp, &cut);
+			if (len && !inert_cp(cp)) {
+				i += len;
+				continue;
+			}
+		} else if (!in_str && (c == '\n' || c == '\t' || c == '\r')) {
+			i++; /* whitespace between values */
 			continue;
 		}
+		/* Any other C0 cannot be raw in valid JSON, and inside a string
+		 * its escape is exact. */
 		buf_add(out, p + run, i - run);
-		add_u4(out, len ? cp : 0xfffd);
+		const char *e = json_short_escape(c);
+		if (e)
+			buf_add(out, e, 2);
+		else
+			add_u4(out, len ? cp : 0xfffd);
 		i += len ? len : 1;
 		run = i;
 	}
 	buf_add(out, p + run, i - run);
+}
+
+void termsafe_json(struct buf *out, const char *s, size_t n)
+{
+	json_escape(out, (const unsigned char *)s, n, true);
+}
+
+void termsafe_json_string(struct buf *out, const char *s)
+{
+	buf_addc(out, '"');
+	json_escape(out, (const unsigned char *)s, strlen(s), false);
+	buf_addc(out, '"');
 }

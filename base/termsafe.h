@@ -56,5 +56,8 @@ void termsafe_vprintf(struct buf *out, const char *fmt, va_list ap)
  * UTF-8 as \ufffd (JSON cannot carry it). The output is valid JSON when the
  * input is, and parses to the same values when the input is UTF-8. */
 void termsafe_json(struct buf *out, const char *s, size_t n);
+/* Append s (NUL-terminated) as a JSON string literal, quotes included, with
+ * the same escapes: one pass, for output built piece by piece. */
+void termsafe_json_string(struct buf *out, const char *s);
 
 #endif

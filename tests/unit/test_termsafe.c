@@ -302,6 +302,34 @@ static char *json_of(const char *s)
 	return t;
 }
 
+/* termsafe_json of the JSON text t: nothing raw, and valid JSON (returned
+ * parsed; the caller frees). */
+static cJSON *escaped_parses(const char *t, size_t n)
+{
+	struct buf out = BUF_INIT;
+	termsafe_json(&out, t, n);
+	assert_inert(out.p, out.len, false);
+	const char *why;
+	cJSON *back = json_parse_strict(out.p, out.len, &why);
+	assert_non_null(back);
+	buf_release(&out);
+	return back;
+}
+
+/* termsafe_json_string of s: nothing raw, and a JSON string equal to s. */
+static void string_parses(const char *s)
+{
+	struct buf out = BUF_INIT;
+	termsafe_json_string(&out, s);
+	assert_inert(out.p, out.len, false);
+	const char *why;
+	cJSON *back = json_parse_strict(out.p, out.len, &why);
+	assert_non_null(back);
+	assert_string_equal(back->valuestring, s);
+	cJSON_Delete(back);
+	buf_release(&out);
+}
+
 static void test_json(void **state)
 {
 	(void)state;
@@ -319,17 +347,12 @@ static void test_json(void **state)
 	};
 	for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
 		char *t = json_of(strs[i]);
-		struct buf out = BUF_INIT;
-		termsafe_json(&out, t, strlen(t));
-		assert_inert(out.p, out.len, false);
-		const char *why;
-		cJSON *back = json_parse_strict(out.p, out.len, &why);
-		assert_non_null(back);
+		cJSON *back = escaped_parses(t, strlen(t));
 		assert_true(cJSON_IsString(back));
 		assert_string_equal(back->valuestring, strs[i]);
 		cJSON_Delete(back);
-		buf_release(&out);
 		free(t);
+		string_parses(strs[i]);
 	}
 	/* The escapes themselves. */
 	struct buf out = BUF_INIT;
@@ -341,7 +364,7 @@ static void test_json(void **state)
 	buf_reset(&out);
 	static const char lax[] = "[\"\x1b]0;x\x07\",\n\t\"a\rb\"]";
 	termsafe_json(&out, lax, sizeof lax - 1);
-	assert_string_equal(out.p, "[\"\\u001b]0;x\\u0007\",\n\t\"a\\u000db\"]");
+	assert_string_equal(out.p, "[\"\\u001b]0;x\\u0007\",\n\t\"a\\rb\"]");
 	const char *why;
 	cJSON *v = json_parse_strict(out.p, out.len, &why);
 	assert_non_null(v);
@@ -357,6 +380,10 @@ static void test_json(void **state)
 	v = json_parse_strict(out.p, out.len, &why);
 	assert_non_null(v);
 	cJSON_Delete(v);
+	/* One string literal, built piece by piece: the same escapes. */
+	buf_reset(&out);
+	termsafe_json_string(&out, "a\"\\\n\x1b\x7f\xc2\x85\xe2\x80\xae\x9b\xc3\xa9");
+	assert_string_equal(out.p, "\"a\\\"\\\\\\n\\u001b\\u007f\\u0085\\u202e\\ufffd\xc3\xa9\"");
 	buf_release(&out);
 }
 
@@ -400,22 +427,17 @@ static void test_json_random_round_trip(void **state)
 			cJSON_AddStringToObject(o, keys[k].p, vals[k].p);
 		}
 		char *t = json_print(o);
-		struct buf out = BUF_INIT;
-		termsafe_json(&out, t, strlen(t));
-		assert_inert(out.p, out.len, false);
-		const char *why;
-		cJSON *back = json_parse_strict(out.p, out.len, &why);
-		assert_non_null(back);
+		cJSON *back = escaped_parses(t, strlen(t));
 		for (int k = 0; k < 4; k++) {
 			const cJSON *v = cJSON_GetObjectItemCaseSensitive(back, keys[k].p);
 			assert_non_null(v);
 			assert_string_equal(v->valuestring, vals[k].p);
+			string_parses(vals[k].p);
 			buf_release(&keys[k]);
 			buf_release(&vals[k]);
 		}
 		cJSON_Delete(back);
 		cJSON_Delete(o);
-		buf_release(&out);
 		free(t);
 	}
 }
