@@ -60,8 +60,8 @@ int cli_open_catalog(struct cli *c, bool create, struct store **st, struct catal
 			*st = NULL;
 			return -1;
 		}
-		fprintf(stderr, "cairn: warning: the catalog could not be brought up to date (%s): "
-				"shown as it is\n", err->msg);
+		cli_printf(stderr, "cairn: warning: the catalog could not be brought up to date (%s): "
+				   "shown as it is\n", err->msg);
 	}
 	return 0;
 }
