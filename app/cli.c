@@ -89,14 +89,19 @@ int cli_read_log(struct cli *c, const char *arg, struct scan **out, char **path_
 			if (e == ENOENT)
 				cerr_set(err, CERR_MISSING, 0, "no file '%s'", arg);
 			else if (e == ELOOP)
-				cerr_set(err, CERR_IO, 0, "'%s' is a symlink", arg);
+				cerr_set(err, CERR_CORRUPT, 0, "'%s' is a symlink", arg);
 			else
 				cerr_set(err, CERR_IO, e, "cannot open '%s'", arg);
 			goto fail;
 		}
 		struct stat st;
-		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-			cerr_set(err, CERR_IO, 0, "'%s' is not a regular file", arg);
+		if (fstat(fd, &st) < 0) {
+			cerr_set(err, CERR_IO, errno, "cannot stat '%s'", arg);
+			goto fail;
+		}
+		/* The same class as for a session file of the store (safefs.h). */
+		if (!S_ISREG(st.st_mode)) {
+			cerr_set(err, CERR_CORRUPT, 0, "'%s' is not a regular file", arg);
 			goto fail;
 		}
 	} else {

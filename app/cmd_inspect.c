@@ -9,7 +9,8 @@
 /* Status names for classes that stop before a scan exists. */
 static const char *class_status(enum cerr_class cls)
 {
-	return cls == CERR_MISSING ? "missing" : cls == CERR_USAGE ? "usage" : "io";
+	return cls == CERR_MISSING ? "missing" : cls == CERR_USAGE ? "usage" :
+	       cls == CERR_CORRUPT ? "corrupt" : "io";
 }
 
 cJSON *inspect_json(const struct scan *s, const char *path)

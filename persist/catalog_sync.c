@@ -6,10 +6,8 @@
 #include "persist/catalog_int.h"
 #include "base/xalloc.h"
 #include "persist/fsops.h"
-#include "persist/safefs.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,15 +22,7 @@ static struct scan *read_entry(struct store *st, const struct store_entry *e,
 	int ret = -1;
 	if (wm && wm->known)
 		o = (struct scan_opts){true, wm->len, wm->next_seq, wm->dev, wm->ino};
-	/* Every level opened without following symlinks. */
-	int areafd = safefs_opendir(store_root_fd(st), e->trash ? STORE_TRASH : STORE_SESSIONS, false,
-				    NULL, &oe);
-	int keyfd = areafd < 0 ? -1 : safefs_opendir(areafd, e->ref.key, false, NULL, &oe);
-	int dirfd = keyfd < 0 ? -1 : safefs_opendir(keyfd, e->ref.id, false, NULL, &oe);
-	int fd = dirfd < 0 ? -1 : safefs_openfile(dirfd, LOG_FILE, O_RDONLY, &oe);
-	fs_close_quiet(dirfd);
-	fs_close_quiet(keyfd);
-	fs_close_quiet(areafd);
+	int fd = store_open_log(st, &e->ref, e->trash, &oe);
 	if (fd >= 0) {
 		ret = scan_fd_opts(fd, &o, &s, &oe);
 		fs_close_quiet(fd);

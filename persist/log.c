@@ -10,10 +10,10 @@
 #include "persist/event.h"
 #include "persist/frame.h"
 #include "persist/fsops.h"
+#include "persist/leftover.h"
 #include "persist/lock.h"
 #include "persist/safefs.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -281,7 +281,7 @@ int log_open_path_opts(const char *path, const struct scan_opts *wm, struct log 
 	}
 	if (!S_ISREG(st.st_mode)) {
 		/* Refused before anything (a lock file) is created beside it. */
-		cerr_set(err, CERR_IO, 0, "'%s' is %s", path,
+		cerr_set(err, CERR_CORRUPT, 0, "'%s' is %s", path,
 			 S_ISLNK(st.st_mode) ? "a symlink" : "not a regular file");
 		goto fail;
 	}
@@ -389,26 +389,33 @@ static void header_line(struct log *lg, struct buf *out)
 	cJSON_Delete(data);
 }
 
-/* Staging files a writer killed during its first publication left behind.
- * Only the lock holder publishes, and we hold the lock: they are dead. */
-static void remove_stale_staging(int dirfd)
+/* Open (creating) the session folder and take its lock for a first
+ * publication. Until we hold that lock, a leftover cleanup (leftover.h) may
+ * remove the folder, which lock_take then reports as CERR_MISSING, or hold
+ * the lock for a moment (CERR_LOCKED): start over in a fresh folder, a
+ * bounded number of times. */
+static int lock_new_session(struct log *lg, struct cerr *err)
 {
-	int dupfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-	DIR *d = dupfd < 0 ? NULL : fdopendir(dupfd);
-	if (!d) {
-		if (dupfd >= 0)
-			close(dupfd);
-		return;
+	for (int attempt = 0;; attempt++) {
+		if (lg->dirfd < 0 &&
+		    store_open_session_dir(lg->st, &lg->ref, true, &lg->keyfd, &lg->dirfd, err) < 0)
+			return -1;
+		lg->lockfd = lock_take(lg->keyfd, lg->ref.id, lg->dirfd, err);
+		if (lg->lockfd >= 0)
+			return 0;
+		if (attempt == 50 || (err->cls != CERR_MISSING && err->cls != CERR_LOCKED))
+			return -1;
+		if (err->cls == CERR_LOCKED) {
+			struct stat st;
+			if (fsops->fstatat(lg->dirfd, lg->fname, &st, AT_SYMLINK_NOFOLLOW) == 0)
+				return cerr_set(err, CERR_CONFLICT, 0, "session '%s' already exists",
+						lg->id);
+			usleep(2000);
+		}
+		fs_close_quiet(lg->dirfd);
+		fs_close_quiet(lg->keyfd);
+		lg->dirfd = lg->keyfd = -1;
 	}
-	static const char prefix[] = "." LOG_FILE ".";
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		size_t n = strlen(de->d_name);
-		if (n > sizeof prefix + 3 && strncmp(de->d_name, prefix, sizeof prefix - 1) == 0 &&
-		    strcmp(de->d_name + n - 4, ".tmp") == 0)
-			fsops->unlinkat(dirfd, de->d_name, 0);
-	}
-	closedir(d);
 }
 
 /* First publication: header frame + batch frame written to a staging file,
@@ -422,18 +429,14 @@ static int publish(struct log *lg, const struct buf *frames, uint64_t next_seq, 
 		memset(rnd, 0, sizeof rnd);
 	snprintf(staging, sizeof staging, ".%s.%02x%02x%02x%02x%02x%02x.tmp", LOG_FILE, rnd[0], rnd[1],
 		 rnd[2], rnd[3], rnd[4], rnd[5]);
-	if (lg->dirfd < 0 &&
-	    store_open_session_dir(lg->st, &lg->ref, true, &lg->keyfd, &lg->dirfd, err) < 0)
+	if (lg->lockfd < 0 && lock_new_session(lg, err) < 0)
 		return -1;
-	if (lg->lockfd < 0) {
-		lg->lockfd = lock_take(lg->keyfd, lg->ref.id, lg->dirfd, err);
-		if (lg->lockfd < 0)
-			return -1;
-	}
 	struct stat st;
 	if (fsops->fstatat(lg->dirfd, lg->fname, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		return cerr_set(err, CERR_CONFLICT, 0, "session '%s' already exists", lg->id);
-	remove_stale_staging(lg->dirfd);
+	/* Staging files of a writer killed here before: we hold the lock,
+	 * and only the lock holder publishes, so they are dead. */
+	leftover_remove_staging(lg->dirfd);
 	fd = safefs_openfile(lg->dirfd, staging, O_RDWR | O_CREAT | O_EXCL, err);
 	if (fd < 0)
 		return -1;

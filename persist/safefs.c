@@ -15,21 +15,28 @@ int safefs_check_fd(int fd, bool want_dir, const char *what, struct cerr *err)
 	return safefs_check_fd_mode(fd, want_dir, true, what, err);
 }
 
-int safefs_check_fd_mode(int fd, bool want_dir, bool fix_mode, const char *what, struct cerr *err)
+/* unsafe: the class of a wrong type or owner (see safefs.h). */
+static int check_fd(int fd, bool want_dir, bool fix_mode, const char *what,
+		    enum cerr_class unsafe, struct cerr *err)
 {
 	struct stat st;
 	if (fsops->fstat(fd, &st) < 0)
 		return cerr_set(err, CERR_IO, errno, "cannot stat '%s'", what);
 	if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
-		return cerr_set(err, CERR_IO, 0, "'%s' is not a %s", what,
+		return cerr_set(err, unsafe, 0, "'%s' is not a %s", what,
 				want_dir ? "directory" : "regular file");
 	if (st.st_uid != geteuid())
-		return cerr_set(err, CERR_IO, 0, "'%s' is owned by uid %u, not by us", what,
+		return cerr_set(err, unsafe, 0, "'%s' is owned by uid %u, not by us", what,
 				(unsigned)st.st_uid);
 	mode_t want = want_dir ? 0700 : 0600;
 	if (fix_mode && (st.st_mode & 07777) != want && fsops->fchmod(fd, want) < 0)
 		return cerr_set(err, CERR_IO, errno, "cannot set mode of '%s'", what);
 	return 0;
+}
+
+int safefs_check_fd_mode(int fd, bool want_dir, bool fix_mode, const char *what, struct cerr *err)
+{
+	return check_fd(fd, want_dir, fix_mode, what, CERR_CORRUPT, err);
 }
 
 int safefs_fsync_dir(int dirfd, const char *what, struct cerr *err)
@@ -60,7 +67,7 @@ int safefs_opendir(int dirfd, const char *name, bool create, bool *created, stru
 			return fd;
 		}
 		if (errno == ELOOP || errno == ENOTDIR)
-			return cerr_set(err, CERR_IO, 0, "'%s' is a symlink or not a directory", name);
+			return cerr_set(err, CERR_CORRUPT, 0, "'%s' is a symlink or not a directory", name);
 		if (errno != ENOENT)
 			return cerr_set(err, CERR_IO, errno, "cannot open directory '%s'", name);
 		if (!create)
@@ -90,7 +97,7 @@ int safefs_openfile(int dirfd, const char *name, int flags, struct cerr *err)
 	int fd = fsops->openat(dirfd, name, flags | O_NOFOLLOW | O_NONBLOCK, 0600);
 	if (fd < 0) {
 		if (errno == ELOOP)
-			return cerr_set(err, CERR_IO, 0, "'%s' is a symlink", name);
+			return cerr_set(err, CERR_CORRUPT, 0, "'%s' is a symlink", name);
 		if (errno == ENOENT)
 			return cerr_set(err, CERR_MISSING, 0, "no file '%s'", name);
 		return cerr_set(err, CERR_IO, errno, "cannot open '%s'", name);
@@ -157,7 +164,9 @@ int safefs_open_root(const char *path, bool create, struct cerr *err)
 			return cerr_set(err, CERR_MISSING, 0, "no data directory '%s'", path);
 		return cerr_set(err, CERR_IO, errno, "cannot open data directory '%s'", path);
 	}
-	if (safefs_check_fd(fd, true, path, err) < 0) {
+	/* The root is configuration, resolved normally: a wrong owner there
+	 * is a setup error (io), not a damaged store. */
+	if (check_fd(fd, true, true, path, CERR_IO, err) < 0) {
 		close(fd);
 		return -1;
 	}

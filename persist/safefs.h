@@ -2,7 +2,10 @@
  * through symlinks.
  *
  * Everything below the data root is opened relative to a directory fd with
- * O_NOFOLLOW; a symlink, a wrong owner or a wrong file type fails closed.
+ * O_NOFOLLOW; a symlink, a wrong owner or a wrong file type fails closed
+ * with CERR_CORRUPT: the store is not as cairn made it, retrying cannot
+ * help and a human must look (DESIGN §4.1, §4.7). Only the data root, which
+ * is configuration resolved normally, fails with CERR_IO.
  * Directories are 0700 and files 0600 whatever the umask: modes are set with
  * fchmod on the opened handle, never by changing the process umask. */
 #ifndef CAIRN_SAFEFS_H

@@ -115,11 +115,51 @@ static int each_session(struct store *st, const char *area, bool check_log,
 	return ret;
 }
 
+int store_each_dir(struct store *st, const char *area,
+		   int (*fn)(void *ctx, int keyfd, const char *key, const char *id), void *ctx,
+		   struct cerr *err)
+{
+	return each_session(st, area, false, fn, ctx, err);
+}
+
+int store_open_log(struct store *st, const struct session_ref *ref, bool trash, struct cerr *err)
+{
+	const char *area = trash ? STORE_TRASH : STORE_SESSIONS;
+	if (!pathkey_valid_id(ref->id) || !pathkey_valid_key(ref->key))
+		return cerr_set(err, CERR_USAGE, 0, "invalid session location '%s/%s'", ref->key,
+				ref->id);
+	/* Every level opened without following symlinks. */
+	int areafd = safefs_opendir(st->rootfd, area, false, NULL, err);
+	int keyfd = areafd < 0 ? -1 : safefs_opendir(areafd, ref->key, false, NULL, err);
+	int dirfd = keyfd < 0 ? -1 : safefs_opendir(keyfd, ref->id, false, NULL, err);
+	int fd = dirfd < 0 ? -1 : safefs_openfile(dirfd, LOG_FILE, O_RDONLY, err);
+	fs_close_quiet(dirfd);
+	fs_close_quiet(keyfd);
+	fs_close_quiet(areafd);
+	if (fd < 0 && err->cls == CERR_MISSING)
+		cerr_set(err, CERR_MISSING, 0, "no session '%s' in %s/%s", ref->id, area, ref->key);
+	return fd;
+}
+
+int store_open_log_moved(struct store *st, const struct session_ref *ref, bool *trash,
+			 struct cerr *err)
+{
+	/* A rename is atomic: at every instant the folder is in one of the
+	 * two areas, and each move is a whole process (rm, restore), so a
+	 * few alternations find it unless it is gone for good (purged). */
+	for (int attempt = 0; attempt < 8; attempt++) {
+		int fd = store_open_log(st, ref, *trash, err);
+		if (fd >= 0 || err->cls != CERR_MISSING)
+			return fd;
+		*trash = !*trash;
+	}
+	return cerr_set(err, CERR_MISSING, 0, "session '%s' was removed meanwhile", ref->id);
+}
+
 struct list_ctx {
 	struct session_ref *refs;
 	size_t n, cap;
 	const char *prefix; /* resolve: filter */
-	bool exact_seen;
 };
 
 static int collect(void *vctx, int keyfd, const char *key, const char *id)
@@ -155,6 +195,13 @@ int store_resolve(struct store *st, const char *q, struct session_ref *ref, stru
 	return store_resolve_in(st, STORE_SESSIONS, q, ref, err);
 }
 
+static int cmp_ref(const void *pa, const void *pb)
+{
+	const struct session_ref *a = pa, *b = pb;
+	int c = strcmp(a->id, b->id);
+	return c ? c : strcmp(a->key, b->key);
+}
+
 int store_resolve_in(struct store *st, const char *area, const char *q, struct session_ref *ref,
 		     struct cerr *err)
 {
@@ -165,26 +212,41 @@ int store_resolve_in(struct store *st, const char *area, const char *q, struct s
 		free(c.refs);
 		return -1;
 	}
-	size_t exact = 0, exact_at = 0;
-	for (size_t i = 0; i < c.n; i++)
-		if (strcmp(c.refs[i].id, q) == 0)
-			exact++, exact_at = i;
-	int ret = 0;
-	if (exact == 1) {
-		*ref = c.refs[exact_at];
-	} else if (c.n == 1) {
-		*ref = c.refs[0];
-	} else if (c.n == 0) {
-		ret = cerr_set(err, CERR_MISSING, 0, "no session '%s'", q);
-	} else {
-		struct buf b = BUF_INIT;
-		for (size_t i = 0; i < c.n && i < 10; i++)
-			buf_printf(&b, "%s%s", i ? ", " : "", c.refs[i].id);
-		if (c.n > 10)
-			buf_printf(&b, ", ... (%zu in all)", c.n);
-		ret = cerr_set(err, CERR_USAGE, 0, "'%s' is ambiguous: %s", q, b.p);
-		buf_release(&b);
+	/* Sorted by id then key: an exact match sorts first, and copies of
+	 * one id under several project folders are neighbours. */
+	if (c.n > 1)
+		qsort(c.refs, c.n, sizeof *c.refs, cmp_ref);
+	size_t distinct = 0, first_n = 0; /* ids; how many refs the first has */
+	for (size_t i = 0; i < c.n; i++) {
+		bool next_id = i == 0 || strcmp(c.refs[i].id, c.refs[i - 1].id) != 0;
+		distinct += next_id;
+		first_n += distinct == 1;
 	}
+	bool exact = c.n && strcmp(c.refs[0].id, q) == 0;
+	int ret = 0;
+	struct buf b = BUF_INIT;
+	if (c.n == 0) {
+		ret = cerr_set(err, CERR_MISSING, 0, "no session '%s'", q);
+	} else if ((exact || distinct == 1) && first_n == 1) {
+		*ref = c.refs[0];
+	} else if (exact || distinct == 1) {
+		/* One id under two project folders is not a choice for the
+		 * user but a damaged store (a copied folder): fail closed. */
+		for (size_t i = 0; i < first_n; i++)
+			buf_printf(&b, "%s%s/%s/%s", i ? ", " : "", area, c.refs[i].key, c.refs[i].id);
+		ret = cerr_set(err, CERR_CORRUPT, 0,
+			       "session '%s' is in %zu project folders: %s ('cairn doctor' tells "
+			       "which to keep)", c.refs[0].id, first_n, b.p);
+	} else {
+		size_t k = 0;
+		for (size_t i = 0; i < c.n && k < 10; i++)
+			if (i == 0 || strcmp(c.refs[i].id, c.refs[i - 1].id) != 0)
+				buf_printf(&b, "%s%s", k++ ? ", " : "", c.refs[i].id);
+		if (distinct > 10)
+			buf_printf(&b, ", ... (%zu in all)", distinct);
+		ret = cerr_set(err, CERR_USAGE, 0, "'%s' is ambiguous: %s", q, b.p);
+	}
+	buf_release(&b);
 	free(c.refs);
 	return ret;
 }

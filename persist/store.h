@@ -66,6 +66,24 @@ struct store_entry {
 /* Every session of both areas with its log's stat. Caller frees *out. */
 int store_list_entries(struct store *st, struct store_entry **out, size_t *n, struct cerr *err);
 
+/* Call fn for every <key>/<id> folder of area (STORE_SESSIONS or
+ * STORE_TRASH), with or without a log; fn returns 0 to go on, else that
+ * value stops the walk and is returned. keyfd is the project folder,
+ * borrowed for the call. */
+int store_each_dir(struct store *st, const char *area,
+		   int (*fn)(void *ctx, int keyfd, const char *key, const char *id), void *ctx,
+		   struct cerr *err);
+/* Open the log of ref in one area read-only, never through a symlink.
+ * Returns a fd the caller closes, or -1 (a symlink, a foreign owner or a
+ * wrong file type at any level: CERR_CORRUPT; not there: CERR_MISSING). */
+int store_open_log(struct store *st, const struct session_ref *ref, bool trash, struct cerr *err);
+/* The same for a session listed earlier (store_list_entries) that may have
+ * moved since (deleted to the trash, restored): it is looked for again in
+ * both areas. *trash is where it was listed on entry and where it was
+ * opened on success. Gone from both (purged): CERR_MISSING. */
+int store_open_log_moved(struct store *st, const struct session_ref *ref, bool *trash,
+			 struct cerr *err);
+
 /* Open sessions/<key>/ and sessions/<key>/<id>/ (creating both 0700 with
  * create). The caller closes *keyfd and *dirfd. */
 int store_open_session_dir(struct store *st, const struct session_ref *ref, bool create,
