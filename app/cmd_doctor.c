@@ -1,17 +1,22 @@
-/* cmd_doctor.c — `cairn doctor [--reindex] [--json]`: verify every log
- * (live and trashed) with its durable watermark, report every problem with
- * its class without stopping at the first, check the catalog's integrity,
- * and with --reindex rebuild the catalog from the logs. */
+/* cmd_doctor.c — `cairn doctor [--reindex] [--fix] [--json]`: verify every
+ * log (live and trashed) with its durable watermark, report every problem
+ * with its class without stopping at the first (one id under two project
+ * folders too), report what interrupted creations left and with --fix
+ * remove it, check the catalog's integrity, and with --reindex rebuild the
+ * catalog from the logs. */
 #include "app/cli.h"
 #include "app/cmds.h"
+#include "base/buf.h"
 #include "base/xalloc.h"
 #include "persist/catalog.h"
+#include "persist/leftover.h"
 #include "persist/fsops.h"
 #include "persist/safefs.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct report {
 	cJSON *problems, *notes;
@@ -19,7 +24,8 @@ struct report {
 	bool json;
 };
 
-static void problem(struct report *r, const char *session, enum cerr_class cls, const char *msg)
+/* Returns the problem's --json object (owned by r) for extra fields. */
+static cJSON *problem(struct report *r, const char *session, enum cerr_class cls, const char *msg)
 {
 	cJSON *o = cJSON_CreateObject();
 	if (session)
@@ -33,6 +39,7 @@ static void problem(struct report *r, const char *session, enum cerr_class cls, 
 		r->worst = (int)cls;
 	if (!r->json)
 		cli_printf(stdout, "%s: %s: %s\n", session ? session : "index", cerr_class_name(cls), msg);
+	return o;
 }
 
 static void note(struct report *r, const char *session, const char *what, const char *msg)
@@ -56,21 +63,29 @@ static void behind(struct report *r, const struct cerr *why)
 	note(r, "index", "behind", msg);
 }
 
+/* What verify saw of one listed log, for comparing copies of one id. */
+struct seen {
+	bool read;      /* opened and scanned */
+	bool valid;     /* ok or torn, holding its own id */
+	uint64_t next_seq;
+	int64_t last_t; /* the last event's time (0: none) */
+};
+
 /* Read one session's log the way the store would, and report. */
 static void verify(struct report *r, struct store *st, struct catalog *cat,
-		   const struct store_entry *e)
+		   const struct store_entry *e, struct seen *seen)
 {
 	struct cerr err;
-	const char *area = e->trash ? STORE_TRASH : STORE_SESSIONS;
-	int areafd = safefs_opendir(store_root_fd(st), area, false, NULL, &err);
-	int keyfd = areafd < 0 ? -1 : safefs_opendir(areafd, e->ref.key, false, NULL, &err);
-	int dirfd = keyfd < 0 ? -1 : safefs_opendir(keyfd, e->ref.id, false, NULL, &err);
-	int fd = dirfd < 0 ? -1 : safefs_openfile(dirfd, LOG_FILE, O_RDONLY, &err);
-	fs_close_quiet(dirfd);
-	fs_close_quiet(keyfd);
-	fs_close_quiet(areafd);
+	memset(seen, 0, sizeof *seen);
+	/* Listed a moment ago, maybe moved since by rm or restore: found
+	 * again wherever it is now, never reported missing for that. */
+	bool trash = e->trash;
+	int fd = store_open_log_moved(st, &e->ref, &trash, &err);
 	if (fd < 0) {
-		problem(r, e->ref.id, err.cls, err.msg);
+		if (err.cls == CERR_MISSING)
+			note(r, e->ref.id, "gone", "removed while doctor ran");
+		else
+			problem(r, e->ref.id, err.cls, err.msg);
 		return;
 	}
 	struct cat_watermark wm;
@@ -84,6 +99,9 @@ static void verify(struct report *r, struct store *st, struct catalog *cat,
 		return;
 	}
 	fs_close_quiet(fd);
+	seen->read = true;
+	seen->next_seq = s->next_seq;
+	seen->last_t = s->n_events ? s->events[s->n_events - 1].t : 0;
 	char msg[600];
 	if (s->status == SCAN_CORRUPT || s->status == SCAN_UNSUPPORTED) {
 		snprintf(msg, sizeof msg, "%s%s", s->err.msg,
@@ -93,6 +111,7 @@ static void verify(struct report *r, struct store *st, struct catalog *cat,
 		snprintf(msg, sizeof msg, "log holds session '%s'", s->id);
 		problem(r, e->ref.id, CERR_CORRUPT, msg);
 	} else {
+		seen->valid = true;
 		if (s->status == SCAN_TORN) {
 			snprintf(msg, sizeof msg, "%llu bytes of torn tail ('cairn repair' cuts them)",
 				 (unsigned long long)(s->file_len - s->good_len));
@@ -105,6 +124,168 @@ static void verify(struct report *r, struct store *st, struct catalog *cat,
 		}
 	}
 	scan_free(s);
+}
+
+/* Entry indexes by area, id, then project key: copies of one id in one
+ * area (necessarily under different project folders) are neighbours. */
+static const struct store_entry *sort_ents;
+
+static int cmp_copy(const void *pa, const void *pb)
+{
+	const struct store_entry *a = &sort_ents[*(const size_t *)pa];
+	const struct store_entry *b = &sort_ents[*(const size_t *)pb];
+	int c = (int)a->trash - (int)b->trash;
+	if (!c)
+		c = strcmp(a->ref.id, b->ref.id);
+	return c ? c : strcmp(a->ref.key, b->ref.key);
+}
+
+/* Does copy a deserve keeping over copy b? See report_copies. */
+static bool better_copy(const struct seen *a, const char *akey, const struct seen *b,
+			const char *bkey, const char *listed_key, const char **why)
+{
+	if (a->valid != b->valid)
+		return *why = "the other cannot be read or is damaged", a->valid;
+	if (a->next_seq != b->next_seq)
+		return *why = "it holds the most events", a->next_seq > b->next_seq;
+	if (a->last_t != b->last_t)
+		return *why = "it was active last", a->last_t > b->last_t;
+	bool al = listed_key && strcmp(akey, listed_key) == 0;
+	bool bl = listed_key && strcmp(bkey, listed_key) == 0;
+	if (al != bl)
+		return *why = "the catalog lists it", al;
+	return *why = "the copies look the same", strcmp(akey, bkey) < 0;
+}
+
+static void fmt_time(char *out, size_t n, int64_t ms)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	if (!ms || !gmtime_r(&t, &tm) || !strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(out, n, "never");
+}
+
+/* One session id found under several project folders of one area (a
+ * folder copied by hand or by a sync tool): the store refuses to pick one
+ * (store_resolve fails closed), so report every copy and which to keep.
+ * The rule: a readable, valid log beats a damaged one; then the one with
+ * more committed events (a copy taken earlier is a prefix of the copy
+ * that went on being written); then the later last activity; then the one
+ * the catalog lists; then the first by project key. */
+static void report_copies(struct report *r, struct catalog *cat, const struct store_entry *ents,
+			  const struct seen *seen, const size_t *ix, size_t m)
+{
+	struct cat_session row = {0};
+	struct cerr err;
+	const char *listed = cat && catalog_get(cat, ents[ix[0]].ref.id, &row, &err) == 0 ?
+			     row.project_key : NULL;
+	size_t keep = ix[0];
+	const char *why = NULL;
+	for (size_t i = 1; i < m; i++) {
+		const char *w;
+		if (better_copy(&seen[ix[i]], ents[ix[i]].ref.key, &seen[keep], ents[keep].ref.key,
+				listed, &w))
+			keep = ix[i], why = w;
+		else if (!why)
+			why = w;
+	}
+	const char *area = ents[keep].trash ? STORE_TRASH : STORE_SESSIONS;
+	const char *id = ents[keep].ref.id;
+	struct buf b = BUF_INIT;
+	cJSON *copies = cJSON_CreateArray();
+	buf_printf(&b, "in %zu project folders:", m);
+	for (size_t i = 0; i < m; i++) {
+		const struct store_entry *e = &ents[ix[i]];
+		char when[32];
+		fmt_time(when, sizeof when, seen[ix[i]].last_t);
+		char *path = xasprintf("%s/%s/%s", area, e->ref.key, id);
+		if (!seen[ix[i]].valid)
+			buf_printf(&b, "%s %s (unreadable or damaged)", i ? "," : "", path);
+		else
+			buf_printf(&b, "%s %s (%llu events, last activity %s)", i ? "," : "", path,
+				   (unsigned long long)seen[ix[i]].next_seq, when);
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "path", path);
+		cJSON_AddStringToObject(o, "project_key", e->ref.key);
+		cJSON_AddBoolToObject(o, "valid", seen[ix[i]].valid);
+		cJSON_AddNumberToObject(o, "events", (double)seen[ix[i]].next_seq);
+		cJSON_AddNumberToObject(o, "last_activity", (double)seen[ix[i]].last_t);
+		cJSON_AddItemToArray(copies, o);
+		free(path);
+	}
+	char *kept = xasprintf("%s/%s/%s", area, ents[keep].ref.key, id);
+	buf_printf(&b, "; keep %s (%s) and move the other%s out of the data root", kept, why,
+		   m > 2 ? "s" : "");
+	cJSON *o = problem(r, id, CERR_CORRUPT, b.p);
+	cJSON_AddItemToObject(o, "copies", copies);
+	cJSON_AddStringToObject(o, "keep", kept);
+	free(kept);
+	buf_release(&b);
+	cat_session_release(&row);
+}
+
+static void find_copies(struct report *r, struct catalog *cat, const struct store_entry *ents,
+			const struct seen *seen, size_t n)
+{
+	size_t *ix = xcalloc(n ? n : 1, sizeof *ix);
+	for (size_t i = 0; i < n; i++)
+		ix[i] = i;
+	sort_ents = ents;
+	qsort(ix, n, sizeof *ix, cmp_copy);
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && ents[ix[j]].trash == ents[ix[i]].trash &&
+				strcmp(ents[ix[j]].ref.id, ents[ix[i]].ref.id) == 0;
+		     j++)
+			;
+		if (j - i > 1)
+			report_copies(r, cat, ents, seen, ix + i, j - i);
+	}
+	free(ix);
+}
+
+/* Staging files and folders without a log that interrupted creations
+ * left; with fix, remove them (leftover.h says why that is safe). */
+static void find_leftovers(struct report *r, struct store *st, bool fix)
+{
+	struct leftover *v = NULL;
+	size_t n = 0;
+	struct cerr err;
+	if (leftover_list(st, &v, &n, &err) < 0) {
+		problem(r, NULL, err.cls, err.msg);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct leftover *l = &v[i];
+		struct buf b = BUF_INIT;
+		buf_printf(&b, "%s/%s/%s: ", l->trash ? STORE_TRASH : STORE_SESSIONS, l->ref.key,
+			   l->ref.id);
+		if (l->no_log)
+			buf_printf(&b, "a folder without a log (not a session)%s",
+				   l->staging ? ", with " : "");
+		if (l->staging)
+			buf_printf(&b, "%zu staging file%s (%llu bytes) of an interrupted creation",
+				   l->staging, l->staging == 1 ? "" : "s",
+				   (unsigned long long)l->staging_bytes);
+		if (l->foreign)
+			buf_printf(&b, "; other files in it are left alone");
+		bool gone = false;
+		if (!fix) {
+			buf_printf(&b, " ('cairn doctor --fix' removes %s)",
+				   l->staging && !l->no_log ? "them" : "it");
+			note(r, l->ref.id, "leftover", b.p);
+		} else if (leftover_remove(st, l, &gone, &err) < 0) {
+			if (err.cls == CERR_LOCKED)
+				note(r, l->ref.id, "leftover", err.msg);
+			else
+				problem(r, l->ref.id, err.cls, err.msg);
+		} else {
+			buf_printf(&b, ": removed%s",
+				   l->no_log && !gone ? " (the folder is in use again: kept)" : "");
+			note(r, l->ref.id, "removed", b.p);
+		}
+		buf_release(&b);
+	}
+	free(v);
 }
 
 /* Remove index.db with its WAL and shared-memory files (a stale WAL must
@@ -159,12 +340,14 @@ out:
 int cmd_doctor(struct cli *c, int argc, char **argv)
 {
 	const struct command *me = cli_find("doctor");
-	bool json = false, re = false;
+	bool json = false, re = false, fix = false;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0)
 			json = true;
 		else if (strcmp(argv[i], "--reindex") == 0)
 			re = true;
+		else if (strcmp(argv[i], "--fix") == 0)
+			fix = true;
 		else
 			return cli_usage(me, "unexpected argument '%s'", argv[i]);
 	}
@@ -198,8 +381,12 @@ int cmd_doctor(struct cli *c, int argc, char **argv)
 			behind(&r, &err); /* a full disk, a read-only root */
 		}
 	}
+	struct seen *seen = xcalloc(n ? n : 1, sizeof *seen);
 	for (size_t i = 0; i < n; i++)
-		verify(&r, st, cat, &ents[i]);
+		verify(&r, st, cat, &ents[i], &seen[i]);
+	find_copies(&r, cat, ents, seen, n);
+	free(seen);
+	find_leftovers(&r, st, fix);
 	if (cat) {
 		if (re && reindex(cat, st, ents, n, &projected, &err) < 0)
 			problem(&r, NULL, err.cls, err.msg);

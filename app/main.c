@@ -27,7 +27,7 @@ const struct command cli_commands[] = {
 	{"rm", cmd_rm, "rm ID...", "move sessions to the trash (restorable)"},
 	{"restore", cmd_restore, "restore ID...", "bring sessions back from the trash"},
 	{"purge", cmd_purge, "purge [--yes] (ID... | --all)", "remove trashed sessions for good"},
-	{"doctor", cmd_doctor, "doctor [--reindex] [--json]",
+	{"doctor", cmd_doctor, "doctor [--reindex] [--fix] [--json]",
 	 "verify every log and the catalog; --reindex rebuilds the catalog from the logs"},
 	{"help", cmd_help, "help [COMMAND]", "show help"},
 	{"version", cmd_version, "version", "show the version"},

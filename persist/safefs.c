@@ -53,7 +53,11 @@ int safefs_opendir(int dirfd, const char *name, bool create, bool *created, stru
 	bool synced = false;
 	if (created)
 		*created = false;
-	for (int attempt = 0; attempt < 2; attempt++) {
+	/* Each turn either opens the directory or makes it; a directory made
+	 * and gone again before we open it was removed by a leftover cleanup
+	 * (leftover.h), which only takes folders without a log: make it again,
+	 * a bounded number of times. */
+	for (int attempt = 0; attempt < 8; attempt++) {
 		int fd = fsops->openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
 		if (fd >= 0) {
 			/* An entry we did not sync ourselves may come from an attempt
@@ -98,6 +102,8 @@ int safefs_openfile(int dirfd, const char *name, int flags, struct cerr *err)
 	if (fd < 0) {
 		if (errno == ELOOP)
 			return cerr_set(err, CERR_CORRUPT, 0, "'%s' is a symlink", name);
+		if (errno == EISDIR)
+			return cerr_set(err, CERR_CORRUPT, 0, "'%s' is not a regular file", name);
 		if (errno == ENOENT)
 			return cerr_set(err, CERR_MISSING, 0, "no file '%s'", name);
 		return cerr_set(err, CERR_IO, errno, "cannot open '%s'", name);
