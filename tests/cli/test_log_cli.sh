@@ -310,20 +310,21 @@ check "read-only commands leave the file byte-identical" cmp -s "$f" "$E/copy.bi
 check "... and create or change nothing (no lock, same mode)" diff -q "$T/snap1" <(snapshot "$E")
 ln -s copy.bin "$E/link.zst"
 snapshot "$E" >"$T/snap1"
-expect_code 1 "inspect of a symlink PATH is refused" "$CAIRN" inspect --json "$E/link.zst"
-check "... status io, error says symlink" pyj 'v["status"]=="io" and v["error"]["class"]=="io" and "symlink" in v["error"]["message"]'
-expect_code 1 "log cat of a symlink PATH is refused" "$CAIRN" log cat "$E/link.zst"
+expect_code 4 "inspect of a symlink PATH is refused (corrupt, as in the store)" "$CAIRN" inspect --json "$E/link.zst"
+check "... status corrupt, error says symlink" pyj 'v["status"]=="corrupt" and v["error"]["class"]=="corrupt" and "symlink" in v["error"]["message"]'
+expect_code 4 "log cat of a symlink PATH is refused" "$CAIRN" log cat "$E/link.zst"
 check "... prints nothing" test -z "$OUT"
-expect_code 1 "repair of a symlink PATH is refused" "$CAIRN" repair "$E/link.zst"
-expect_code 1 "append to a symlink PATH is refused" "$CAIRN" log append "$E/link.zst" --expect-seq 50 <<<"$MSG"
+expect_code 4 "repair of a symlink PATH is refused" "$CAIRN" repair "$E/link.zst"
+expect_code 4 "append to a symlink PATH is refused" "$CAIRN" log append "$E/link.zst" --expect-seq 50 <<<"$MSG"
 check "... the target is untouched" cmp -s "$f" "$E/copy.bin"
 # (A refused write may leave an empty session.lock behind: see the report.)
 check "... nothing else created or changed" diff <(grep -v '/session.lock \|elsewhere ' "$T/snap1") <(snapshot "$E" | grep -v '/session.lock \|elsewhere ')
 mkfifo "$E/fifo.zst"
-expect_code 1 "inspect of a FIFO is refused (without blocking)" timeout 10 "$CAIRN" inspect "$E/fifo.zst"
-expect_code 1 "log cat of a FIFO is refused" timeout 10 "$CAIRN" log cat "$E/fifo.zst"
-expect_code 1 "log cat of a directory is refused" "$CAIRN" log cat "$E/"
-expect_code 1 "log cat of /dev/null is refused" "$CAIRN" log cat /dev/null
+# Where a log is expected, anything but a regular file is corrupt (4), as in the store.
+expect_code 4 "inspect of a FIFO is refused (without blocking)" timeout 10 "$CAIRN" inspect "$E/fifo.zst"
+expect_code 4 "log cat of a FIFO is refused" timeout 10 "$CAIRN" log cat "$E/fifo.zst"
+expect_code 4 "log cat of a directory is refused" "$CAIRN" log cat "$E/"
+expect_code 4 "log cat of /dev/null is refused" "$CAIRN" log cat /dev/null
 expect_code 3 "inspect of a missing PATH: missing (3)" "$CAIRN" inspect --json "$E/nope.zst"
 check "... status missing" pyj 'v["status"]=="missing" and v["error"]["class"]=="missing"'
 expect_code 3 "log cat of a missing PATH: missing (3)" "$CAIRN" log cat "$E/nope.zst"
@@ -346,22 +347,22 @@ sf=$(logfile "$sid" "$S")
 mv "$sf" "$T/real.zst"
 ln -s "$T/real.zst" "$sf"
 cp "$T/real.zst" "$T/before"
-expect_code 1 "a symlinked session log: inspect refuses it" "$CAIRN" --data-dir "$S" inspect "$sid"
-expect_code 1 "... log cat refuses it" "$CAIRN" --data-dir "$S" log cat "$sid"
+expect_code 4 "a symlinked session log: inspect refuses it (corrupt)" "$CAIRN" --data-dir "$S" inspect "$sid"
+expect_code 4 "... log cat refuses it" "$CAIRN" --data-dir "$S" log cat "$sid"
 check "... prints nothing" test -z "$OUT"
-expect_code 1 "... append refuses it" "$CAIRN" --data-dir "$S" log append "$sid" --expect-seq 2 <<<"$MSG"
-expect_code 1 "... repair refuses it" "$CAIRN" --data-dir "$S" repair "$sid"
+expect_code 4 "... append refuses it" "$CAIRN" --data-dir "$S" log append "$sid" --expect-seq 2 <<<"$MSG"
+expect_code 4 "... repair refuses it" "$CAIRN" --data-dir "$S" repair "$sid"
 check "... the symlink's target is untouched" cmp -s "$T/real.zst" "$T/before"
 rm "$sf"
 mkdir -m 700 "$sf"
-expect_code 1 "a directory where the log belongs is refused" "$CAIRN" --data-dir "$S" log cat "$sid"
+expect_code 4 "a directory where the log belongs is refused" "$CAIRN" --data-dir "$S" log cat "$sid"
 rmdir "$sf"
 cp "$T/real.zst" "$sf"
 expect_code 0 "a regular log back in place reads again" "$CAIRN" --data-dir "$S" log cat "$sid"
 sd=$(dirname "$sf")
 mv "$sd" "$T/realdir"
 ln -s "$T/realdir" "$sd"
-expect_code 1 "a symlinked session directory is refused (log cat)" "$CAIRN" --data-dir "$S" log cat "$sid"
-expect_code 1 "a symlinked session directory is refused (append)" "$CAIRN" --data-dir "$S" log append "$sid" --expect-seq 2 <<<"$MSG"
+expect_code 4 "a symlinked session directory is refused (log cat)" "$CAIRN" --data-dir "$S" log cat "$sid"
+expect_code 4 "a symlinked session directory is refused (append)" "$CAIRN" --data-dir "$S" log append "$sid" --expect-seq 2 <<<"$MSG"
 
 finish

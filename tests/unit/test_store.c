@@ -254,7 +254,7 @@ static void expect_refused(struct fx *f, const char *id)
 {
 	struct log *lg = NULL;
 	struct cerr err;
-	FAILS(log_open(f->st, id, &lg, &err), CERR_IO);
+	FAILS(log_open(f->st, id, &lg, &err), CERR_CORRUPT);
 	assert_null(lg);
 }
 
@@ -283,19 +283,20 @@ static void test_wrong_owner_refused(void **state)
 		struct log *lg;
 		struct cerr err;
 		assert_int_equal(log_open(f->st, "own", &lg, &err), -1);
-		if (err.cls != CERR_IO || !strstr(err.msg, "12345"))
+		/* One class wherever a session file should be: corrupt. */
+		if (err.cls != CERR_CORRUPT || !strstr(err.msg, "12345"))
 			fail_msg("%s owned by 12345: class %d, %s", parts[i], err.cls, err.msg);
 		struct stat st;
 		assert_int_equal(lstat(p, &st), 0);
 		assert_int_equal(st.st_uid, 12345);
 		assert_int_equal(st.st_mode & 07777, mode);
 		if (i == 0) {
-			FAILS(log_open_path(p, &lg, &err), CERR_IO);
+			FAILS(log_open_path(p, &lg, &err), CERR_CORRUPT);
 		}
 		assert_int_equal(chown(p, 0, 0), 0);
 		expect_opens(f, "own");
 	}
-	/* the data root itself */
+	/* the data root itself: configuration, an io error */
 	assert_int_equal(chown(f->root, 12345, 12345), 0);
 	struct store *st;
 	struct cerr err;
@@ -314,13 +315,13 @@ static void test_symlinks_refused(void **state)
 	const char *link = P(f, "root/sessions/_no-cwd/linkfile/session.jsonl.zst");
 	assert_int_equal(mkdir(P(f, "root/sessions/_no-cwd/linkfile"), 0700), 0);
 	assert_int_equal(symlink(P(f, "root/sessions/_no-cwd/real/session.jsonl.zst"), link), 0);
-	FAILS(log_open(f->st, "linkfile", &lg, &err), CERR_IO);
-	FAILS(log_open_path(link, &lg, &err), CERR_IO);
+	FAILS(log_open(f->st, "linkfile", &lg, &err), CERR_CORRUPT);
+	FAILS(log_open_path(link, &lg, &err), CERR_CORRUPT);
 	/* the session directory is a symlink: refused before taking its lock */
 	assert_int_equal(rename(P(f, "root/sessions/_no-cwd/real"), P(f, "realdir")), 0);
 	assert_int_equal(unlink(P(f, "realdir/session.lock")), 0);
 	assert_int_equal(symlink(P(f, "realdir"), P(f, "root/sessions/_no-cwd/real")), 0);
-	FAILS(log_open(f->st, "real", &lg, &err), CERR_IO);
+	FAILS(log_open(f->st, "real", &lg, &err), CERR_CORRUPT);
 	assert_false(exists(P(f, "realdir/session.lock")));
 	/* the project key directory is a symlink: not even found */
 	assert_int_equal(mkdir(P(f, "keydir"), 0700), 0);
@@ -347,11 +348,11 @@ static void test_wrong_type_refused(void **state)
 	expect_refused(f, "ff");
 	struct log *lg;
 	struct cerr err;
-	FAILS(log_open_path(log, &lg, &err), CERR_IO);
+	FAILS(log_open_path(log, &lg, &err), CERR_CORRUPT);
 	assert_int_equal(unlink(log), 0);
 	assert_int_equal(mkdir(log, 0700), 0);
 	expect_refused(f, "ff");
-	FAILS(log_open_path(log, &lg, &err), CERR_IO);
+	FAILS(log_open_path(log, &lg, &err), CERR_CORRUPT);
 	assert_true(exists(P(f, "root/sessions/_no-cwd/ff/session.jsonl.zst/.")));
 	/* where the lock belongs */
 	mk_ok(f->st, "fl", NULL);
@@ -406,19 +407,19 @@ static void test_safefs_helpers(void **state)
 	assert_false(created);
 	close(d2);
 	assert_int_equal(symlink(P(f, "root/d"), P(f, "root/ld")), 0);
-	FAILS(safefs_opendir(root, "ld", true, NULL, &err), CERR_IO);
+	FAILS(safefs_opendir(root, "ld", true, NULL, &err), CERR_CORRUPT);
 
 	FAILS(safefs_openfile(d, "f", O_RDWR, &err), CERR_MISSING);
 	int fd = safefs_openfile(d, "f", O_RDWR | O_CREAT, &err);
 	assert_true(fd >= 0);
 	assert_int_equal(mode_of(P(f, "root/d/f")), 0600);
 	close(fd);
-	FAILS(safefs_opendir(d, "f", true, NULL, &err), CERR_IO);
+	FAILS(safefs_opendir(d, "f", true, NULL, &err), CERR_CORRUPT);
 	assert_int_equal(symlink("f", P(f, "root/d/lf")), 0);
-	FAILS(safefs_openfile(d, "lf", O_RDONLY, &err), CERR_IO);
-	FAILS(safefs_openfile(d, "lf", O_RDWR | O_CREAT, &err), CERR_IO);
+	FAILS(safefs_openfile(d, "lf", O_RDONLY, &err), CERR_CORRUPT);
+	FAILS(safefs_openfile(d, "lf", O_RDWR | O_CREAT, &err), CERR_CORRUPT);
 	assert_int_equal(mkfifo(P(f, "root/d/fifo"), 0600), 0);
-	FAILS(safefs_openfile(d, "fifo", O_RDWR, &err), CERR_IO);
+	FAILS(safefs_openfile(d, "fifo", O_RDWR, &err), CERR_CORRUPT);
 	/* read-only, as inspect opens: must fail, not wait for a writer */
 	pid_t pid = fork();
 	assert_true(pid >= 0);
@@ -429,7 +430,7 @@ static void test_safefs_helpers(void **state)
 	int status;
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status)); /* killed by SIGALRM: open() blocked */
-	assert_int_equal(WEXITSTATUS(status), CERR_IO);
+	assert_int_equal(WEXITSTATUS(status), CERR_CORRUPT);
 	/* a read-only open verifies and changes nothing; a write open tightens */
 	assert_int_equal(chmod(P(f, "root/d/f"), 0644), 0);
 	fd = safefs_openfile(d, "f", O_RDONLY, &err);
@@ -437,7 +438,7 @@ static void test_safefs_helpers(void **state)
 	assert_int_equal(mode_of(P(f, "root/d/f")), 0644);
 	assert_int_equal(safefs_check_fd_mode(fd, false, false, "f", &err), 0);
 	assert_int_equal(mode_of(P(f, "root/d/f")), 0644);
-	FAILS(safefs_check_fd(fd, true, "f", &err), CERR_IO);
+	FAILS(safefs_check_fd(fd, true, "f", &err), CERR_CORRUPT);
 	assert_non_null(strstr(err.msg, "'f'"));
 	close(fd);
 	fd = safefs_openfile(d, "f", O_RDWR, &err);
@@ -447,7 +448,7 @@ static void test_safefs_helpers(void **state)
 	assert_int_equal(chmod(P(f, "root/d"), 0750), 0);
 	assert_int_equal(safefs_check_fd_mode(d, true, false, "d", &err), 0);
 	assert_int_equal(mode_of(P(f, "root/d")), 0750);
-	FAILS(safefs_check_fd(d, false, "d", &err), CERR_IO);
+	FAILS(safefs_check_fd(d, false, "d", &err), CERR_CORRUPT);
 	assert_int_equal(safefs_check_fd(d, true, "d", &err), 0);
 	assert_int_equal(mode_of(P(f, "root/d")), 0700);
 	assert_int_equal(safefs_fsync_dir(d, "d", &err), 0);
@@ -517,6 +518,23 @@ static void test_resolve(void **state)
 	FAILS(store_resolve(f->st, "01ABCD", &ref, &err), CERR_MISSING);
 	assert_int_equal(store_resolve(f->st, "01ab", &ref, &err), -1); /* case matters */
 	assert_int_equal(err.cls, CERR_MISSING);
+	/* one id under two project folders (a copied folder): fails closed
+	 * naming both, by the exact id or a prefix, and does not hide the
+	 * other candidates of an ambiguous prefix */
+	assert_int_equal(mkdir(P(f, "root/sessions/-c"), 0700), 0);
+	assert_int_equal(mkdir(P(f, "root/sessions/-c/01XYZ"), 0700), 0);
+	size_t n;
+	uint8_t *copy = slurp(P(f, "root/sessions/_no-cwd/01XYZ/session.jsonl.zst"), &n);
+	spit(P(f, "root/sessions/-c/01XYZ/session.jsonl.zst"), copy, n, O_EXCL);
+	free(copy);
+	FAILS(store_resolve(f->st, "01XYZ", &ref, &err), CERR_CORRUPT);
+	assert_non_null(strstr(err.msg, "sessions/-c/01XYZ, sessions/_no-cwd/01XYZ"));
+	FAILS(store_resolve(f->st, "01X", &ref, &err), CERR_CORRUPT);
+	assert_non_null(strstr(err.msg, "sessions/-c/01XYZ, sessions/_no-cwd/01XYZ"));
+	FAILS(store_resolve(f->st, "01", &ref, &err), CERR_USAGE);
+	assert_int_equal(candidates(err.msg), 4); /* each id once */
+	struct log *lg;
+	FAILS(log_open(f->st, "01XYZ", &lg, &err), CERR_CORRUPT);
 	/* a directory without a log is not a session */
 	assert_int_equal(mkdir(P(f, "root/sessions/-a/01QQ"), 0700), 0);
 	FAILS(store_resolve(f->st, "01Q", &ref, &err), CERR_MISSING);
