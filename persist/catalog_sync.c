@@ -52,12 +52,16 @@ struct todo {
 	struct cat_watermark wm;
 };
 
-/* Entries by id, a live session before a trashed one with the same id. */
+/* Entries by id, a live session before a trashed one with the same id,
+ * then by project key: of one id under two project folders (a damaged
+ * store, which doctor reports) the same one is listed every time. */
 static int cmp_entry(const void *pa, const void *pb)
 {
 	const struct store_entry *a = pa, *b = pb;
 	int c = strcmp(a->ref.id, b->ref.id);
-	return c ? c : (int)a->trash - (int)b->trash;
+	if (!c)
+		c = (int)a->trash - (int)b->trash;
+	return c ? c : strcmp(a->ref.key, b->ref.key);
 }
 
 int catalog_sync(struct catalog *c, struct store *st, size_t *changed, struct cerr *err)
