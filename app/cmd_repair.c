@@ -197,7 +197,14 @@ int cmd_repair(struct cli *c, int argc, char **argv)
 	int code = 0;
 	if (open_for_write(c, arg, &st, &lg, &sid, &err) < 0 || repair_log(lg, &rep, &err) < 0) {
 		code = cli_fail(&err);
-		if (err.cls == CERR_CORRUPT)
+		/* Salvage copies frames: only a log that reads as damaged has
+		 * any (not a symlink, nor an id under two project folders). */
+		struct scan *s = NULL;
+		struct cerr ignore;
+		bool damaged = err.cls == CERR_CORRUPT &&
+			       cli_read_log(c, arg, &s, NULL, &ignore) == 0 && s->status == SCAN_CORRUPT;
+		scan_free(s);
+		if (damaged)
 			cli_printf(stderr, "cairn: the log was not changed; 'cairn repair --salvage %s' copies "
 					   "its valid prefix into a new session\n", arg);
 	} else {

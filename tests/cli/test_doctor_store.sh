@@ -76,6 +76,8 @@ check "... and pointing at doctor" grep -q "cairn doctor" <<<"$ERR"
 expect_code 4 "log cat by a prefix of that id fails the same way" "$CAIRN" log cat "${dup:0:20}"
 check "... naming both folders" grep -q "sessions/-elsewhere/$dup.*sessions/$key/$dup" <<<"$ERR"
 expect_code 4 "append to it fails closed too" "$CAIRN" log append "$dup" --expect-seq 3 <<<"$MSG"
+expect_code 4 "repair of it fails closed" "$CAIRN" repair "$dup"
+check "... without offering a salvage" test -z "$(grep salvage <<<"$ERR")"
 expect_code 4 "doctor reports the two copies (corrupt)" "$CAIRN" doctor
 check "... with both paths" grep -q "$dup: corrupt: in 2 project folders: sessions/-elsewhere/$dup (2 events.*sessions/$key/$dup (3 events" <<<"$OUT"
 check "... keeping the one with more events, saying why" grep -q "keep sessions/$key/$dup (it holds the most events)" <<<"$OUT"
@@ -111,6 +113,8 @@ unsafe_everywhere() { # WHAT
 	# through a symlink nor as anything but a regular file.
 	[ -L "$vf" ] || [ -d "$vf" ] && expect_code 4 "$1: inspect of its PATH exits 4" "$CAIRN" inspect "$vf"
 	expect_code 4 "$1: append refuses it (4)" "$CAIRN" log append "$victim" --expect-seq 2 <<<"$MSG"
+	expect_code 4 "$1: repair refuses it (4)" "$CAIRN" repair "$victim"
+	check "... without offering a salvage (there are no frames to copy)" test -n "$ERR" -a -z "$(grep salvage <<<"$ERR")"
 }
 unsafe_everywhere "a symlinked log"
 check "... the symlink's target is untouched" test "$(stat -c %s "$T/real.zst")" -gt 0
