@@ -30,12 +30,12 @@ live() { local m=("$CAIRN_HOME"/sessions/*/"$1"); [ -d "${m[0]}" ] && echo "${m[
 # --- a session moved while doctor runs ---------------------------------------
 # Enough other sessions that doctor's pass over them takes a while after
 # its listing.
-for i in $(seq 1 60); do "$CAIRN" log append --new --cwd "$T/proj$((i % 4))" <<<"$MSG" >/dev/null; done
+for i in $(seq 1 40); do "$CAIRN" log append --new --cwd "$T/proj$((i % 4))" <<<"$MSG" >/dev/null; done
 new moving
 # rm/restore as fast as they go for a bounded count, doctor in a loop
 # meanwhile (bounded in count and time); every doctor run must find both.
 (
-	for i in $(seq 1 150); do
+	for i in $(seq 1 100); do
 		"$CAIRN" rm "$moving" >/dev/null 2>&1
 		"$CAIRN" restore "$moving" >/dev/null 2>&1
 	done
