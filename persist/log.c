@@ -309,9 +309,10 @@ int log_create(struct store *st, const char *id, const char *cwd, const cJSON *e
 	 * another encoding would make a log that no reader accepts. */
 	if (cwd && !utf8_valid(cwd, strlen(cwd), NULL))
 		return cerr_set(err, CERR_USAGE, 0, "the cwd '%s' is not UTF-8", cwd);
-	struct session_ref existing;
+	struct session_ref existing = {0};
 	struct cerr e;
-	if (store_resolve(st, id, &existing, &e) == 0 && strcmp(existing.id, id) == 0)
+	int found = store_resolve(st, id, &existing, &e);
+	if ((found == 0 || e.cls == CERR_CORRUPT) && strcmp(existing.id, id) == 0)
 		return cerr_set(err, CERR_CONFLICT, 0, "session '%s' already exists", id);
 	struct log *lg = log_alloc();
 	lg->st = st;

@@ -232,6 +232,7 @@ int store_resolve_in(struct store *st, const char *area, const char *q, struct s
 	} else if (exact || distinct == 1) {
 		/* One id under two project folders is not a choice for the
 		 * user but a damaged store (a copied folder): fail closed. */
+		*ref = c.refs[0];
 		for (size_t i = 0; i < first_n; i++)
 			buf_printf(&b, "%s%s/%s/%s", i ? ", " : "", area, c.refs[i].key, c.refs[i].id);
 		ret = cerr_set(err, CERR_CORRUPT, 0,

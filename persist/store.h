@@ -42,7 +42,9 @@ const char *store_root(const struct store *st);
 int store_root_fd(const struct store *st);
 
 /* Resolve an id or a unique id prefix to a session (exact id wins).
- * No match: CERR_MISSING. Several: CERR_USAGE listing the candidates. */
+ * No match: CERR_MISSING. Several ids: CERR_USAGE listing the candidates.
+ * One id under several project folders: CERR_CORRUPT naming every folder
+ * (fail closed: the store does not pick one), with *ref the first. */
 int store_resolve(struct store *st, const char *id_or_prefix, struct session_ref *ref,
 		  struct cerr *err);
 /* The same among the sessions of one area (STORE_SESSIONS or STORE_TRASH). */

@@ -535,6 +535,7 @@ static void test_resolve(void **state)
 	assert_int_equal(candidates(err.msg), 4); /* each id once */
 	struct log *lg;
 	FAILS(log_open(f->st, "01XYZ", &lg, &err), CERR_CORRUPT);
+	FAILS(log_create(f->st, "01XYZ", "/d", NULL, &lg, &err), CERR_CONFLICT); /* no third copy */
 	/* a directory without a log is not a session */
 	assert_int_equal(mkdir(P(f, "root/sessions/-a/01QQ"), 0700), 0);
 	FAILS(store_resolve(f->st, "01Q", &ref, &err), CERR_MISSING);
