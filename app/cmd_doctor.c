@@ -11,9 +11,7 @@
 #include "persist/catalog.h"
 #include "persist/leftover.h"
 #include "persist/fsops.h"
-#include "persist/safefs.h"
 
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -65,7 +63,6 @@ static void behind(struct report *r, const struct cerr *why)
 
 /* What verify saw of one listed log, for comparing copies of one id. */
 struct seen {
-	bool read;      /* opened and scanned */
 	bool valid;     /* ok or torn, holding its own id */
 	uint64_t next_seq;
 	int64_t last_t; /* the last event's time (0: none) */
@@ -99,7 +96,6 @@ static void verify(struct report *r, struct store *st, struct catalog *cat,
 		return;
 	}
 	fs_close_quiet(fd);
-	seen->read = true;
 	seen->next_seq = s->next_seq;
 	seen->last_t = s->n_events ? s->events[s->n_events - 1].t : 0;
 	char msg[600];
@@ -140,21 +136,31 @@ static int cmp_copy(const void *pa, const void *pb)
 	return c ? c : strcmp(a->ref.key, b->ref.key);
 }
 
-/* Does copy a deserve keeping over copy b? See report_copies. */
+/* Does copy a deserve keeping over copy b? *why says what decided it
+ * (the rule is report_copies'). */
 static bool better_copy(const struct seen *a, const char *akey, const struct seen *b,
 			const char *bkey, const char *listed_key, const char **why)
 {
-	if (a->valid != b->valid)
-		return *why = "the other cannot be read or is damaged", a->valid;
-	if (a->next_seq != b->next_seq)
-		return *why = "it holds the most events", a->next_seq > b->next_seq;
-	if (a->last_t != b->last_t)
-		return *why = "it was active last", a->last_t > b->last_t;
 	bool al = listed_key && strcmp(akey, listed_key) == 0;
 	bool bl = listed_key && strcmp(bkey, listed_key) == 0;
-	if (al != bl)
-		return *why = "the catalog lists it", al;
-	return *why = "the copies look the same", strcmp(akey, bkey) < 0;
+	if (a->valid != b->valid) {
+		*why = "the other cannot be read or is damaged";
+		return a->valid;
+	}
+	if (a->next_seq != b->next_seq) {
+		*why = "it holds the most events";
+		return a->next_seq > b->next_seq;
+	}
+	if (a->last_t != b->last_t) {
+		*why = "it was active last";
+		return a->last_t > b->last_t;
+	}
+	if (al != bl) {
+		*why = "the catalog lists it";
+		return al;
+	}
+	*why = "the copies look the same";
+	return strcmp(akey, bkey) < 0;
 }
 
 static void fmt_time(char *out, size_t n, int64_t ms)
@@ -183,10 +189,11 @@ static void report_copies(struct report *r, struct catalog *cat, const struct st
 	const char *why = NULL;
 	for (size_t i = 1; i < m; i++) {
 		const char *w;
-		if (better_copy(&seen[ix[i]], ents[ix[i]].ref.key, &seen[keep], ents[keep].ref.key,
-				listed, &w))
-			keep = ix[i], why = w;
-		else if (!why)
+		bool better = better_copy(&seen[ix[i]], ents[ix[i]].ref.key, &seen[keep],
+					  ents[keep].ref.key, listed, &w);
+		if (better)
+			keep = ix[i];
+		if (better || !why)
 			why = w;
 	}
 	const char *area = ents[keep].trash ? STORE_TRASH : STORE_SESSIONS;
