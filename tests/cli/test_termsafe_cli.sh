@@ -189,9 +189,9 @@ run 3 "repair of a missing PATH" "$CAIRN" repair "$PDIR/none$OSC"
 run 2 "repair --salvage of a log that is not corrupt" "$CAIRN" repair --salvage "$PDIR/log.zst"
 check "... names the path inert" shows "\\x9b\\x9d\\xff\\u202e/log.zst' is not corrupt"
 ln -s "$PDIR/log.zst" "$PDIR/link$OSC"
-run 1 "inspect of a symlink PATH" "$CAIRN" inspect "$PDIR/link$OSC"
+run 4 "inspect of a symlink PATH" "$CAIRN" inspect "$PDIR/link$OSC"
 mkfifo "$PDIR/fifo$RLO"
-run 1 "inspect of a FIFO PATH" "$CAIRN" inspect "$PDIR/fifo$RLO"
+run 4 "inspect of a FIFO PATH" "$CAIRN" inspect "$PDIR/fifo$RLO"
 
 # A corrupt log at a crafted path: the error and the salvage hint quote it.
 cp "$LOG" "$PDIR/bad$OSC.zst"
