@@ -65,28 +65,11 @@ static int parse_batch(const struct buf *in, cJSON **roots, struct log_event **e
 		if (!o)
 			return cerr_set(err, CERR_USAGE, 0, "line %zu: %s", lineno, why);
 		cJSON_AddItemToArray(*roots, o);
-		if (!cJSON_IsObject(o))
-			return cerr_set(err, CERR_USAGE, 0, "line %zu: not a JSON object", lineno);
-		struct log_event ev = {0};
-		for (cJSON *f = o->child; f; f = f->next) {
-			if (strcmp(f->string, "type") == 0 && cJSON_IsString(f))
-				ev.type = f->valuestring;
-			else if (strcmp(f->string, "turn") == 0 && (cJSON_IsString(f) || cJSON_IsNull(f)))
-				ev.turn = cJSON_IsString(f) ? f->valuestring : NULL;
-			else if (strcmp(f->string, "ignorable") == 0 && cJSON_IsBool(f))
-				ev.ignorable = cJSON_IsTrue(f);
-			else if (strcmp(f->string, "data") == 0 && cJSON_IsObject(f))
-				ev.data = f;
-			else if (strcmp(f->string, "seq") == 0 || strcmp(f->string, "t") == 0)
-				return cerr_set(err, CERR_USAGE, 0,
-						"line %zu: \"%s\" is assigned by the store", lineno,
-						f->string);
-			else
-				return cerr_set(err, CERR_USAGE, 0, "line %zu: unexpected or invalid \"%s\"",
-						lineno, f->string);
+		struct log_event ev;
+		if (log_event_from_json(o, &ev, err) < 0) {
+			cerr_prefix(err, "line %zu", lineno);
+			return -1;
 		}
-		if (!ev.type)
-			return cerr_set(err, CERR_USAGE, 0, "line %zu: missing \"type\"", lineno);
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 16;
 			*evs = xreallocarray(*evs, cap, sizeof **evs);

@@ -1,5 +1,6 @@
 /* json.c — strict parsing rules layered over cJSON. */
 #include "base/json.h"
+#include "base/buf.h"
 #include "base/xalloc.h"
 
 #include <math.h>
@@ -12,10 +13,35 @@ static bool is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
-/* Check the RFC 8259 number at s[*i..n) and advance past it. */
-static bool lex_number(const char *s, size_t n, size_t *i)
+/* Why the number literal s[0..n) (valid syntax; nonzero: a digit of its
+ * mantissa is not 0) cannot be stored as a double, or NULL. Only a literal
+ * with an exponent or of more than 300 characters can leave the range of a
+ * double, so the common ones never reach strtod. A nonzero subnormal is
+ * kept: the shortest form json_print writes reads back as the same double. */
+static const char *number_unstorable(const char *s, size_t n, bool nonzero, bool exp)
+{
+	if (!exp && n <= 300)
+		return NULL;
+	char small[64];
+	char *z = n < sizeof small ? small : xmalloc(n + 1);
+	memcpy(z, s, n);
+	z[n] = '\0';
+	double d = strtod(z, NULL);
+	if (z != small)
+		free(z);
+	if (isinf(d))
+		return "number out of range (over 1.8e308 in magnitude)";
+	if (d == 0 && nonzero)
+		return "number too small (nonzero, but rounds to 0)";
+	return NULL;
+}
+
+/* Check the RFC 8259 number at s[*i..n) and advance past it; *unstorable
+ * gets number_unstorable's verdict. */
+static bool lex_number(const char *s, size_t n, size_t *i, const char **unstorable)
 {
 	size_t k = *i;
+	bool nonzero = false;
 	if (k < n && s[k] == '-')
 		k++;
 	if (k >= n || !is_digit(s[k]))
@@ -23,16 +49,17 @@ static bool lex_number(const char *s, size_t n, size_t *i)
 	if (s[k] == '0')
 		k++;
 	else
-		while (k < n && is_digit(s[k]))
+		for (nonzero = true; k < n && is_digit(s[k]);)
 			k++;
 	if (k < n && s[k] == '.') {
 		k++;
 		if (k >= n || !is_digit(s[k]))
 			return false;
 		while (k < n && is_digit(s[k]))
-			k++;
+			nonzero |= s[k++] != '0';
 	}
-	if (k < n && (s[k] == 'e' || s[k] == 'E')) {
+	bool exp = k < n && (s[k] == 'e' || s[k] == 'E');
+	if (exp) {
 		k++;
 		if (k < n && (s[k] == '+' || s[k] == '-'))
 			k++;
@@ -45,6 +72,7 @@ static bool lex_number(const char *s, size_t n, size_t *i)
 	if (k < n && !(s[k] == ',' || s[k] == ']' || s[k] == '}' || s[k] == ' ' || s[k] == '\t' ||
 		       s[k] == '\n' || s[k] == '\r'))
 		return false;
+	*unstorable = number_unstorable(s + *i, k - *i, nonzero, exp);
 	*i = k;
 	return true;
 }
@@ -52,10 +80,13 @@ static bool lex_number(const char *s, size_t n, size_t *i)
 /* The lexical rules cJSON does not enforce: no raw control characters in
  * strings, no escaped NUL (it would silently truncate a C string), no bytes
  * outside strings but JSON's own (so no byte-order mark, no raw NUL), and
- * RFC 8259 number syntax ("01", "1.", "+1" rejected). */
-static const char *lex_check(const char *s, size_t n)
+ * RFC 8259 number syntax ("01", "1.", "+1" rejected). A number a double
+ * cannot hold is no lexical error: the first one's place among the text's
+ * numbers (from 0) goes to *bad_num, the reason to *bad_why. */
+static const char *lex_check(const char *s, size_t n, size_t *bad_num, const char **bad_why)
 {
 	bool in_str = false;
+	size_t nums = 0;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 		if (in_str) {
@@ -89,8 +120,14 @@ static const char *lex_check(const char *s, size_t n)
 		if (c == '"') {
 			in_str = true;
 		} else if (c == '-' || is_digit((char)c)) {
-			if (!lex_number(s, n, &i))
+			const char *unstorable = NULL;
+			if (!lex_number(s, n, &i, &unstorable))
 				return "invalid number";
+			if (unstorable && !*bad_why) {
+				*bad_why = unstorable;
+				*bad_num = nums;
+			}
+			nums++;
 			i--;
 		} else if (c >= 0x80 || (c < 0x20 && c != '\t' && c != '\n' && c != '\r')) {
 			return "invalid byte outside a string";
@@ -136,10 +173,102 @@ static bool has_duplicate_keys(const cJSON *v)
 	return false;
 }
 
+/* The steps from a value down to one of its numbers, deepest first. */
+struct steps {
+	const cJSON **child; /* the value entered at each step */
+	size_t *index;       /* its place in an array */
+	size_t n;
+};
+
+static void steps_push(struct steps *st, const cJSON *c, size_t index)
+{
+	st->child = xreallocarray(st->child, st->n + 1, sizeof *st->child);
+	st->index = xreallocarray(st->index, st->n + 1, sizeof *st->index);
+	st->child[st->n] = c;
+	st->index[st->n++] = index;
+}
+
+/* Depth first in document order: the first number that is not finite
+ * (skip NULL), or the one *skip numbers after v's first. On a find, the
+ * steps down to it are in st. */
+static bool find_number(const cJSON *v, size_t *skip, struct steps *st)
+{
+	if (cJSON_IsNumber(v))
+		return skip ? (*skip)-- == 0 : !isfinite(v->valuedouble);
+	size_t i = 0;
+	for (const cJSON *c = cJSON_IsArray(v) || cJSON_IsObject(v) ? v->child : NULL; c;
+	     c = c->next, i++) {
+		if (find_number(c, skip, st)) {
+			steps_push(st, c, i);
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool plain_key(const char *k)
+{
+	if (!*k)
+		return false;
+	for (; *k; k++)
+		if (!(is_digit(*k) || (*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || *k == '_'))
+			return false;
+	return true;
+}
+
+/* The path of the number find_number found, after prefix: "data.x",
+ * "data.args[2]", "data[\"a b\"]". Caller frees. */
+static char *steps_path(struct steps *st, const char *prefix)
+{
+	struct buf b = BUF_INIT;
+	buf_adds(&b, prefix);
+	for (size_t i = st->n; i-- > 0;) {
+		const char *key = st->child[i]->string;
+		if (!key)
+			buf_printf(&b, "[%zu]", st->index[i]);
+		else if (plain_key(key))
+			buf_printf(&b, "%s%s", b.len ? "." : "", key);
+		else {
+			buf_addc(&b, '[');
+			buf_add_json_string(&b, key);
+			buf_addc(&b, ']');
+		}
+	}
+	free(st->child);
+	free(st->index);
+	return buf_detach(&b, NULL);
+}
+
+char *json_nonfinite_path(const cJSON *v, const char *prefix)
+{
+	struct steps st = {0};
+	return find_number(v, NULL, &st) ? steps_path(&st, prefix) : NULL;
+}
+
+/* "path: why" for the nth number of v, in a buffer of this thread (a
+ * path over 200 bytes is cut). */
+static const char *number_reason(const cJSON *v, size_t nth, const char *why)
+{
+	static _Thread_local char msg[320];
+	struct steps st = {0};
+	if (!find_number(v, &nth, &st))
+		return why; /* not reached: cJSON saw the numbers the lexer did */
+	char *path = steps_path(&st, "");
+	if (*path)
+		snprintf(msg, sizeof msg, "%.200s%s: %s", path, strlen(path) > 200 ? "..." : "",
+			 why);
+	else
+		snprintf(msg, sizeof msg, "%s", why);
+	free(path);
+	return msg;
+}
+
 cJSON *json_parse_strict(const char *s, size_t n, const char **why)
 {
 	const char *end = NULL;
-	const char *bad = lex_check(s, n);
+	size_t bad_num = 0;
+	const char *bad_why = NULL;
+	const char *bad = lex_check(s, n, &bad_num, &bad_why);
 	if (bad) {
 		*why = bad;
 		return NULL;
@@ -159,6 +288,11 @@ cJSON *json_parse_strict(const char *s, size_t n, const char **why)
 	if (has_duplicate_keys(v)) {
 		cJSON_Delete(v);
 		*why = "duplicate object key";
+		return NULL;
+	}
+	if (bad_why) {
+		*why = number_reason(v, bad_num, bad_why);
+		cJSON_Delete(v);
 		return NULL;
 	}
 	return v;

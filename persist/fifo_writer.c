@@ -198,22 +198,20 @@ static void set_unsaved(struct fifo *f, struct wsess *w)
 
 /* ---- a round ---- */
 
-/* Events of a JSON array as log events borrowing from it. */
-static struct log_event *to_events(const cJSON *arr, size_t *n)
+/* Events of a JSON array as log events borrowing from it; an event of
+ * the wrong shape is CERR_USAGE, as from `log append`. */
+static int to_events(const cJSON *arr, struct log_event **evs, size_t *n, struct cerr *err)
 {
 	*n = (size_t)cJSON_GetArraySize(arr);
-	struct log_event *evs = xcalloc(*n ? *n : 1, sizeof *evs);
+	*evs = xcalloc(*n ? *n : 1, sizeof **evs);
 	size_t i = 0;
 	for (const cJSON *e = arr ? arr->child : NULL; e; e = e->next, i++) {
-		const cJSON *type = cJSON_GetObjectItemCaseSensitive(e, "type");
-		const cJSON *turn = cJSON_GetObjectItemCaseSensitive(e, "turn");
-		const cJSON *data = cJSON_GetObjectItemCaseSensitive(e, "data");
-		evs[i].type = cJSON_IsString(type) ? type->valuestring : NULL;
-		evs[i].turn = cJSON_IsString(turn) ? turn->valuestring : NULL;
-		evs[i].data = cJSON_IsObject(data) ? data : NULL;
-		evs[i].ignorable = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "ignorable"));
+		if (log_event_from_json(e, &(*evs)[i], err) < 0) {
+			cerr_prefix(err, "event %zu", i + 1);
+			return -1;
+		}
 	}
-	return evs;
+	return 0;
 }
 
 /* Record the watermarks left from earlier rounds, in the open
@@ -655,8 +653,10 @@ static void prepare(struct round *r, struct fifo_item *first, struct fifo_item *
 		goto fail;
 	}
 	size_t n;
-	struct log_event *evs = to_events(arr, &n);
-	int rc = log_write(w->lg, expected, evs, n, NULL, &err);
+	struct log_event *evs;
+	int rc = to_events(arr, &evs, &n, &err);
+	if (rc == 0)
+		rc = log_write(w->lg, expected, evs, n, NULL, &err);
 	if (rc == 0 && n == 0 && expected != log_next_seq(w->lg)) {
 		/* An empty batch writes nothing, but its expectation still
 		 * has to hold. */

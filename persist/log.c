@@ -309,6 +309,12 @@ int log_create(struct store *st, const char *id, const char *cwd, const cJSON *e
 	 * another encoding would make a log that no reader accepts. */
 	if (cwd && !utf8_valid(cwd, strlen(cwd), NULL))
 		return cerr_set(err, CERR_USAGE, 0, "the cwd '%s' is not UTF-8", cwd);
+	char *inf = extra ? json_nonfinite_path(extra, "data") : NULL;
+	if (inf) {
+		cerr_set(err, CERR_USAGE, 0, "header: %s: number out of range", inf);
+		free(inf);
+		return -1;
+	}
 	struct session_ref existing = {0};
 	struct cerr e;
 	int found = store_resolve(st, id, &existing, &e);
@@ -328,6 +334,34 @@ int log_create(struct store *st, const char *id, const char *cwd, const cJSON *e
 	lg->path = xasprintf("%s/%s/%s/%s/%s", store_root(st), STORE_SESSIONS, lg->ref.key,
 			     lg->ref.id, LOG_FILE);
 	*out = lg;
+	return 0;
+}
+
+int log_event_from_json(const cJSON *o, struct log_event *ev, struct cerr *err)
+{
+	*ev = (struct log_event){0};
+	if (!cJSON_IsObject(o))
+		return cerr_set(err, CERR_USAGE, 0, "not a JSON object");
+	for (const cJSON *f = o->child; f; f = f->next) {
+		const char *k = f->string;
+		if (strcmp(k, "type") == 0 && cJSON_IsString(f))
+			ev->type = f->valuestring;
+		else if (strcmp(k, "turn") == 0 && cJSON_IsString(f))
+			ev->turn = f->valuestring; /* null is no turn id: refused below */
+		else if (strcmp(k, "ignorable") == 0 && cJSON_IsBool(f))
+			ev->ignorable = cJSON_IsTrue(f);
+		else if (strcmp(k, "data") == 0 && cJSON_IsObject(f))
+			ev->data = f;
+		else if (strcmp(k, "seq") == 0 || strcmp(k, "t") == 0)
+			return cerr_set(err, CERR_USAGE, 0, "\"%s\" is assigned by the store", k);
+		else if (strcmp(k, "turn") == 0 && cJSON_IsNull(f))
+			return cerr_set(err, CERR_USAGE, 0,
+					"\"turn\" is null (leave it out for an event outside a turn)");
+		else
+			return cerr_set(err, CERR_USAGE, 0, "unexpected or invalid \"%s\"", k);
+	}
+	if (!ev->type)
+		return cerr_set(err, CERR_USAGE, 0, "missing \"type\"");
 	return 0;
 }
 
@@ -352,6 +386,13 @@ static int build_batch(struct buf *content, uint64_t seq, const struct log_event
 			return cerr_set(err, CERR_USAGE, 0, "event %zu: data is not an object", i + 1);
 		if (e->t < 0 || e->t > JSON_MAX_SAFE_INT)
 			return cerr_set(err, CERR_USAGE, 0, "event %zu: time out of range", i + 1);
+		/* Printed, an infinity or NaN would read back as null. */
+		char *inf = e->data ? json_nonfinite_path(e->data, "data") : NULL;
+		if (inf) {
+			cerr_set(err, CERR_USAGE, 0, "event %zu: %s: number out of range", i + 1, inf);
+			free(inf);
+			return -1;
+		}
 		size_t start = content->len;
 		event_format(content, seq + i, e->t ? e->t : now, e->type, e->turn, e->ignorable,
 			     e->data);
