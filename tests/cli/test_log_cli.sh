@@ -207,6 +207,22 @@ for b in "${bad[@]}"; do
 	check "... ($desc) log unchanged" cmp -s "$f" "$T/before"
 	expect_code 2 "append --new rejects input ($desc)" "$CAIRN" log append --new <"$T/bad"
 done
+# Input that would not be stored as given: usage (2), naming the field.
+unstorable=(
+	'data.x: number out of range|{"type":"user/message","data":{"text":"x","x":1e400,"y":-1e400,"z":1e-400}}'
+	'data.y: number out of range|{"type":"user/message","data":{"text":"x","y":-1e400}}'
+	'data.z: number too small|{"type":"user/message","data":{"text":"x","z":1e-400}}'
+	'data.args.n[1]: number out of range|{"type":"tool/call","turn":"t1","data":{"call_id":"c","name":"n","args":{"n":[1,2e308]}}}'
+	'line 2: "turn" is null|{"type":"user/message","data":{"text":"ok"}}\n{"type":"user/message","turn":null,"data":{"text":"x"}}'
+)
+for b in "${unstorable[@]}"; do
+	want=${b%%|*}
+	printf '%b\n' "${b#*|}" >"$T/bad"
+	expect_code 2 "append refuses what it cannot store ($want)" "$CAIRN" log append "$id" --expect-seq 8 <"$T/bad"
+	check "... the message names it" grep -qF "$want" <<<"$ERR"
+	check "... log unchanged" cmp -s "$f" "$T/before"
+	expect_code 2 "append --new refuses it too ($want)" "$CAIRN" log append --new <"$T/bad"
+done
 printf '\xff\xfe\n' >"$T/bad"
 expect_code 2 "append rejects input that is not UTF-8" "$CAIRN" log append "$id" --expect-seq 8 <"$T/bad"
 check "... log unchanged" cmp -s "$f" "$T/before"
@@ -229,6 +245,12 @@ expect_code 0 "... log cat" "$CAIRN" log cat "$id"
 check "... readers skip it" pyl 'all(e["type"]!="x/future" for e in L) and L[-1]["seq"]==9 and L[-2]["seq"]==7'
 expect_code 0 "... inspect counts it out of events" "$CAIRN" inspect --json "$id"
 check "... inspect: next_seq 10, 9 events" pyj 'v["next_seq"]==10 and v["events"]==9 and v["status"]=="ok"'
+
+# The edges of a double are stored as the same numbers.
+EDGE='{"type":"user/message","data":{"text":"edges","n":[5e-324,1e-320,1.7976931348623157e308,-1.7976931348623157e308,0e-999,-0.0,1e-300]}}'
+expect_code 0 "numbers a double holds, subnormal ones and zeros included, are accepted" "$CAIRN" log append --new <<<"$EDGE"
+expect_code 0 "... log cat" "$CAIRN" log cat "${OUT%% *}"
+check "... read back as the same doubles" pyl 'L[-1]["data"]["n"]==[5e-324,1e-320,1.7976931348623157e308,-1.7976931348623157e308,0.0,-0.0,1e-300]'
 
 # A big batch: several zstd blocks in one frame.
 python3 -c '

@@ -486,6 +486,70 @@ static void expect_accept(const char *s)
 	cJSON_Delete(v);
 }
 
+/* Reject text s with a reason that names path (NULL: any reason). */
+static void expect_reject_at(const char *s, const char *path)
+{
+	const char *why = NULL;
+	cJSON *v = json_parse_strict(s, strlen(s), &why);
+	if (v) {
+		cJSON_Delete(v);
+		fail_msg("accepted: %.80s", s);
+	}
+	assert_non_null(why);
+	if (path && strncmp(why, path, strlen(path)) != 0)
+		fail_msg("reason '%s' does not start with '%s'", why, path);
+}
+
+/* A number a double cannot hold would be stored as something else (1e400
+ * as null, 1e-400 as 0): refused, with the path of the number. Numbers a
+ * double does hold, subnormal ones and exact zeros included, pass. */
+static void test_json_unstorable_numbers(void **state)
+{
+	(void)state;
+	expect_reject_at("{\"data\":{\"x\":1e400,\"y\":-1e400,\"z\":1e-400}}", "data.x: number out of range");
+	expect_reject_at("{\"data\":{\"x\":1,\"y\":-1e400}}", "data.y: number out of range");
+	expect_reject_at("{\"data\":{\"z\":1e-400}}", "data.z: number too small");
+	expect_reject_at("{\"data\":{\"z\":-2.4e-324}}", "data.z: number too small");
+	expect_reject_at("{\"a\":[0,{\"b c\":[1,1.8e308]}]}", "a[1][\"b c\"][1]: number out of range");
+	expect_reject_at("[1,2,1E+309]", "[2]: number out of range");
+	expect_reject_at("1e400", "number out of range");
+	/* Long literals without an exponent. */
+	char big[420], tiny[420];
+	big[0] = '[', big[1] = '1';
+	memset(big + 2, '0', 310);
+	strcpy(big + 312, "]");
+	expect_reject_at(big, "[0]: number out of range");
+	strcpy(tiny, "{\"t\":0.");
+	memset(tiny + 7, '0', 400);
+	strcpy(tiny + 407, "1}");
+	expect_reject_at(tiny, "t: number too small");
+	/* The first unstorable number is named, whatever else follows. */
+	expect_reject_at("{\"a\":1e-999,\"b\":1e999}", "a: number too small");
+	/* Only when the text is JSON at all: a syntax error still wins. */
+	expect_reject_at("{\"a\":1e999,}", "invalid JSON");
+
+	expect_accept("[5e-324,4.9e-324,1e-320,2.2250738585072014e-308,1.7976931348623157e308,"
+		      "-1.7976931348623157e308,1e308,0e-999,-0.0e-400,0.000e999,0,-0,1e-300]");
+	memset(big + 2, '0', 300);
+	strcpy(big + 302, "]");
+	expect_accept(big); /* 1e300 written out */
+
+	/* Built in memory: an infinity or NaN is found with its path. */
+	cJSON *v = parse("{\"a\":[1,{\"b\":2}],\"c\":3}");
+	assert_non_null(v);
+	assert_null(json_nonfinite_path(v, "data"));
+	cJSON_GetArrayItem(cJSON_GetObjectItem(v, "a"), 1)->child->valuedouble = 1.0 / 0.0;
+	char *path = json_nonfinite_path(v, "data");
+	assert_string_equal(path, "data.a[1].b");
+	free(path);
+	cJSON_GetObjectItem(v, "c")->valuedouble = 0.0 / 0.0;
+	cJSON_GetArrayItem(cJSON_GetObjectItem(v, "a"), 1)->child->valuedouble = 2;
+	path = json_nonfinite_path(v, "");
+	assert_string_equal(path, "c");
+	free(path);
+	cJSON_Delete(v);
+}
+
 static void test_json_duplicates(void **state)
 {
 	(void)state;
@@ -788,6 +852,7 @@ int main(void)
 		cmocka_unit_test(test_strmap),
 		cmocka_unit_test(test_utf8_valid),
 		cmocka_unit_test(test_json_duplicates),
+		cmocka_unit_test(test_json_unstorable_numbers),
 		cmocka_unit_test(test_json_escapes),
 		cmocka_unit_test(test_json_trailing),
 		cmocka_unit_test(test_json_get_int),

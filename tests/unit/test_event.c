@@ -167,6 +167,12 @@ static void test_turn_required(void **state)
 static void test_envelope_errors(void **state)
 {
 	(void)state;
+	/* a number a double cannot hold: the log would not read back as
+	 * written (another writer's line; cairn's own refuses it) */
+	expect_fail("{\"seq\":1,\"t\":1,\"type\":\"user/message\",\"data\":{\"text\":\"a\",\"x\":1e400}}",
+		    1, CERR_CORRUPT);
+	expect_fail("{\"seq\":1,\"t\":1,\"type\":\"user/message\",\"data\":{\"text\":\"a\",\"z\":1e-400}}",
+		    1, CERR_CORRUPT);
 	/* missing members */
 	expect_fail("{\"t\":1,\"type\":\"session/meta\",\"data\":{}}", 1, CERR_CORRUPT);
 	expect_fail("{\"seq\":1,\"type\":\"session/meta\",\"data\":{}}", 1, CERR_CORRUPT);

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -807,6 +808,36 @@ static void test_merge_keeps_items_apart(void **state)
 	check_receipt(x, "A", &c[0], 5);
 }
 
+/* Events the log cannot store as given fail their item with a usage
+ * error naming the field, and nothing is written: a number JSON cannot
+ * carry (it used to be written as null) and a null turn (it used to be
+ * dropped). */
+static void test_unstorable_events_refused(void **state)
+{
+	struct fx *x = *state;
+	struct rec c;
+	step_ok(x, create("A", NULL, "a", 2), &c, "create");
+	size_t n;
+	uint8_t *before = log_bytes(x, "A", &n);
+	static const double nums[] = {INFINITY, NAN};
+	for (size_t i = 0; i < 2; i++) {
+		cJSON *evs = msgs_typed("user/message", "num", 1);
+		cJSON_AddNumberToObject(cJSON_GetObjectItem(evs->child, "data"), "x", nums[i]);
+		step_err(x, fifo_history("A", 3, evs), &c, CERR_USAGE, "an infinite number");
+		if (!strstr(c.err.msg, "data.x"))
+			fail_msg("the field is not named: %s", c.err.msg);
+	}
+	cJSON *evs = msgs_typed("user/message", "null turn", 1);
+	cJSON_AddNullToObject(evs->child, "turn");
+	step_err(x, fifo_history("A", 3, evs), &c, CERR_USAGE, "a null turn");
+	if (!strstr(c.err.msg, "\"turn\""))
+		fail_msg("the field is not named: %s", c.err.msg);
+	assert_same_bytes(x, "A", before, n);
+	free(before);
+	step_ok(x, hist("A", 3, "fine", 1), &c, "a valid item after them");
+	check_receipt(x, "A", &c, 4);
+}
+
 /* Delete moves the whole directory to the trash, restore brings it back
  * (and appends work again), purge removes it, lock file included, and the
  * catalog forgets it. */
@@ -992,6 +1023,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_new_writer_first_item, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_conflict_fail_fast_recovery, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_full_save_checks_seq, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unstorable_events_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_keeps_items_apart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delete_restore_purge, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delete_locked, setup, teardown),

@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <glob.h>
+#include <math.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -318,6 +319,82 @@ static void test_invalid_events_rejected(void **state)
 	add_ok(lg, 3, batch, 4);
 	log_close(lg);
 	log_close(fresh);
+}
+
+/* A number JSON cannot carry (infinity, NaN) in an event built in memory
+ * is refused by the encoder, naming its path, instead of being written as
+ * null; nothing is written. So is one in the header's extra fields. */
+static void test_unstorable_numbers_refused(void **state)
+{
+	struct fx *f = *state;
+	const char *path = make_session(f, "valid", 1);
+	size_t n = 0;
+	uint8_t *before = slurp(path, &n);
+	struct log *lg = open_ok(f, "valid");
+	static const double bad[] = {INFINITY, -INFINITY, NAN};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		cJSON *d = cJSON_Parse("{\"text\":\"hi\",\"a\":[1,{\"b\":2}]}");
+		cJSON_GetArrayItem(cJSON_GetObjectItem(d, "a"), 1)->child->valuedouble = bad[i];
+		struct log_event ev = {.type = "user/message", .data = d};
+		struct cerr err = {0};
+		FAILS(log_append(lg, 3, &ev, 1, NULL, &err), CERR_USAGE);
+		if (!strstr(err.msg, "data.a[1].b"))
+			fail_msg("the field is not named: %s", err.msg);
+		cJSON_Delete(d);
+	}
+	assert_int_equal(log_next_seq(lg), 3);
+	assert_same_file(path, before, n);
+	log_close(lg);
+	free(before);
+
+	cJSON *extra = cJSON_CreateObject();
+	cJSON_AddNumberToObject(extra, "weight", INFINITY);
+	struct log *fresh;
+	struct cerr err = {0};
+	FAILS(log_create(f->st, "fresh", NULL, extra, &fresh, &err), CERR_USAGE);
+	assert_non_null(strstr(err.msg, "data.weight"));
+	cJSON_Delete(extra);
+}
+
+/* The event shape `log append` and the FIFO take: a null turn is refused
+ * (the format calls it invalid; it used to be dropped), as are seq, t and
+ * unknown keys; a valid object fills the event. */
+static void test_event_from_json(void **state)
+{
+	(void)state;
+	static const char *const refused[] = {
+		"{\"type\":\"user/message\",\"turn\":null,\"data\":{\"text\":\"x\"}}",
+		"{\"type\":\"turn/start\",\"turn\":7,\"data\":{}}",
+		"{\"type\":\"user/message\",\"seq\":1,\"data\":{\"text\":\"x\"}}",
+		"{\"type\":\"user/message\",\"t\":1,\"data\":{\"text\":\"x\"}}",
+		"{\"type\":\"user/message\",\"data\":{\"text\":\"x\"},\"extra\":1}",
+		"{\"type\":\"user/message\",\"data\":[]}",
+		"{\"type\":\"user/message\",\"ignorable\":null,\"data\":{}}",
+		"{\"data\":{}}",
+		"[]",
+	};
+	for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+		cJSON *o = cJSON_Parse(refused[i]);
+		struct log_event ev;
+		struct cerr err = {0};
+		if (log_event_from_json(o, &ev, &err) == 0)
+			fail_msg("accepted: %s", refused[i]);
+		assert_int_equal(err.cls, CERR_USAGE);
+		if (i == 0 && !strstr(err.msg, "\"turn\" is null"))
+			fail_msg("the null turn is not named: %s", err.msg);
+		cJSON_Delete(o);
+	}
+	cJSON *o = cJSON_Parse("{\"type\":\"tool/started\",\"turn\":\"t1\",\"ignorable\":true,"
+			       "\"data\":{\"call_id\":\"c\"}}");
+	struct log_event ev;
+	struct cerr err = {0};
+	assert_int_equal(log_event_from_json(o, &ev, &err), 0);
+	assert_string_equal(ev.type, "tool/started");
+	assert_string_equal(ev.turn, "t1");
+	assert_true(ev.ignorable);
+	assert_ptr_equal(ev.data, cJSON_GetObjectItem(o, "data"));
+	assert_int_equal(ev.t, 0);
+	cJSON_Delete(o);
 }
 
 /* One event line longer than EVENT_MAX_LINE; a batch of lines each under it
@@ -852,6 +929,8 @@ int main(void)
 		T(test_first_append_publishes),
 		T(test_empty_batch_and_cas),
 		T(test_invalid_events_rejected),
+		T(test_unstorable_numbers_refused),
+		T(test_event_from_json),
 		T(test_oversized_rejected),
 		T(test_unknown_ignorable_accepted),
 		T(test_write_then_sync),
