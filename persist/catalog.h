@@ -32,6 +32,11 @@
  * beginning (journal_size_limit); a command's end truncates it to zero. */
 #define CATALOG_WAL_LIMIT (4 << 20)
 #define CATALOG_WAL_LIMIT_STR "4194304"
+/* A search query's caps: its bytes, and its words once repeated terms are
+ * dropped (a phrase counts each of its words, text without spaces each
+ * character). Over either is CERR_USAGE. */
+#define CATALOG_QUERY_MAX_BYTES 1024
+#define CATALOG_QUERY_MAX_WORDS 64
 
 struct catalog;
 
@@ -173,7 +178,8 @@ void cat_sessions_free(struct cat_session *s, size_t n);
  * required; ranked by relevance then recency, among the newest
  * CATALOG_SEARCH_WINDOW matching documents. Text without spaces (Chinese,
  * Japanese) is matched through character bigrams (catalog_tok.c). limit 0: the default.
- * An empty query is CERR_USAGE. Caller frees with cat_hits_free. */
+ * A term repeating an earlier one is dropped. An empty query, or one over
+ * the caps above, is CERR_USAGE. Caller frees with cat_hits_free. */
 int catalog_search(struct catalog *c, const char *query, size_t limit, bool with_deleted,
 		   struct cat_hit **out, size_t *n, struct cerr *err);
 void cat_hits_free(struct cat_hit *h, size_t n);

@@ -100,6 +100,11 @@ int cat_register_tokenizer(sqlite3 *db, struct cerr *err);
 /* Register the ranking functions cairn_stats and cairn_rank
  * (catalog_rank.c). */
 int cat_register_rank(sqlite3 *db, struct cerr *err);
+/* The FTS5 MATCH expression for a search query (catalog_terms.c),
+ * appended to match: every distinct term a phrase literal, all required;
+ * empty when no term holds a letter or digit. An empty query, or one over
+ * CATALOG_QUERY_MAX_BYTES or CATALOG_QUERY_MAX_WORDS, is CERR_USAGE. */
+int cat_query_match(struct catalog *c, const char *query, struct buf *match, struct cerr *err);
 /* Does s[0..n) hold a character of a script written without spaces? */
 bool cat_has_cjk(const char *s, size_t n);
 

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <utf8proc.h>
 
 #define SESSION_COLS                                                                               \
 	"id, project_key, cwd, COALESCE(title, auto_title), last_prompt, provider, model,"          \
@@ -170,107 +169,6 @@ void cat_hits_free(struct cat_hit *h, size_t n)
 
 /* ---- queries ---- */
 
-struct terms {
-	char **v;
-	size_t n;
-};
-
-/* Bytes of the space character at p (ASCII or any Unicode space, such as
- * U+3000 that CJK input methods type), or 0. */
-static size_t space_at(const char *p, const char *end)
-{
-	if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
-		return 1;
-	if ((unsigned char)*p < 0x80)
-		return 0;
-	utf8proc_int32_t cp;
-	utf8proc_ssize_t r = utf8proc_iterate((const utf8proc_uint8_t *)p, end - p, &cp);
-	if (r <= 0)
-		return 0;
-	utf8proc_category_t cat = utf8proc_category(cp);
-	return cat == UTF8PROC_CATEGORY_ZS || cat == UTF8PROC_CATEGORY_ZL || cat == UTF8PROC_CATEGORY_ZP
-		       ? (size_t)r
-		       : 0;
-}
-
-/* Split a query into plain words and "quoted phrases" (an unclosed quote
- * runs to the end). */
-static void split_terms(const char *q, struct terms *t)
-{
-	t->v = NULL;
-	t->n = 0;
-	const char *p = q, *end = q + strlen(q);
-	size_t sp;
-	while (p < end) {
-		while (p < end && (sp = space_at(p, end)))
-			p += sp;
-		if (p >= end)
-			break;
-		const char *start, *stop;
-		if (*p == '"') {
-			start = ++p;
-			stop = strchr(p, '"');
-			if (!stop)
-				stop = end;
-			p = stop < end ? stop + 1 : end;
-		} else {
-			start = p;
-			while (p < end && *p != '"' && !space_at(p, end))
-				p++;
-			stop = p;
-		}
-		/* trim inside quotes */
-		while (start < stop && (sp = space_at(start, stop)))
-			start += sp;
-		while (stop > start && (stop[-1] == ' ' || stop[-1] == '\t'))
-			stop--;
-		if (stop > start) {
-			t->v = xreallocarray(t->v, t->n + 1, sizeof *t->v);
-			t->v[t->n++] = xstrndup(start, (size_t)(stop - start));
-		}
-	}
-}
-
-static void terms_free(struct terms *t)
-{
-	for (size_t i = 0; i < t->n; i++)
-		free(t->v[i]);
-	free(t->v);
-}
-
-/* Does the term hold a letter or digit (a token for the word index)? */
-static bool has_word_char(const char *s)
-{
-	const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)s;
-	utf8proc_ssize_t left = (utf8proc_ssize_t)strlen(s);
-	while (left > 0) {
-		utf8proc_int32_t cp;
-		utf8proc_ssize_t r = utf8proc_iterate(p, left, &cp);
-		if (r <= 0)
-			return false;
-		utf8proc_category_t cat = utf8proc_category(cp);
-		if ((cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_LO) ||
-		    (cat >= UTF8PROC_CATEGORY_ND && cat <= UTF8PROC_CATEGORY_NO))
-			return true;
-		p += r;
-		left -= r;
-	}
-	return false;
-}
-
-/* An FTS5 string literal: the term in double quotes, quotes doubled. Every
- * term is a literal, so no user input is ever FTS5 syntax. */
-static void add_fts_literal(struct buf *b, const char *term)
-{
-	buf_addc(b, '"');
-	for (const char *p = term; *p; p++) {
-		if (*p == '"')
-			buf_addc(b, '"');
-		buf_addc(b, *p);
-	}
-	buf_addc(b, '"');
-}
-
 /* One hit with what orders it. */
 struct ranked {
 	struct cat_hit h;
@@ -412,25 +310,15 @@ int catalog_search(struct catalog *c, const char *query, size_t limit, bool with
 {
 	*out = NULL;
 	*n = 0;
-	struct terms t;
-	split_terms(query, &t);
-	if (t.n == 0) {
-		terms_free(&t);
-		return cerr_set(err, CERR_USAGE, 0, "empty search query");
-	}
-	/* Every term a phrase literal, all required; the tokenizer turns text
-	 * without spaces into character bigrams (catalog_tok.c). */
 	struct buf match = BUF_INIT;
-	for (size_t i = 0; i < t.n; i++) {
-		if (!has_word_char(t.v[i]))
-			continue; /* no letter or digit: nothing to look for */
-		if (match.len)
-			buf_adds(&match, " AND ");
-		add_fts_literal(&match, t.v[i]);
+	if (cat_query_match(c, query, &match, err) < 0) {
+		buf_release(&match);
+		return -1;
 	}
-	terms_free(&t);
-	if (!match.len)
+	if (!match.len) {
+		buf_release(&match);
 		return 0; /* only punctuation: no word can match it */
+	}
 	if (!limit)
 		limit = CATALOG_SEARCH_LIMIT;
 	/* One snapshot for both indexes: a turn that ends meanwhile moves its
