@@ -203,6 +203,115 @@ static void test_empty_query_usage(void **state)
 	}
 }
 
+/* The hits of q as one string: session/turn/role[snippet] each, in order. */
+static char *hits_of(struct fx *f, const char *q)
+{
+	struct hits r = search(f, q, 0, false);
+	struct buf b = BUF_INIT;
+	for (size_t i = 0; i < r.n; i++)
+		buf_printf(&b, "%s/%s/%s[%s] ", r.h[i].session, r.h[i].turn, r.h[i].role,
+			   r.h[i].snippet);
+	cat_hits_free(r.h, r.n);
+	return buf_detach(&b, NULL);
+}
+
+/* A search refused as a usage error whose message names what. */
+static void expect_refused(struct fx *f, const char *q, const char *what)
+{
+	struct cat_hit *h = NULL;
+	size_t n = 0;
+	struct cerr err = {0};
+	if (catalog_search(f->cat, q, 0, false, &h, &n, &err) == 0) {
+		cat_hits_free(h, n);
+		fail_msg("search of %zu bytes accepted; want a usage error naming '%s'", strlen(q), what);
+	}
+	assert_int_equal(err.cls, CERR_USAGE);
+	if (!strstr(err.msg, what))
+		fail_msg("'%s' does not name '%s'", err.msg, what);
+}
+
+/* A term repeated (as typed, in another case or with other diacritics,
+ * or as a repeated phrase) finds what it finds once, in the same order:
+ * repeats are dropped, so they count neither against the caps nor in
+ * relevance. */
+static void test_repeated_terms(void **state)
+{
+	struct fx *f = *state;
+	words_fixture(f);
+	make_synced(f, "s3", B("[" USER("t1", "quick quick quick, the quickest brown fox") "]"));
+	struct buf q = BUF_INIT;
+	char *once = hits_of(f, "quick");
+	assert_true(strstr(once, "s1/") && strstr(once, "s2/") && strstr(once, "s3/"));
+	for (int i = 0; i < 150; i++) /* 950 bytes */
+		buf_adds(&q, i % 3 == 0 ? "quick " : i % 3 == 1 ? "QUICK " : "Qu\xC3\xAD" "ck ");
+	char *many = hits_of(f, q.p);
+	assert_string_equal(many, once);
+	free(many);
+	free(once);
+	buf_reset(&q);
+	once = hits_of(f, "\"brown fox\" quick");
+	for (int i = 0; i < 50; i++)
+		buf_adds(&q, "\"brown fox\" quick ");
+	many = hits_of(f, q.p);
+	assert_string_equal(many, once);
+	free(many);
+	free(once);
+	buf_release(&q);
+}
+
+/* The caps: CATALOG_QUERY_MAX_BYTES bytes and CATALOG_QUERY_MAX_WORDS
+ * words work; one more of either is a usage error naming the cap. Words
+ * are counted after tokenizing: each word of a phrase, and each character
+ * of text without spaces. */
+static void test_query_caps(void **state)
+{
+	struct fx *f = *state;
+	words_fixture(f);
+	char q[CATALOG_QUERY_MAX_BYTES + 2];
+	memset(q, ' ', sizeof q);
+	memcpy(q, "fox", 3);
+	q[CATALOG_QUERY_MAX_BYTES] = '\0';
+	expect(f, q, "s1/t1/user");
+	q[CATALOG_QUERY_MAX_BYTES] = ' ';
+	q[CATALOG_QUERY_MAX_BYTES + 1] = '\0';
+	expect_refused(f, q, "limit of 1024 bytes");
+
+	struct buf b = BUF_INIT;
+	buf_adds(&b, "fox");
+	for (int i = 1; i < CATALOG_QUERY_MAX_WORDS; i++)
+		buf_printf(&b, " w%d", i);
+	expect(f, b.p, ""); /* 64 words: searched (no document has them all) */
+	buf_adds(&b, " one-more");
+	expect_refused(f, b.p, "limit of 64 words");
+
+	/* A phrase counts its words. */
+	buf_reset(&b);
+	buf_adds(&b, "\"brown fox");
+	for (int i = 2; i < CATALOG_QUERY_MAX_WORDS; i++)
+		buf_printf(&b, " p%d", i);
+	buf_adds(&b, "\"");
+	expect(f, b.p, "");
+	buf_reset(&b);
+	buf_adds(&b, "\"brown fox");
+	for (int i = 2; i <= CATALOG_QUERY_MAX_WORDS; i++)
+		buf_printf(&b, " p%d", i);
+	buf_adds(&b, "\"");
+	expect_refused(f, b.p, "limit of 64 words");
+
+	/* Text without spaces counts each character (the tokenizer expands
+	 * it into character pairs). */
+	make_synced(f, "c1", B("[" USER("t", "\\u6570\\u636e\\u5e93") "]"));
+	buf_reset(&b);
+	buf_adds(&b, "\xE6\x95\xB0\xE6\x8D\xAE"); /* 数据 */
+	for (int i = 2; i < CATALOG_QUERY_MAX_WORDS; i++)
+		buf_adds(&b, "\xE5\xBA\x93"); /* 库 */
+	expect(f, b.p, "");
+	expect(f, "\xE6\x95\xB0\xE6\x8D\xAE\xE5\xBA\x93", "c1/t/user");
+	buf_adds(&b, "\xE5\xBA\x93");
+	expect_refused(f, b.p, "limit of 64 words");
+	buf_release(&b);
+}
+
 static void test_hostile_input(void **state)
 {
 	struct fx *f = *state;
@@ -223,7 +332,8 @@ static void test_hostile_input(void **state)
 		struct hits r = search(f, q[i], 0, false); /* fails the test on any error */
 		cat_hits_free(r.h, r.n);
 	}
-	char big[8192];
+	/* Quotes and words up to the byte cap (their repeats dropped). */
+	char big[CATALOG_QUERY_MAX_BYTES + 1];
 	memset(big, 'x', sizeof big - 1);
 	big[sizeof big - 1] = '\0';
 	for (size_t i = 0; i < sizeof big - 1; i += 7)
@@ -438,6 +548,8 @@ int main(void)
 		T(test_deleted_excluded),
 		T(test_empty_query_usage),
 		T(test_hostile_input),
+		T(test_repeated_terms),
+		T(test_query_caps),
 		T(test_cjk),
 		T(test_cjk_fullwidth_space),
 		T(test_roles_and_chunks),
