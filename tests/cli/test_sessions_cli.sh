@@ -254,6 +254,31 @@ for q in '*' '-' '(' ')' 'a"b' 'NOT' '^' ':' '"unclosed' 'OR OR' '"' '""'; do
 			bash -c '[ "$1" -eq 0 ] && python3 -c "import json,sys; assert isinstance(json.loads(sys.argv[1]),list)" "$2" && ! grep -qiE "fts5|syntax|sqlite" "$3"' _ "$rc" "$OUT" "$T/err"
 	fi
 done
+# Repeated terms are dropped: the same hits as once. The caps: 1024 bytes
+# and 64 words work, one more of either is a usage error naming the cap.
+search zygote
+ONCE=$OUT
+search $(printf 'zygote %.0s' {1..140})
+check "a term repeated 140 times: the same hits as once" test "$OUT" = "$ONCE"
+search "$(printf 'Zygote ZYGOTE %.0s' {1..70})"
+check "... in other cases too" test "$OUT" = "$ONCE"
+words64="zygote $(printf 'w%d ' {2..64})"
+search $words64
+check "64 words: searched" pyj 'v==[]'
+expect_code 2 "65 words: a usage error" "$CAIRN" search --json $words64 w65
+check "... naming the cap" grep -q 'limit of 64 words' <<<"$ERR"
+expect_code 2 "a phrase of 65 words: a usage error" "$CAIRN" search --json "\"$words64 w65\""
+check "... naming the cap" grep -q 'limit of 64 words' <<<"$ERR"
+cjk64=$(python3 -c 'print("数据"+"库"*62)')
+search "$cjk64"
+check "64 characters without spaces: searched" pyj 'v==[]'
+expect_code 2 "65 characters without spaces: a usage error" "$CAIRN" search --json "${cjk64}库"
+check "... naming the cap" grep -q 'limit of 64 words' <<<"$ERR"
+q1024="zygote$(printf '%1018s' '')"
+search "$q1024"
+check "a query of 1024 bytes: searched" test "$OUT" = "$ONCE"
+expect_code 2 "a query of 1025 bytes: a usage error" "$CAIRN" search --json "$q1024 "
+check "... naming the cap" grep -q 'limit of 1024 bytes' <<<"$ERR"
 # An interrupted turn's text waits outside the word index until its turn
 # ends; a search finds it all the same, ranked with the rest.
 new Q6 --no-cwd "wombat wombat wombat burrow" "digging deep" "" open
