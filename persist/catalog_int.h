@@ -97,14 +97,25 @@ void cat_bind_str(sqlite3_stmt *st, int i, const char *s);
 fts5_api *cat_fts5(sqlite3 *db);
 /* Register the "cairn" FTS5 tokenizer on a connection (catalog_tok.c). */
 int cat_register_tokenizer(sqlite3 *db, struct cerr *err);
-/* Register the ranking functions cairn_stats and cairn_rank
- * (catalog_rank.c). */
+/* Register the ranking function cairn_rank (catalog_rank.c). */
 int cat_register_rank(sqlite3 *db, struct cerr *err);
-/* The FTS5 MATCH expression for a search query (catalog_terms.c),
- * appended to match: every distinct term a phrase literal, all required;
- * empty when no term holds a letter or digit. An empty query, or one over
- * CATALOG_QUERY_MAX_BYTES or CATALOG_QUERY_MAX_WORDS, is CERR_USAGE. */
-int cat_query_match(struct catalog *c, const char *query, struct buf *match, struct cerr *err);
+/* A search query for FTS5 (catalog_terms.c): every distinct term a phrase
+ * literal, all required. */
+struct cat_query {
+	struct buf match; /* the MATCH expression; empty when no term holds a letter or digit */
+	char **phrases;   /* each literal alone, in the order of match */
+	size_t n;
+};
+/* Parse query into *q (release with cat_query_release). An empty query, or
+ * one over CATALOG_QUERY_MAX_BYTES or CATALOG_QUERY_MAX_WORDS, is
+ * CERR_USAGE. */
+int cat_query_parse(struct catalog *c, const char *query, struct cat_query *q, struct cerr *err);
+void cat_query_release(struct cat_query *q);
+/* cairn_rank's statistics of the word index for q (catalog_rank.c), as
+ * text "rows tokens n1 ... nk" (caller frees): the rows holding each
+ * phrase counted among the newest CAT_RANK_SAMPLE rows and scaled to the
+ * index, exact when it has no more rows than that. */
+int cat_rank_stats(struct catalog *c, const struct cat_query *q, char **stats, struct cerr *err);
 /* Does s[0..n) hold a character of a script written without spaces? */
 bool cat_has_cjk(const char *s, size_t n);
 

@@ -179,7 +179,7 @@ struct ranked {
 struct hits {
 	struct ranked *v;
 	size_t n, cap;
-	char *stats; /* cairn_stats of the word index's first hit, or NULL */
+	char *stats; /* cat_rank_stats of the word index when it had hits, or NULL */
 };
 
 static bool before(const struct ranked *a, const struct ranked *b)
@@ -192,17 +192,18 @@ static bool before(const struct ranked *a, const struct ranked *b)
 }
 
 /* Run a hit query (columns: session, turn, role, snippet, title,
- * updated_at, rank, docid[, stats]) and add its rows to *out. */
+ * updated_at, rank, docid; ?3 the rank function or its statistics) and add
+ * its rows to *out. */
 static int run_hits(struct catalog *c, const char *sql, const struct buf *match, size_t limit,
-		    const char *stats, struct hits *out, struct cerr *err)
+		    const char *rank, struct hits *out, struct cerr *err)
 {
 	sqlite3_stmt *st = cat_prepare_once(c, sql, err); /* built per query: not cached */
 	if (!st)
 		return -1;
 	sqlite3_bind_text(st, 1, match->p, (int)match->len, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)limit);
-	if (stats)
-		sqlite3_bind_text(st, 3, stats, -1, SQLITE_STATIC);
+	if (rank)
+		sqlite3_bind_text(st, 3, rank, -1, SQLITE_STATIC);
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (out->n == out->cap) {
@@ -218,8 +219,6 @@ static int run_hits(struct catalog *c, const char *sql, const struct buf *match,
 		r->h.updated_at = sqlite3_column_int64(st, 5);
 		r->rank = sqlite3_column_double(st, 6);
 		r->docid = sqlite3_column_int64(st, 7);
-		if (!out->stats && sqlite3_column_count(st) > 8)
-			out->stats = cat_col_str(st, 8);
 	}
 	cat_done(c, st);
 	return rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, "search");
@@ -258,7 +257,7 @@ static int open_hits(struct catalog *c, const struct buf *match, size_t limit, b
 	return ret;
 }
 
-static int search_in_tx(struct catalog *c, const struct buf *match, size_t limit,
+static int search_in_tx(struct catalog *c, const struct cat_query *q, size_t limit,
 			bool with_deleted, struct hits *out, struct cerr *err)
 {
 	sqlite3_stmt *st = cat_prepare(c, "SELECT 1 FROM docs WHERE indexed = 0 LIMIT 1", err);
@@ -269,26 +268,38 @@ static int search_in_tx(struct catalog *c, const struct buf *match, size_t limit
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return cat_fail(c, err, rc, "search");
 	bool open = rc == SQLITE_ROW;
+	char *stats = NULL;
+	if (cat_rank_stats(c, q, &stats, err) < 0)
+		return -1;
+	/* The statistics go to cairn_rank as a string literal. */
+	struct buf rank = BUF_INIT;
+	buf_adds(&rank, "cairn_rank('");
+	buf_adds(&rank, stats);
+	buf_adds(&rank, "')");
 	struct buf sql = BUF_INIT;
 	buf_printf(&sql,
 		   "SELECT d.session, d.turn, d.role, snippet(fts_words, 0, '[', ']', '\xE2\x80\xA6', 12),"
-		   " COALESCE(s.title, s.auto_title), s.updated_at, rank, d.docid%s"
+		   " COALESCE(s.title, s.auto_title), s.updated_at, rank, d.docid"
 		   " FROM fts_words JOIN docs d ON d.docid = fts_words.rowid"
 		   " JOIN sessions s ON s.id = d.session"
-		   " WHERE fts_words MATCH ?1"
+		   " WHERE fts_words MATCH ?1 AND rank MATCH ?3"
 		   /* Rank only the newest matches: a common word matches hundreds
 		    * of thousands of messages, and ranking them all would take
 		    * most of a second. */
 		   " AND fts_words.rowid >= COALESCE((SELECT rowid FROM fts_words WHERE fts_words MATCH ?1"
 		   " ORDER BY rowid DESC LIMIT 1 OFFSET %d), 0)%s"
 		   " ORDER BY rank, s.updated_at DESC, d.docid DESC LIMIT ?2",
-		   open ? ", cairn_stats(fts_words)" : "", CATALOG_SEARCH_WINDOW - 1,
-		   with_deleted ? "" : " AND s.deleted_at IS NULL");
-	int ret = run_hits(c, sql.p, match, limit, NULL, out, err);
+		   CATALOG_SEARCH_WINDOW - 1, with_deleted ? "" : " AND s.deleted_at IS NULL");
+	int ret = run_hits(c, sql.p, &q->match, limit, rank.p, out, err);
 	buf_release(&sql);
+	buf_release(&rank);
+	if (ret == 0 && out->n)
+		out->stats = stats; /* open hits are ranked on the same scale */
+	else
+		free(stats);
 	if (ret == 0 && open) {
 		size_t indexed = out->n;
-		ret = open_hits(c, match, limit, with_deleted, out, err);
+		ret = open_hits(c, &q->match, limit, with_deleted, out, err);
 		if (ret == 0 && indexed && out->n > indexed) {
 			/* Both lists are in order: merge them. */
 			struct ranked *m = xcalloc(out->n, sizeof *m);
@@ -310,13 +321,13 @@ int catalog_search(struct catalog *c, const char *query, size_t limit, bool with
 {
 	*out = NULL;
 	*n = 0;
-	struct buf match = BUF_INIT;
-	if (cat_query_match(c, query, &match, err) < 0) {
-		buf_release(&match);
+	struct cat_query q;
+	if (cat_query_parse(c, query, &q, err) < 0) {
+		cat_query_release(&q);
 		return -1;
 	}
-	if (!match.len) {
-		buf_release(&match);
+	if (!q.n) {
+		cat_query_release(&q);
 		return 0; /* only punctuation: no word can match it */
 	}
 	if (!limit)
@@ -327,11 +338,11 @@ int catalog_search(struct catalog *c, const char *query, size_t limit, bool with
 	struct hits h = {0};
 	int ret = -1;
 	if (!tx || cat_exec(c, "BEGIN", err) == 0) {
-		ret = search_in_tx(c, &match, limit, with_deleted, &h, err);
+		ret = search_in_tx(c, &q, limit, with_deleted, &h, err);
 		if (tx)
 			cat_exec(c, ret == 0 ? "COMMIT" : "ROLLBACK", &(struct cerr){0});
 	}
-	buf_release(&match);
+	cat_query_release(&q);
 	free(h.stats);
 	size_t keep = ret == 0 ? (h.n < limit ? h.n : limit) : 0;
 	for (size_t i = keep; i < h.n; i++) {

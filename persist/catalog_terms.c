@@ -137,8 +137,18 @@ static int on_query_token(void *ctx, int tflags, const char *tok, int n, int sta
 	return SQLITE_OK;
 }
 
-int cat_query_match(struct catalog *c, const char *query, struct buf *match, struct cerr *err)
+void cat_query_release(struct cat_query *q)
 {
+	buf_release(&q->match);
+	for (size_t i = 0; i < q->n; i++)
+		free(q->phrases[i]);
+	free(q->phrases);
+	memset(q, 0, sizeof *q);
+}
+
+int cat_query_parse(struct catalog *c, const char *query, struct cat_query *q, struct cerr *err)
+{
+	memset(q, 0, sizeof *q);
 	if (strlen(query) > CATALOG_QUERY_MAX_BYTES)
 		return cerr_set(err, CERR_USAGE, 0, "search query is over the limit of %d bytes",
 				CATALOG_QUERY_MAX_BYTES);
@@ -190,9 +200,13 @@ int cat_query_match(struct catalog *c, const char *query, struct buf *match, str
 				       CATALOG_QUERY_MAX_WORDS);
 			break;
 		}
-		if (match->len)
-			buf_adds(match, " AND ");
-		add_fts_literal(match, t.v[i]);
+		struct buf lit = BUF_INIT;
+		add_fts_literal(&lit, t.v[i]);
+		if (q->match.len)
+			buf_adds(&q->match, " AND ");
+		buf_add(&q->match, lit.p, lit.len);
+		q->phrases = xreallocarray(q->phrases, q->n + 1, sizeof *q->phrases);
+		q->phrases[q->n++] = buf_detach(&lit, NULL);
 	}
 	for (size_t j = 0; j < n_seen; j++)
 		buf_release(&seen[j].key);
