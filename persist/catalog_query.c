@@ -257,6 +257,62 @@ static int open_hits(struct catalog *c, const struct buf *match, size_t limit, b
 	return ret;
 }
 
+#define SEARCH_SPAN 8192 /* rowids of the first span window_start reads */
+
+/* Where the word index's ranking window starts: the newest
+ * CATALOG_SEARCH_WINDOW matches, looked for among the newest rows first,
+ * in spans growing fourfold; a span that holds at least `limit` matches
+ * but not the whole window ends the search there, and all its matches are
+ * ranked. Reading the whole index for the newest 2000 matches of 64 common
+ * words took 400 ms (they match 1% of the rows). A span is read upward from
+ * its start: inside an AND, FTS5 reads on past the end of a rowid range to
+ * the next match, and upward the end is the index's newest row. */
+static int window_start(struct catalog *c, const struct buf *match, size_t limit, int64_t *start,
+			struct cerr *err)
+{
+	*start = 0;
+	sqlite3_stmt *st = cat_prepare(c, "SELECT (SELECT min(rowid) FROM fts_words_docsize),"
+					  " (SELECT max(rowid) FROM fts_words_docsize)", err);
+	if (!st)
+		return -1;
+	int rc = sqlite3_step(st);
+	int64_t lo = sqlite3_column_int64(st, 0), hi = sqlite3_column_int64(st, 1);
+	cat_done(c, st);
+	if (rc != SQLITE_ROW)
+		return cat_fail(c, err, rc, "search");
+	int64_t *ring = xmalloc(CATALOG_SEARCH_WINDOW * sizeof *ring);
+	int ret = 0;
+	for (int64_t span = SEARCH_SPAN;; span *= 4) {
+		int64_t cut = hi - span;
+		st = cat_prepare(c, "SELECT rowid FROM fts_words WHERE fts_words MATCH ?1"
+				    " AND rowid > ?2 ORDER BY rowid", err);
+		if (!st) {
+			ret = -1;
+			break;
+		}
+		sqlite3_bind_text(st, 1, match->p, (int)match->len, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, cut);
+		size_t n = 0;
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+			ring[n++ % CATALOG_SEARCH_WINDOW] = sqlite3_column_int64(st, 0);
+		cat_done(c, st);
+		if (rc != SQLITE_DONE) {
+			ret = cat_fail(c, err, rc, "search");
+			break;
+		}
+		if (n >= CATALOG_SEARCH_WINDOW) {
+			*start = ring[n % CATALOG_SEARCH_WINDOW]; /* the window's oldest */
+			break;
+		}
+		if (cut < lo || n >= limit) {
+			*start = cut < lo ? 0 : cut + 1;
+			break;
+		}
+	}
+	free(ring);
+	return ret;
+}
+
 static int search_in_tx(struct catalog *c, const struct cat_query *q, size_t limit,
 			bool with_deleted, struct hits *out, struct cerr *err)
 {
@@ -269,7 +325,9 @@ static int search_in_tx(struct catalog *c, const struct cat_query *q, size_t lim
 		return cat_fail(c, err, rc, "search");
 	bool open = rc == SQLITE_ROW;
 	char *stats = NULL;
-	if (cat_rank_stats(c, q, &stats, err) < 0)
+	int64_t start;
+	if (window_start(c, &q->match, limit, &start, err) < 0 ||
+	    cat_rank_stats(c, q, &stats, err) < 0)
 		return -1;
 	/* The statistics go to cairn_rank as a string literal. */
 	struct buf rank = BUF_INIT;
@@ -286,10 +344,9 @@ static int search_in_tx(struct catalog *c, const struct cat_query *q, size_t lim
 		   /* Rank only the newest matches: a common word matches hundreds
 		    * of thousands of messages, and ranking them all would take
 		    * most of a second. */
-		   " AND fts_words.rowid >= COALESCE((SELECT rowid FROM fts_words WHERE fts_words MATCH ?1"
-		   " ORDER BY rowid DESC LIMIT 1 OFFSET %d), 0)%s"
+		   " AND fts_words.rowid >= %lld%s"
 		   " ORDER BY rank, s.updated_at DESC, d.docid DESC LIMIT ?2",
-		   CATALOG_SEARCH_WINDOW - 1, with_deleted ? "" : " AND s.deleted_at IS NULL");
+		   (long long)start, with_deleted ? "" : " AND s.deleted_at IS NULL");
 	int ret = run_hits(c, sql.p, &q->match, limit, rank.p, out, err);
 	buf_release(&sql);
 	buf_release(&rank);

@@ -30,7 +30,7 @@
 #define RANK_K1 1.2
 #define RANK_B 0.75
 #define RANK_MAX_PHRASES (CATALOG_QUERY_MAX_WORDS + 1)
-#define CAT_RANK_SAMPLE 20000
+#define CAT_RANK_SAMPLE 5000
 
 /* An SQLite varint (FTS5 records use them) at p[*i..n), or 0 past the end. */
 static uint64_t get_varint(const unsigned char *p, int n, int *i)
