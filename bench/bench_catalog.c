@@ -22,8 +22,11 @@
  * fails (a write error, a cairn run that fails, a wrong hit count, a
  * prototype whose output differs from cairn's).
  *
+ * Then the search queries at the caps' worst cases (support_queries.c),
+ * each timed --search-runs times (default 100) for its p99 (< 100 ms).
+ *
  * Options: --sessions=N, --turns=N, --runs=N (timed CLI runs, default 5,
- * after one warm-up), --cairn=PATH (default: ../cairn next to this
+ * after one warm-up), --search-runs=N, --cairn=PATH (default: ../cairn next to this
  * binary's directory), --regen, --rebuild-catalog, --keep. */
 #include "app/cmds.h"
 #include "base/buf.h"
@@ -33,6 +36,7 @@
 #include "base/xalloc.h"
 #include "bench/support_bench.h"
 #include "bench/support_dataset.h"
+#include "bench/support_queries.h"
 #include "persist/catalog.h"
 #include "persist/catalog_int.h" /* diagnostics only: the connection, for PRAGMAs */
 #include "persist/fsops.h"
@@ -75,8 +79,9 @@ static struct {
 	unsigned turns;
 	int runs;
 	const char *cairn;
+	int search_runs;
 	bool regen, rebuild_catalog, keep;
-} opt = {.sessions = 10000, .turns = 30, .runs = 5};
+} opt = {.sessions = 10000, .turns = 30, .runs = 5, .search_runs = 100};
 
 static char *work;    /* temp dir of this run */
 static char *dataset; /* the generated set: dataset/root is the data root */
@@ -773,6 +778,14 @@ static void bench_queries(void)
 	free(dbp);
 }
 
+/* One `cairn search --json QUERY` on the data set: its wall time. */
+static double search_once(const char *query, void *ctx)
+{
+	(void)ctx;
+	const char *args[] = {"--data-dir", droot, "search", "--json", "--", query, NULL};
+	return run_cairn(args, NULL, NULL);
+}
+
 /* ---- main ------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -786,6 +799,8 @@ int main(int argc, char **argv)
 			opt.turns = (unsigned)atoi(a + 8);
 		} else if (strncmp(a, "--runs=", 7) == 0) {
 			opt.runs = atoi(a + 7);
+		} else if (strncmp(a, "--search-runs=", 14) == 0) {
+			opt.search_runs = atoi(a + 14);
 		} else if (strncmp(a, "--cairn=", 8) == 0) {
 			opt.cairn = a + 8;
 		} else if (strcmp(a, "--regen") == 0) {
@@ -795,19 +810,21 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--keep") == 0) {
 			opt.keep = true;
 		} else {
-			fprintf(stderr, "usage: bench_catalog [--sessions=N] [--turns=N] [--runs=N] "
+			fprintf(stderr, "usage: bench_catalog [--sessions=N] [--turns=N] [--runs=N] [--search-runs=N] "
 					"[--cairn=PATH] [--regen] [--rebuild-catalog] [--keep]\n");
 			return 2;
 		}
 	}
 	if (opt.sessions < 200 || opt.turns < 1 || opt.turns > 1000 || opt.runs < 1 ||
-	    opt.runs > 64)
+	    opt.runs > 64 || opt.search_runs < 1)
 		die("option out of range");
 
 	umask(077);
 	work = temp_dir();
 	uint64_t t0 = clock_mono_ns();
 	bench_queries();
+	if (cairn_bin && access(cairn_bin, X_OK) == 0)
+		bench_search_worst(search_once, NULL, opt.search_runs, 100);
 
 	char machine[256];
 	describe_machine(machine, sizeof machine, work);

@@ -195,7 +195,7 @@ unsigned rnd_in(unsigned lo, unsigned hi)
 	return lo + (unsigned)(rnd() % (uint64_t)(hi - lo + 1));
 }
 
-static const char *const words[] = {
+const char *const bench_words[BENCH_N_WORDS] = {
 	"the", "a", "function", "returns", "error", "file", "buffer", "when", "is", "not",
 	"we", "should", "check", "this", "that", "value", "in", "of", "to", "and", "for",
 	"test", "fails", "because", "pointer", "NULL", "struct", "log", "append", "frame",
@@ -209,13 +209,13 @@ static const char *const words[] = {
 };
 
 /* Sessions written in Chinese mix these in (no spaces between them). */
-static const char *const zh_words[] = {
+const char *const bench_zh_words[BENCH_N_ZH_WORDS] = {
 	"数据库", "连接失败", "请检查配置文件", "内存泄漏", "函数返回错误", "日志", "会话",
 	"为什么", "测试没有通过", "索引", "查询很慢", "重试", "超时了", "我们", "应该",
 };
 
 /* Rarely used words: each appears in well under 0.1% of the documents. */
-static const char *const rare_words[] = {
+const char *const bench_rare_words[BENCH_N_RARE_WORDS] = {
 	"xenolith", "brachistochrone", "sesquipedalian", "palimpsest", "zugzwang",
 	"defenestration", "kerfuffle", "borborygmus",
 };
@@ -223,16 +223,16 @@ static const char *const rare_words[] = {
 void gen_prose(struct buf *b, size_t n, bool zh)
 {
 	buf_reset(b);
-	size_t nw = sizeof words / sizeof words[0], nz = sizeof zh_words / sizeof zh_words[0];
+	size_t nw = BENCH_N_WORDS, nz = BENCH_N_ZH_WORDS;
 	while (b->len < n) {
 		bool z = zh && rnd_in(0, 1) == 0;
 		if (b->len && !(z && rnd_in(0, 2) != 0)) {
 			unsigned r = rnd_in(0, 99);
 			buf_addc(b, r < 4 ? '\n' : r < 5 ? '\t' : ' ');
 		}
-		const char *w = z ? zh_words[rnd() % nz] : words[rnd() % nw];
+		const char *w = z ? bench_zh_words[rnd() % nz] : bench_words[rnd() % nw];
 		if (rnd_in(0, 4999) == 0)
-			w = rare_words[rnd() % (sizeof rare_words / sizeof rare_words[0])];
+			w = bench_rare_words[rnd() % BENCH_N_RARE_WORDS];
 		if (rnd_in(0, 49) == 0) {
 			buf_addc(b, '"');
 			buf_adds(b, w);

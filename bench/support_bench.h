@@ -81,6 +81,15 @@ uint64_t rnd(void);
 /* A number in [lo, hi] from rnd(). */
 unsigned rnd_in(unsigned lo, unsigned hi);
 
+/* The vocabulary of gen_prose: 100 words (each about equally likely),
+ * Chinese words, and 8 uncommon words. */
+#define BENCH_N_WORDS 100
+#define BENCH_N_ZH_WORDS 15
+#define BENCH_N_RARE_WORDS 8
+extern const char *const bench_words[BENCH_N_WORDS];
+extern const char *const bench_zh_words[BENCH_N_ZH_WORDS];
+extern const char *const bench_rare_words[BENCH_N_RARE_WORDS];
+
 /* Replaces b's content with prose of about n bytes (at least n) drawn with
  * rnd(): words from a 100-word list, the odd newline, tab and quote (JSON
  * escapes), non-ASCII, rarely one of 8 uncommon words; with zh, runs of

@@ -154,6 +154,24 @@ int main(int argc, char **argv)
 	save(dir, "lines-one.txt", one, sizeof one - 1);
 	const char hdr[] = HDR("1", "a-b_C9");
 	save(dir, "lines-header.txt", hdr, sizeof hdr - 1);
+	/* Numbers a double cannot hold (rejected: they would read back as
+	 * null and 0), one per line so a mutation can keep any one; the edges
+	 * a double does hold; a null turn (rejected). */
+	const char unstorable[] =
+		"{\"seq\":1,\"t\":1,\"type\":\"user/message\",\"data\":{\"text\":\"n\",\"x\":1e400,\"y\":-1e400,\"z\":1e-400}}\n"
+		"{\"seq\":2,\"t\":1,\"type\":\"x/n\",\"ignorable\":true,\"data\":{\"a\":[2e-324,1.8e308,-0.0e-999]}}\n"
+		"{\"seq\":3,\"t\":1,\"type\":\"user/message\",\"turn\":null,\"data\":{\"text\":\"t\"}}\n";
+	save(dir, "lines-unstorable.txt", unstorable, sizeof unstorable - 1);
+	const char edges[] =
+		"{\"seq\":1,\"t\":1,\"type\":\"user/message\",\"data\":{\"text\":\"e\",\"n\":[5e-324,1e-320,"
+		"1.7976931348623157e308,-1.7976931348623157e308,0e-999,-0.0,1e-300,2.2250738585072014e-308]}}\n";
+	save(dir, "lines-number-edges.txt", edges, sizeof edges - 1);
+	struct out nl = {0};
+	frame_s(&nl, HDR("1", "numbers"));
+	frame_s(&nl, edges);
+	frame_s(&nl, unstorable);
+	save(dir, "log-unstorable-numbers.zst", nl.p, nl.len);
+	free(nl.p);
 	free(o.p);
 	return 0;
 }
