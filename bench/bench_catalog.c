@@ -778,12 +778,13 @@ static void bench_queries(void)
 	free(dbp);
 }
 
-/* One `cairn search --json QUERY` on the data set: its wall time. */
-static double search_once(const char *query, void *ctx)
+/* One `cairn search --json QUERY` on the data set: its wall time (and CPU
+ * time in *cpu_ms, may be NULL). */
+static double search_once(const char *query, void *ctx, double *cpu_ms)
 {
 	(void)ctx;
 	const char *args[] = {"--data-dir", droot, "search", "--json", "--", query, NULL};
-	return run_cairn(args, NULL, NULL);
+	return run_cairn(args, NULL, cpu_ms);
 }
 
 /* ---- main ------------------------------------------------------------- */

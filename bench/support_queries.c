@@ -32,14 +32,18 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void time_one(const char *what, const char *q, double (*run)(const char *, void *),
-		     void *ctx, int runs, double limit_ms)
+static void time_one(const char *what, const char *q,
+		     double (*run)(const char *, void *, double *), void *ctx, int runs,
+		     double limit_ms)
 {
-	run(q, ctx);
-	double *v = xcalloc((size_t)runs, sizeof *v), total = 0;
+	run(q, ctx, NULL);
+	double *v = xcalloc((size_t)runs, sizeof *v), *cpu = xcalloc((size_t)runs, sizeof *cpu);
+	double total = 0;
 	int n = 0;
-	while (n < runs && total < 20000)
-		total += v[n++] = run(q, ctx);
+	while (n < runs && total < 20000) {
+		total += v[n] = run(q, ctx, &cpu[n]);
+		n++;
+	}
 	qsort(v, (size_t)n, sizeof *v, cmp_double);
 	size_t rank99 = ((size_t)n * 99 + 99) / 100; /* nearest rank, from 1 */
 	double p99 = v[rank99 - 1];
@@ -50,13 +54,14 @@ static void time_one(const char *what, const char *q, double (*run)(const char *
 	snprintf(target, sizeof target, "< %.0f ms", limit_ms);
 	add_row(metric, ours, ref, p99 / limit_ms, true, target, p99 < limit_ms ? "PASS" : "MISS");
 	char info[64];
-	snprintf(info, sizeof info, "  same, median of %d runs (%zu B)", n, strlen(q));
-	add_info_ms(info, median(v, (size_t)n), -1);
+	snprintf(info, sizeof info, "  same, median of %d runs (%zu B), CPU", n, strlen(q));
+	add_info_ms(info, median(v, (size_t)n), median(cpu, (size_t)n));
 	free(v);
+	free(cpu);
 }
 
-void bench_search_worst(double (*run)(const char *query, void *ctx), void *ctx, int runs,
-			double limit_ms)
+void bench_search_worst(double (*run)(const char *query, void *ctx, double *cpu_ms), void *ctx,
+			int runs, double limit_ms)
 {
 	fprintf(stderr, "[2] search at the caps' worst cases (%d words, %d bytes)\n",
 		CATALOG_QUERY_MAX_WORDS, CATALOG_QUERY_MAX_BYTES);

@@ -5,10 +5,11 @@
 #define CAIRN_BENCH_SUPPORT_QUERIES_H
 
 /* Time each worst-case query with run (the wall ms of one search for the
- * query; ctx is passed through): one warm-up, then up to runs runs (fewer
- * once a query has taken 20 s), and a row per query with the median and
- * the p99 (nearest rank) against limit_ms. */
-void bench_search_worst(double (*run)(const char *query, void *ctx), void *ctx, int runs,
-			double limit_ms);
+ * query, its CPU ms in *cpu_ms when not NULL; ctx is passed through): one
+ * warm-up, then up to runs runs (fewer once a query has taken 20 s), and a
+ * row per query with the p99 (nearest rank) against limit_ms, and one with
+ * the medians of wall and CPU time. */
+void bench_search_worst(double (*run)(const char *query, void *ctx, double *cpu_ms), void *ctx,
+			int runs, double limit_ms);
 
 #endif

@@ -261,16 +261,19 @@ static int open_hits(struct catalog *c, const struct buf *match, size_t limit, b
 
 /* Where the word index's ranking window starts: the newest
  * CATALOG_SEARCH_WINDOW matches, looked for among the newest rows first,
- * in spans growing fourfold; a span that holds at least `limit` matches
- * but not the whole window ends the search there, and all its matches are
- * ranked. Reading the whole index for the newest 2000 matches of 64 common
- * words took 400 ms (they match 1% of the rows). A span is read upward from
- * its start: inside an AND, FTS5 reads on past the end of a rowid range to
- * the next match, and upward the end is the index's newest row. */
+ * in spans growing fourfold (straight to the whole index after a span
+ * without a match); a span that holds at least `limit` matches but not the
+ * whole window ends the search there, and all its matches are ranked.
+ * Reading the whole index for the newest 2000 matches of 64 common words
+ * took 400 ms (they match 1% of the rows). A span is read upward from its
+ * start: inside an AND, FTS5 reads on past the end of a rowid range to the
+ * next match, and upward the end is the index's newest row. *none: the
+ * index has no match at all. */
 static int window_start(struct catalog *c, const struct buf *match, size_t limit, int64_t *start,
-			struct cerr *err)
+			bool *none, struct cerr *err)
 {
 	*start = 0;
+	*none = false;
 	sqlite3_stmt *st = cat_prepare(c, "SELECT (SELECT min(rowid) FROM fts_words_docsize),"
 					  " (SELECT max(rowid) FROM fts_words_docsize)", err);
 	if (!st)
@@ -282,7 +285,7 @@ static int window_start(struct catalog *c, const struct buf *match, size_t limit
 		return cat_fail(c, err, rc, "search");
 	int64_t *ring = xmalloc(CATALOG_SEARCH_WINDOW * sizeof *ring);
 	int ret = 0;
-	for (int64_t span = SEARCH_SPAN;; span *= 4) {
+	for (int64_t span = SEARCH_SPAN;;) {
 		int64_t cut = hi - span;
 		st = cat_prepare(c, "SELECT rowid FROM fts_words WHERE fts_words MATCH ?1"
 				    " AND rowid > ?2 ORDER BY rowid", err);
@@ -306,8 +309,10 @@ static int window_start(struct catalog *c, const struct buf *match, size_t limit
 		}
 		if (cut < lo || n >= limit) {
 			*start = cut < lo ? 0 : cut + 1;
+			*none = n == 0;
 			break;
 		}
+		span = n ? span * 4 : hi - lo + 1; /* none yet: they are rare */
 	}
 	free(ring);
 	return ret;
@@ -326,30 +331,34 @@ static int search_in_tx(struct catalog *c, const struct cat_query *q, size_t lim
 	bool open = rc == SQLITE_ROW;
 	char *stats = NULL;
 	int64_t start;
-	if (window_start(c, &q->match, limit, &start, err) < 0 ||
-	    cat_rank_stats(c, q, &stats, err) < 0)
+	bool none;
+	if (window_start(c, &q->match, limit, &start, &none, err) < 0 ||
+	    (!none && cat_rank_stats(c, q, &stats, err) < 0))
 		return -1;
-	/* The statistics go to cairn_rank as a string literal. */
-	struct buf rank = BUF_INIT;
-	buf_adds(&rank, "cairn_rank('");
-	buf_adds(&rank, stats);
-	buf_adds(&rank, "')");
-	struct buf sql = BUF_INIT;
-	buf_printf(&sql,
-		   "SELECT d.session, d.turn, d.role, snippet(fts_words, 0, '[', ']', '\xE2\x80\xA6', 12),"
-		   " COALESCE(s.title, s.auto_title), s.updated_at, rank, d.docid"
-		   " FROM fts_words JOIN docs d ON d.docid = fts_words.rowid"
-		   " JOIN sessions s ON s.id = d.session"
-		   " WHERE fts_words MATCH ?1 AND rank MATCH ?3"
-		   /* Rank only the newest matches: a common word matches hundreds
-		    * of thousands of messages, and ranking them all would take
-		    * most of a second. */
-		   " AND fts_words.rowid >= %lld%s"
-		   " ORDER BY rank, s.updated_at DESC, d.docid DESC LIMIT ?2",
-		   (long long)start, with_deleted ? "" : " AND s.deleted_at IS NULL");
-	int ret = run_hits(c, sql.p, &q->match, limit, rank.p, out, err);
-	buf_release(&sql);
-	buf_release(&rank);
+	int ret = 0;
+	if (!none) { /* the word index has hits */
+		/* The statistics go to cairn_rank as a string literal. */
+		struct buf rank = BUF_INIT;
+		buf_adds(&rank, "cairn_rank('");
+		buf_adds(&rank, stats);
+		buf_adds(&rank, "')");
+		struct buf sql = BUF_INIT;
+		buf_printf(&sql,
+			   "SELECT d.session, d.turn, d.role, snippet(fts_words, 0, '[', ']', '\xE2\x80\xA6', 12),"
+			   " COALESCE(s.title, s.auto_title), s.updated_at, rank, d.docid"
+			   " FROM fts_words JOIN docs d ON d.docid = fts_words.rowid"
+			   " JOIN sessions s ON s.id = d.session"
+			   " WHERE fts_words MATCH ?1 AND rank MATCH ?3"
+			   /* Rank only the newest matches: a common word matches hundreds
+			    * of thousands of messages, and ranking them all would take
+			    * most of a second. */
+			   " AND fts_words.rowid >= %lld%s"
+			   " ORDER BY rank, s.updated_at DESC, d.docid DESC LIMIT ?2",
+			   (long long)start, with_deleted ? "" : " AND s.deleted_at IS NULL");
+		ret = run_hits(c, sql.p, &q->match, limit, rank.p, out, err);
+		buf_release(&sql);
+		buf_release(&rank);
+	}
 	if (ret == 0 && out->n)
 		out->stats = stats; /* open hits are ranked on the same scale */
 	else
