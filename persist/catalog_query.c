@@ -261,8 +261,8 @@ static int open_hits(struct catalog *c, const struct buf *match, size_t limit, b
 
 /* Where the word index's ranking window starts: the newest
  * CATALOG_SEARCH_WINDOW matches, looked for among the newest rows first,
- * in spans growing fourfold (straight to the whole index after a span
- * without a match); a span that holds at least `limit` matches but not the
+ * in growing spans (sized from the matches seen so far; straight to the
+ * whole index after a span without a match); a span that holds at least `limit` matches but not the
  * whole window ends the search there, and all its matches are ranked.
  * Reading the whole index for the newest 2000 matches of 64 common words
  * took 400 ms (they match 1% of the rows). A span is read upward from its
@@ -312,7 +312,11 @@ static int window_start(struct catalog *c, const struct buf *match, size_t limit
 			*none = n == 0;
 			break;
 		}
-		span = n ? span * 4 : hi - lo + 1; /* none yet: they are rare */
+		/* Next, a span that should hold `limit` matches at the density
+		 * seen (half again as many, at least four times this one);
+		 * none seen yet: they are rare, read everything. */
+		double need = (double)span * (double)limit / (double)(n ? n : 1) * 1.5;
+		span = !n ? hi - lo + 1 : need > (double)(span * 4) ? (int64_t)need : span * 4;
 	}
 	free(ring);
 	return ret;
