@@ -200,12 +200,18 @@ bad=(
 	'data not an object|{"type":"user/message","data":"x"}'
 	'valid line then a bad one|{"type":"user/message","data":{"text":"ok"}}\n{"type":"user/message","data":{}}'
 )
+# rejects DESC INPUT [MESSAGE]: usage (2) for INPUT (printf %b), appended to
+# the existing log (left unchanged) or as a new session; the error names
+# MESSAGE when given.
+rejects() {
+	printf '%b\n' "$2" >"$T/bad"
+	expect_code 2 "append rejects input ($1)" "$CAIRN" log append "$id" --expect-seq 8 <"$T/bad"
+	[ -z "${3:-}" ] || check "... ($1) the message names it" grep -qF "$3" <<<"$ERR"
+	check "... ($1) log unchanged" cmp -s "$f" "$T/before"
+	expect_code 2 "append --new rejects input ($1)" "$CAIRN" log append --new <"$T/bad"
+}
 for b in "${bad[@]}"; do
-	desc=${b%%|*}
-	printf '%b\n' "${b#*|}" >"$T/bad"
-	expect_code 2 "append rejects input ($desc)" "$CAIRN" log append "$id" --expect-seq 8 <"$T/bad"
-	check "... ($desc) log unchanged" cmp -s "$f" "$T/before"
-	expect_code 2 "append --new rejects input ($desc)" "$CAIRN" log append --new <"$T/bad"
+	rejects "${b%%|*}" "${b#*|}"
 done
 # Input that would not be stored as given: usage (2), naming the field.
 unstorable=(
@@ -216,12 +222,7 @@ unstorable=(
 	'line 2: "turn" is null|{"type":"user/message","data":{"text":"ok"}}\n{"type":"user/message","turn":null,"data":{"text":"x"}}'
 )
 for b in "${unstorable[@]}"; do
-	want=${b%%|*}
-	printf '%b\n' "${b#*|}" >"$T/bad"
-	expect_code 2 "append refuses what it cannot store ($want)" "$CAIRN" log append "$id" --expect-seq 8 <"$T/bad"
-	check "... the message names it" grep -qF "$want" <<<"$ERR"
-	check "... log unchanged" cmp -s "$f" "$T/before"
-	expect_code 2 "append --new refuses it too ($want)" "$CAIRN" log append --new <"$T/bad"
+	rejects "${b%%|*}" "${b#*|}" "${b%%|*}"
 done
 printf '\xff\xfe\n' >"$T/bad"
 expect_code 2 "append rejects input that is not UTF-8" "$CAIRN" log append "$id" --expect-seq 8 <"$T/bad"
