@@ -16,19 +16,25 @@
 #include <unistd.h>
 
 /* After opening or reconciling the catalog failed (why): the catalog as it
- * is, read only, if it can be read (a full disk, a read-only root); else
- * the first failure stands. */
+ * is, read only, if it can be read (a full disk, a read-only root); else,
+ * when index.db cannot be read at all (none on a read-only root, another
+ * schema, damage), the logs themselves through a catalog in memory.
+ * 1: as it is, 2: from the logs, -1: the first failure stands. */
 static int open_as_is(struct store *st, struct catalog **cat, const struct cerr *why,
 		      struct cerr *err)
 {
 	catalog_close(*cat);
 	*cat = NULL;
-	struct cerr ro;
-	if (catalog_open_ro(st, cat, &ro) < 0) {
+	struct cerr ro, mem;
+	if (catalog_open_ro(st, cat, &ro) == 0)
+		return 1;
+	if (ro.cls == CERR_LOCKED || catalog_open_memory(st, cat, &mem) < 0) {
 		*err = *why;
 		return -1;
 	}
-	return 0;
+	cli_printf(stderr, "cairn: warning: the catalog could not be used (%s): read from the logs "
+			   "instead\n", ro.msg);
+	return 2;
 }
 
 int cli_open_catalog_nosync(struct cli *c, struct store **st, struct catalog **cat,
@@ -55,13 +61,15 @@ int cli_open_catalog(struct cli *c, bool create, struct store **st, struct catal
 	if (cli_open_store(c, create, st, err) < 0)
 		return -1;
 	if (catalog_open(*st, cat, err) < 0 || catalog_sync(*cat, *st, NULL, err) < 0) {
-		if (open_as_is(*st, cat, err, err) < 0) {
+		int how = open_as_is(*st, cat, err, err);
+		if (how < 0) {
 			store_close(*st);
 			*st = NULL;
 			return -1;
 		}
-		cli_printf(stderr, "cairn: warning: the catalog could not be brought up to date (%s): "
-				   "shown as it is\n", err->msg);
+		if (how == 1)
+			cli_printf(stderr, "cairn: warning: the catalog could not be brought up to date (%s): "
+					   "shown as it is\n", err->msg);
 	}
 	return 0;
 }

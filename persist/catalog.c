@@ -101,6 +101,12 @@ static const char drop_sql[] =
 	"DROP TABLE IF EXISTS fts_words; DROP TABLE IF EXISTS fts_tri; DROP TABLE IF EXISTS docs;"
 	"DROP TABLE IF EXISTS claims; DROP TABLE IF EXISTS sessions;";
 
+int cat_create_schema(struct catalog *c, struct cerr *err)
+{
+	return cat_exec(c, schema_sql, err) < 0 ? -1 :
+	       cat_exec(c, "PRAGMA user_version=" CATALOG_SCHEMA_STR, err);
+}
+
 int cat_fail(struct catalog *c, struct cerr *err, int rc, const char *what)
 {
 	enum cerr_class cls = CERR_IO;

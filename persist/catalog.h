@@ -76,6 +76,14 @@ int catalog_open(struct store *st, struct catalog **out, struct cerr *err);
  * then lag further). No index.db is CERR_MISSING; another schema than
  * this build's is CERR_UNSUPPORTED. Caller closes it; writes fail. */
 int catalog_open_ro(struct store *st, struct catalog **out, struct cerr *err);
+/* A catalog in memory only, of this build's schema, filled from the logs
+ * of st by catalog_sync (no watermarks): for reading where index.db cannot
+ * be read (none on a read-only root, another schema, damaged). Nothing is
+ * written to disk; writes to it are lost when it closes. Holds every
+ * session's text in memory. Caller closes it. */
+int catalog_open_memory(struct store *st, struct catalog **out, struct cerr *err);
+/* Was c opened by catalog_open_memory? */
+bool catalog_in_memory(const struct catalog *c);
 /* Was c opened by catalog_open_ro? */
 bool catalog_readonly(const struct catalog *c);
 /* Close, NULL-safe. A connection that may write first copies the WAL back

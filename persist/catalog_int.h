@@ -15,6 +15,7 @@ struct catalog {
 	int rootfd;   /* borrowed from the store */
 	bool in_tx;
 	bool readonly;    /* catalog_open_ro */
+	bool memory;      /* catalog_open_memory: no file at all */
 	bool manual_ckpt; /* catalog_manual_checkpoints */
 	int wal_frames;   /* the WAL's length after this connection's last commit */
 	struct {
@@ -63,6 +64,9 @@ int cat_in_tx(struct catalog *c, struct cerr *err, int (*fn)(struct catalog *, v
 int cat_write_watermark(struct catalog *c, const char *id, const struct cat_watermark *wm,
 			struct cerr *err);
 int cat_exec(struct catalog *c, const char *sql, struct cerr *err);
+/* Create every table of this build's schema in an empty database and set
+ * its version (catalog.c). */
+int cat_create_schema(struct catalog *c, struct cerr *err);
 /* The WAL policy (catalog_wal.c). cat_wal_init on a new connection;
  * cat_wal_after_commit after each of its commits (an automatic checkpoint
  * when due and there is room); cat_wal_close before it closes. */

@@ -11,7 +11,12 @@
  *      and -shm files to exist (a read-only root cannot create them).
  *   3. immutable=1: index.db alone, no -wal, -shm or locks. Only when the
  *      WAL holds no frames: then index.db holds every commit (a clean close
- *      copied them back), and nobody can be writing on such a root. */
+ *      copied them back), and nobody can be writing on such a root.
+ *
+ * Where index.db cannot be read at all (none on a read-only root, another
+ * schema, damage), a catalog in memory is filled from the logs themselves
+ * by the same reconciliation (catalog_sync) that keeps index.db: the same
+ * queries then list and search them, and nothing reaches the disk. */
 #include "persist/catalog.h"
 #include "persist/catalog_int.h"
 #include "base/buf.h"
@@ -132,6 +137,32 @@ int catalog_open_ro(struct store *st, struct catalog **out, struct cerr *err)
 	*err = first;
 	catalog_close(c);
 	return -1;
+}
+
+int catalog_open_memory(struct store *st, struct catalog **out, struct cerr *err)
+{
+	struct catalog *c = xcalloc(1, sizeof *c);
+	c->rootfd = store_root_fd(st);
+	c->path = xstrdup(":memory:");
+	c->memory = true;
+	int rc = sqlite3_open_v2(":memory:", &c->db,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK)
+		cat_fail(c, err, rc, "open in memory");
+	/* No watermark is known here: each log is read by its structure
+	 * alone, as any reader without the catalog reads it. */
+	if (rc != SQLITE_OK || cat_setup_connection(c, err) < 0 || cat_create_schema(c, err) < 0 ||
+	    catalog_sync(c, st, NULL, err) < 0) {
+		catalog_close(c);
+		return -1;
+	}
+	*out = c;
+	return 0;
+}
+
+bool catalog_in_memory(const struct catalog *c)
+{
+	return c->memory;
 }
 
 bool catalog_readonly(const struct catalog *c)

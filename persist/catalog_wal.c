@@ -49,6 +49,8 @@ static int64_t ckpt_growth(struct catalog *c)
 
 bool cat_ckpt_room(struct catalog *c)
 {
+	if (c->memory)
+		return true; /* nothing is copied to disk */
 	int64_t need = ckpt_growth(c);
 	if (need <= 0)
 		return true; /* no growth, or unknown: let SQLite try */
@@ -100,6 +102,8 @@ void cat_wal_after_commit(struct catalog *c)
 
 void cat_wal_close(struct catalog *c)
 {
+	if (c->memory)
+		return;
 	if (c->readonly || !cat_ckpt_room(c)) {
 		/* Nor may sqlite3_close try it (the last connection out
 		 * copies the WAL back and deletes it). */

@@ -154,6 +154,56 @@ read_only_root() {
 	undo_ro
 }
 
+# from_logs WHAT ID: on a read-only root whose index.db cannot be read,
+# sessions and search read the logs themselves, say so, and write nothing.
+from_logs() {
+	local W=$R
+	if ! make_ro; then
+		ok "# SKIP $1: neither mount nor chmod can make a read-only root here"
+		return
+	fi
+	R=$RO_R
+	local before
+	before=$(ls -la "$R")
+	expect_code 0 "$1: sessions" "$CAIRN" --data-dir "$R" sessions
+	check "$1: sessions lists $2" grep -q "$2" <<<"$OUT"
+	check "$1: sessions says it read the logs" grep -q "could not be used .*: read from the logs" <<<"$ERR"
+	expect_code 0 "$1: sessions --json" "$CAIRN" --data-dir "$R" sessions --json
+	check "$1: sessions --json lists $2" python3 -c \
+		'import json,sys
+try: v = json.loads(sys.argv[1])
+except ValueError: sys.exit(1)
+sys.exit(0 if any(s["id"] == sys.argv[2] for s in v) else 1)' "$OUT" "$2"
+	expect_code 0 "$1: search" "$CAIRN" --data-dir "$R" search hello
+	check "$1: search finds $2" grep -q "$2" <<<"$OUT"
+	check "$1: search says it read the logs" grep -q "read from the logs" <<<"$ERR"
+	check "$1: nothing was written" test "$(ls -la "$R")" = "$before"
+	R=$W
+	undo_ro
+}
+# user_version [N]: print index.db's schema version, or set it to N.
+user_version() {
+	python3 -c 'import sqlite3,sys
+db = sqlite3.connect(sys.argv[1])
+if len(sys.argv) > 2: db.execute("PRAGMA user_version=%d" % int(sys.argv[2])); db.commit()
+else: print(db.execute("PRAGMA user_version").fetchone()[0])
+db.close()' "$R/index.db" "$@"
+}
+# no_catalog ID: from_logs without index.db, then with one of another schema.
+no_catalog() {
+	local v
+	mkdir -p "$T/saved-db"
+	mv "$R"/index.db* "$T/saved-db/"
+	from_logs "read-only root, no index.db" "$1"
+	mv "$T/saved-db/"* "$R/"
+	v=$(user_version)
+	user_version $((v - 1))
+	from_logs "read-only root, index.db of schema $((v - 1))" "$1"
+	user_version "$v"
+	expect_code 0 "the catalog is of use again" "$CAIRN" --data-dir "$R" sessions
+	check "... and says nothing of the logs" test -z "$ERR"
+}
+
 if [ "$MOUNTED" -eq 1 ]; then
 	echo "# a 2 MiB tmpfs"
 	mkdir -m 700 "$R"
@@ -235,11 +285,13 @@ if [ "$MOUNTED" -eq 1 ]; then
 
 	# --- a read-only root: first without -wal and -shm, then with them ---
 	read_only_root "$A"
+	no_catalog "$A"
 else
 	echo "# mount not permitted ($(head -1 "$T/mount.err")): no full file system can be made here"
 	mkdir -m 700 "$R"
 	A=$(new_session 1)
 	check "a session was created" test -n "$A"
 	read_only_root "$A"
+	no_catalog "$A"
 fi
 finish

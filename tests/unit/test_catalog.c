@@ -553,6 +553,72 @@ static void test_open_read_only(void **state)
 	expect_row(f, "s1", "status=idle");
 }
 
+/* The names in dir, sorted, space separated, into out[n]. */
+static void names_in(const char *dir, char *out, size_t n)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "ls -a '%s' | tr '\\n' ' '", dir);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	size_t got = fread(out, 1, n - 1, p);
+	out[got] = 0;
+	pclose(p);
+}
+
+/* A catalog in memory, where index.db cannot be read: filled from the
+ * logs themselves, listed and searched like index.db, and nothing of it
+ * reaches the disk; an index.db of another schema is left as it is. */
+static void test_open_memory(void **state)
+{
+	struct fx *f = *state;
+	make(f, "s1", "/p", NULL, B("[" USER("hello memory") "]", "[" META("{'title':'First'}") "]"));
+	make(f, "s2", "/q", NULL, B("[" USER("something else") "]"));
+	char before[512], after[512];
+	names_in(f->root, before, sizeof before);
+	struct catalog *m;
+	struct cerr err;
+	assert_int_equal(catalog_open_memory(f->st, &m, &err), 0);
+	assert_true(catalog_in_memory(m));
+	struct cat_session *v;
+	size_t n;
+	assert_int_equal(catalog_list(m, false, false, NULL, 0, &v, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(v[0].id, "s2");
+	assert_string_equal(v[1].title, "First");
+	cat_sessions_free(v, n);
+	struct cat_hit *h;
+	assert_int_equal(catalog_search(m, "memory", 0, false, &h, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(h[0].session, "s1");
+	cat_hits_free(h, n);
+	catalog_close(m);
+	names_in(f->root, after, sizeof after);
+	assert_string_equal(after, before); /* no index.db, -wal or -shm */
+	char db[256];
+	snprintf(db, sizeof db, "%s/%s", f->root, CATALOG_FILE);
+	assert_int_equal(access(db, F_OK), -1);
+
+	sync_ok(f);
+	catalog_close(f->cat);
+	f->cat = NULL;
+	sqlite3 *raw = raw_open(f->root);
+	assert_int_equal(sqlite3_exec(raw, "PRAGMA user_version=99", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(raw);
+	struct stat a, b;
+	assert_int_equal(stat(db, &a), 0);
+	assert_int_equal(catalog_open_ro(f->st, &m, &err), -1);
+	assert_int_equal(err.cls, CERR_UNSUPPORTED);
+	assert_int_equal(catalog_open_memory(f->st, &m, &err), 0);
+	assert_int_equal(catalog_list(m, false, false, NULL, 0, &v, &n, &err), 0);
+	assert_int_equal(n, 2);
+	cat_sessions_free(v, n);
+	catalog_close(m);
+	assert_int_equal(stat(db, &b), 0);
+	assert_int_equal(a.st_size, b.st_size);
+	assert_int_equal(a.st_mtim.tv_nsec, b.st_mtim.tv_nsec);
+	raw_expect(f->root, "PRAGMA user_version", "99");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -568,6 +634,7 @@ int main(void)
 		T(test_close_truncates_the_wal),
 		T(test_wal_cut_back_when_it_starts_again),
 		T(test_open_read_only),
+		T(test_open_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
