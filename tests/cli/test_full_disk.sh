@@ -57,7 +57,9 @@ avail_kib() { df -k --output=avail "$M" | tail -1 | tr -d ' '; }
 # interactive client may): no checkpoint gets past it, so what is written
 # meanwhile stays in the WAL. unpin ends it; kill_reader kills it.
 pin() {
-	rm -f "$T/gate"
+	# The last pin's "pinned" must not be taken for this one's (the
+	# shell truncates pin.out only once the reader has started).
+	rm -f "$T/gate" "$T/pin.out"
 	mkfifo "$T/gate"
 	python3 -c '
 import sqlite3, sys
@@ -70,7 +72,10 @@ db.execute("COMMIT")
 db.close()
 ' "$R/index.db" "$T/gate" >"$T/pin.out" &
 	READER=$!
-	for _ in $(seq 100); do grep -q pinned "$T/pin.out" && break; sleep 0.05; done
+	# Python may take seconds to start on a loaded machine: wait for it,
+	# and say so if it never came (what follows would not be pinned).
+	for _ in $(seq 1200); do grep -q pinned "$T/pin.out" 2>/dev/null && break; sleep 0.05; done
+	check "a second reader holds a read transaction" grep -q pinned "$T/pin.out"
 }
 unpin() { echo >"$T/gate"; wait "$READER"; READER=; }
 kill_reader() { if [ -n "${READER:-}" ]; then kill -9 "$READER" 2>/dev/null; wait "$READER" 2>/dev/null; READER=; fi; }
@@ -226,12 +231,17 @@ if [ "$MOUNTED" -eq 1 ]; then
 		"$CAIRN" --data-dir "$R" log cat "$D"
 	cat "$T/saved.zst" >"$dlog"
 	expect_code 0 "full disk: whole again" "$CAIRN" --data-dir "$R" log cat "$D"
-	# Fill the log's last page too: then an append needs new space.
+	# Fill the log's last page too: then an append needs new space. The
+	# append that failed did not fit in what is left of the page; the
+	# same text again may (a frame's length varies by a few bytes with its
+	# time and seq, measured 95 to 99 bytes for one text): the append that
+	# must fail carries LONGER, tens of bytes more than any such jitter.
+	LONGER=" $(words 30 7)"
 	for i in $(seq 1 200); do append "$A" "filler $i" || break; done
 	before=$("$CAIRN" --data-dir "$R" log cat "$A")
 	seq=$(wc -l <<<"$before")
 	expect_code 1 "full disk: an append fails with an I/O error" bash -c \
-		"echo '{\"type\":\"user/message\",\"turn\":\"t9\",\"data\":{\"text\":\"filler $i\"}}' | '$CAIRN' --data-dir '$R' log append --expect-seq $seq '$A'"
+		"echo '{\"type\":\"user/message\",\"turn\":\"t9\",\"data\":{\"text\":\"filler $i$LONGER\"}}' | '$CAIRN' --data-dir '$R' log append --expect-seq $seq '$A'"
 	check "full disk: the failure names the cause" grep -q "No space left on device" <<<"$ERR"
 	after=$("$CAIRN" --data-dir "$R" log cat "$A")
 	check "full disk: the failed append lost nothing and left nothing" test "$after" = "$before"
@@ -256,7 +266,7 @@ if [ "$MOUNTED" -eq 1 ]; then
 	read_only_commands "full disk, WAL left" "$B"
 	for i in $(seq 1 200); do append "$B" "filler $i" || break; done
 	db1=$(stat -c %s "$R/index.db")
-	if append "$B" "filler $i"; then not_ok "full disk, WAL left: an append fails"; else ok "full disk, WAL left: an append fails"; fi
+	if append "$B" "filler $i$LONGER"; then not_ok "full disk, WAL left: an append fails"; else ok "full disk, WAL left: an append fails"; fi
 	free_kib 2 16
 	# Commands that only read, run first, take none of it either.
 	"$CAIRN" --data-dir "$R" sessions >/dev/null 2>&1
