@@ -46,11 +46,20 @@ void cli_watermark(struct store *st, const char *id, struct scan_opts *o)
 	/* Read only: before a log append, nothing may take the space the
 	 * append needs (an open for writing would copy the WAL back when
 	 * it closes). */
-	if (catalog_open_ro(st, &cat, &err) < 0)
-		return;
-	if (catalog_get_watermark(cat, id, &wm, &err) == 0 && wm.known)
-		*o = (struct scan_opts){true, wm.len, wm.next_seq, wm.dev, wm.ino};
-	catalog_close(cat);
+	int r = catalog_open_ro(st, &cat, &err);
+	if (r == 0) {
+		r = catalog_get_watermark(cat, id, &wm, &err);
+		if (r == 0 && wm.known)
+			*o = (struct scan_opts){true, wm.len, wm.next_seq, wm.dev, wm.ino};
+		catalog_close(cat);
+	}
+	/* No catalog holds no watermark; one that cannot be read (its WAL
+	 * without the -shm on a read-only root, another schema, locked) may:
+	 * never lose it without a word. */
+	if (r < 0 && err.cls != CERR_MISSING)
+		cli_printf(stderr, "cairn: warning: the durable watermark could not be read (%s): "
+				   "damage at the end of the log cannot be told from a torn tail\n",
+			   err.msg);
 }
 
 void cli_note_durable(struct store *st, const char *id, struct log_revision dur)

@@ -32,7 +32,8 @@ int cli_open_catalog(struct cli *c, bool create, struct store **st, struct catal
  * caller frees. */
 char *cli_session_of_path(struct store *st, const char *path);
 /* The durable watermark the catalog holds for id (o->watermark false when
- * none or no catalog). Never fails. */
+ * none or no catalog). Never fails: a catalog that exists but cannot be
+ * read is a warning on stderr. */
 void cli_watermark(struct store *st, const char *id, struct scan_opts *o);
 /* After a durable write: reconcile the catalog and record the watermark;
  * a failure is a warning (the log is the truth, the catalog may lag). */

@@ -186,6 +186,36 @@ sys.exit(0 if any(s["id"] == sys.argv[2] for s in v) else 1)' "$OUT" "$2"
 	R=$W
 	undo_ro
 }
+# watermark_unreadable: the WAL holds commits and its -shm is gone (a copy
+# that left it behind): on a read-only root the catalog cannot be read,
+# nor a session's watermark, so a cut below it cannot be told from a torn
+# tail; log cat says so instead of passing over it in silence.
+watermark_unreadable() {
+	local W=$R E log
+	E=$(new_session 98)
+	log=$(echo "$R"/sessions/*/"$E"/session.jsonl.zst)
+	pin
+	new_session 97 >/dev/null
+	kill_reader # -wal and -shm stay
+	cp "$log" "$T/saved.zst"
+	truncate -s $(($(stat -c %s "$log") - 5)) "$log"
+	expect_code 4 "a cut below the watermark, the catalog readable: corrupt" \
+		"$CAIRN" --data-dir "$R" log cat "$E"
+	rm -f "$R/index.db-shm" # (a reader on a writable root makes it again)
+	check "the WAL holds commits, no -shm" test -s "$R/index.db-wal" -a ! -e "$R/index.db-shm"
+	if make_ro; then
+		R=$RO_R
+		expect_code 0 "read-only root, catalog unreadable: log cat reads what is whole" \
+			"$CAIRN" --data-dir "$R" log cat "$E"
+		check "... and says the watermark could not be read" \
+			grep -q "durable watermark could not be read (.*): damage at the end" <<<"$ERR"
+		R=$W
+		undo_ro
+	else
+		ok "# SKIP read-only root: neither mount nor chmod can make one here"
+	fi
+	cat "$T/saved.zst" >"$log"
+}
 # user_version [N]: print index.db's schema version, or set it to N.
 user_version() {
 	python3 -c 'import sqlite3,sys
@@ -295,6 +325,7 @@ if [ "$MOUNTED" -eq 1 ]; then
 
 	# --- a read-only root: first without -wal and -shm, then with them ---
 	read_only_root "$A"
+	watermark_unreadable
 	no_catalog "$A"
 else
 	echo "# mount not permitted ($(head -1 "$T/mount.err")): no full file system can be made here"
@@ -302,6 +333,7 @@ else
 	A=$(new_session 1)
 	check "a session was created" test -n "$A"
 	read_only_root "$A"
+	watermark_unreadable
 	no_catalog "$A"
 fi
 finish
