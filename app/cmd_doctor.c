@@ -12,6 +12,7 @@
 #include "persist/leftover.h"
 #include "persist/fsops.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -372,6 +373,7 @@ int cmd_doctor(struct cli *c, int argc, char **argv)
 	}
 	if (store_list_entries(st, &ents, &n, &err) < 0)
 		problem(&r, NULL, err.cls, err.msg);
+	struct cerr ro;
 	if (catalog_open(st, &cat, &err) < 0) {
 		/* With --reindex, an index that cannot be used (another schema,
 		 * not a database) is rebuilt from scratch; a busy one is not. */
@@ -382,10 +384,21 @@ int cmd_doctor(struct cli *c, int argc, char **argv)
 				problem(&r, NULL, err.cls, err.msg);
 			else
 				note(&r, "index", "rebuilt", first.msg);
-		} else if (re || catalog_open_ro(st, &cat, &(struct cerr){0}) < 0) {
+		} else if (re) {
 			problem(&r, NULL, err.cls, err.msg);
-		} else {
+		} else if (catalog_open_ro(st, &cat, &ro) == 0) {
 			behind(&r, &err); /* a full disk, a read-only root */
+		} else if ((err.sys_errno == EROFS || err.sys_errno == EACCES) &&
+			   (ro.cls == CERR_MISSING || ro.cls == CERR_UNSUPPORTED)) {
+			/* None, or of another schema, where none can be written:
+			 * nothing is wrong that a writable root would not mend,
+			 * and sessions and search read the logs meanwhile. */
+			char msg[1100];
+			snprintf(msg, sizeof msg, "%s; %s: the logs are verified without it", ro.msg,
+				 err.msg);
+			note(&r, "index", "unusable", msg);
+		} else {
+			problem(&r, NULL, err.cls, err.msg);
 		}
 	}
 	struct seen *seen = xcalloc(n ? n : 1, sizeof *seen);

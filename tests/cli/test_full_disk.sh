@@ -160,7 +160,8 @@ read_only_root() {
 }
 
 # from_logs WHAT ID: on a read-only root whose index.db cannot be read,
-# sessions and search read the logs themselves, say so, and write nothing.
+# sessions and search read the logs themselves and say so, doctor verifies
+# the logs and notes the catalog, and nothing is written.
 from_logs() {
 	local W=$R
 	if ! make_ro; then
@@ -182,6 +183,10 @@ sys.exit(0 if any(s["id"] == sys.argv[2] for s in v) else 1)' "$OUT" "$2"
 	expect_code 0 "$1: search" "$CAIRN" --data-dir "$R" search hello
 	check "$1: search finds $2" grep -q "$2" <<<"$OUT"
 	check "$1: search says it read the logs" grep -q "read from the logs" <<<"$ERR"
+	expect_code 0 "$1: doctor" "$CAIRN" --data-dir "$R" doctor
+	check "$1: doctor notes the catalog unusable, finds no problem" \
+		bash -c 'grep -q "^index: unusable: .*the logs are verified without it" <<<"$1" &&
+			grep -q ", 0 problems" <<<"$1"' _ "$OUT"
 	check "$1: nothing was written" test "$(ls -la "$R")" = "$before"
 	R=$W
 	undo_ro
