@@ -79,16 +79,19 @@ db.close()
 }
 unpin() { echo >"$T/gate"; wait "$READER"; READER=; }
 kill_reader() { if [ -n "${READER:-}" ]; then kill -9 "$READER" 2>/dev/null; wait "$READER" 2>/dev/null; READER=; fi; }
+# lists_id ID: is $OUT a JSON list with a session ID?
+lists_id() {
+	python3 -c 'import json,sys
+try: v = json.loads(sys.argv[1])
+except ValueError: sys.exit(1)
+sys.exit(0 if any(s["id"] == sys.argv[2] for s in v) else 1)' "$OUT" "$1"
+}
 # read_only_commands WHAT ID: every command that only reads works.
 read_only_commands() {
 	expect_code 0 "$1: sessions" "$CAIRN" --data-dir "$R" sessions
 	check "$1: sessions lists $2" grep -q "$2" <<<"$OUT"
 	expect_code 0 "$1: sessions --json" "$CAIRN" --data-dir "$R" sessions --json
-	check "$1: sessions --json is a list with $2" python3 -c \
-		'import json,sys
-try: v = json.loads(sys.argv[1])
-except ValueError: sys.exit(1)
-sys.exit(0 if any(s["id"] == sys.argv[2] for s in v) else 1)' "$OUT" "$2"
+	check "$1: sessions --json is a list with $2" lists_id "$2"
 	expect_code 0 "$1: search" "$CAIRN" --data-dir "$R" search hello
 	check "$1: search finds $2" grep -q "$2" <<<"$OUT"
 	expect_code 0 "$1: inspect" "$CAIRN" --data-dir "$R" inspect "$2"
@@ -175,11 +178,7 @@ from_logs() {
 	check "$1: sessions lists $2" grep -q "$2" <<<"$OUT"
 	check "$1: sessions says it read the logs" grep -q "could not be used .*: read from the logs" <<<"$ERR"
 	expect_code 0 "$1: sessions --json" "$CAIRN" --data-dir "$R" sessions --json
-	check "$1: sessions --json lists $2" python3 -c \
-		'import json,sys
-try: v = json.loads(sys.argv[1])
-except ValueError: sys.exit(1)
-sys.exit(0 if any(s["id"] == sys.argv[2] for s in v) else 1)' "$OUT" "$2"
+	check "$1: sessions --json lists $2" lists_id "$2"
 	expect_code 0 "$1: search" "$CAIRN" --data-dir "$R" search hello
 	check "$1: search finds $2" grep -q "$2" <<<"$OUT"
 	check "$1: search says it read the logs" grep -q "read from the logs" <<<"$ERR"

@@ -45,6 +45,18 @@ static void expect_modes(const char *root)
 	}
 }
 
+/* Close f's catalog and mark its file with schema version v. */
+static void close_and_mark_schema(struct fx *f, int v)
+{
+	catalog_close(f->cat);
+	f->cat = NULL;
+	sqlite3 *db = raw_open(f->root);
+	char sql[64];
+	snprintf(sql, sizeof sql, "PRAGMA user_version=%d", v);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
 /* ---- files, schema, connections ---- */
 
 static void test_file_modes(void **state)
@@ -131,20 +143,14 @@ static void test_schema(void **state)
 	assert_string_equal(msg, "ok");
 	free(msg);
 	/* A newer schema is refused and left alone. */
-	catalog_close(f->cat);
-	f->cat = NULL;
-	sqlite3 *db = raw_open(f->root);
-	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=99", NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+	close_and_mark_schema(f, 99);
 	assert_int_equal(catalog_open(f->st, &f->cat, &err), -1);
 	assert_int_equal(err.cls, CERR_UNSUPPORTED);
 	assert_non_null(strstr(err.msg, "99"));
 	f->cat = NULL;
 	raw_expect(f->root, "PRAGMA user_version", "99");
 	/* An older schema is dropped and rebuilt from the logs. */
-	db = raw_open(f->root);
-	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=1", NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+	close_and_mark_schema(f, 1);
 	assert_int_equal(catalog_open(f->st, &f->cat, &err), 0);
 	raw_expect(f->root, "PRAGMA user_version", CATALOG_SCHEMA_STR);
 	raw_expect(f->root, "SELECT count(*) FROM sessions", "0");
@@ -156,7 +162,7 @@ static void test_schema(void **state)
 	 * sorting. */
 	catalog_close(f->cat);
 	f->cat = NULL;
-	db = raw_open(f->root);
+	sqlite3 *db = raw_open(f->root);
 	assert_int_equal(sqlite3_exec(db, SCHEMA_4_DOCS "DROP INDEX sessions_order;"
 					  "CREATE INDEX sessions_order ON sessions(pinned DESC, updated_at DESC);"
 					  "PRAGMA user_version=3", NULL, NULL, NULL), SQLITE_OK);
@@ -599,11 +605,7 @@ static void test_open_memory(void **state)
 	assert_int_equal(access(db, F_OK), -1);
 
 	sync_ok(f);
-	catalog_close(f->cat);
-	f->cat = NULL;
-	sqlite3 *raw = raw_open(f->root);
-	assert_int_equal(sqlite3_exec(raw, "PRAGMA user_version=99", NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(raw);
+	close_and_mark_schema(f, 99);
 	struct stat a, b;
 	assert_int_equal(stat(db, &a), 0);
 	assert_int_equal(catalog_open_ro(f->st, &m, &err), -1);
