@@ -76,6 +76,10 @@ static int try_open(struct catalog *c, const char *query, struct cerr *err)
 	cat_done(c, q);
 	if (rc != SQLITE_ROW)
 		return cat_fail(c, err, rc, "read");
+	if (version > CATALOG_SCHEMA)
+		return cerr_set(err, CERR_UNSUPPORTED, 0,
+				"catalog '%s' has schema %d, newer than this cairn's %d", c->path, version,
+				CATALOG_SCHEMA);
 	if (version != CATALOG_SCHEMA)
 		return cerr_set(err, CERR_UNSUPPORTED, 0,
 				"catalog '%s' has schema %d, not this cairn's %d (a command that writes "

@@ -610,6 +610,7 @@ static void test_open_memory(void **state)
 	assert_int_equal(stat(db, &a), 0);
 	assert_int_equal(catalog_open_ro(f->st, &m, &err), -1);
 	assert_int_equal(err.cls, CERR_UNSUPPORTED);
+	assert_non_null(strstr(err.msg, "schema 99, newer than"));
 	assert_int_equal(catalog_open_memory(f->st, &m, &err), 0);
 	assert_int_equal(catalog_list(m, false, false, NULL, 0, &v, &n, &err), 0);
 	assert_int_equal(n, 2);
