@@ -302,16 +302,18 @@ int cmd_search(struct cli *c, int argc, char **argv)
 	struct cerr err;
 	struct cat_hit *h = NULL;
 	size_t n = 0;
+	struct cat_search_info info = {0};
 	int code = 0;
 	/* Search reads the catalog as every cairn write keeps it, without
 	 * walking the directories first (the listing does that). */
 	if (cli_open_catalog_nosync(c, &st, &cat, &err) < 0 ||
-	    catalog_search(cat, q.p, limit, all, &h, &n, &err) < 0) {
+	    catalog_search(cat, q.p, limit, all, &h, &n, &info, &err) < 0) {
 		code = cli_fail(&err);
 		goto out;
 	}
 	if (json) {
-		cJSON *a = cJSON_CreateArray();
+		cJSON *top = cJSON_CreateObject();
+		cJSON *a = cJSON_AddArrayToObject(top, "hits");
 		for (size_t i = 0; i < n; i++) {
 			cJSON *o = cJSON_CreateObject();
 			cJSON_AddStringToObject(o, "session", h[i].session);
@@ -322,13 +324,20 @@ int cmd_search(struct cli *c, int argc, char **argv)
 			cJSON_AddNumberToObject(o, "updated_at", (double)h[i].updated_at);
 			cJSON_AddItemToArray(a, o);
 		}
-		cli_print_json(a);
-	} else if (n == 0) {
-		cli_printf(stdout, "no matches\n");
+		cJSON_AddBoolToObject(top, "partial", info.partial);
+		cJSON_AddNumberToObject(top, "searched", (double)info.searched);
+		cJSON_AddNumberToObject(top, "messages", (double)info.messages);
+		cli_print_json(top);
 	} else {
+		if (n == 0)
+			cli_printf(stdout, "no matches\n");
 		for (size_t i = 0; i < n; i++)
 			cli_printf(stdout, "%s %s %s: %s\n", h[i].session, *h[i].turn ? h[i].turn : "-", h[i].role,
 					   h[i].snippet ? h[i].snippet : "");
+		if (info.partial)
+			cli_printf(stdout, "searched the newest %lld of %lld messages; fewer or rarer"
+					   " words search further\n",
+				   (long long)info.searched, (long long)info.messages);
 	}
 out:
 	cat_hits_free(h, n);

@@ -28,6 +28,10 @@
 #define CATALOG_PREVIEW_MAX 200
 #define CATALOG_SEARCH_LIMIT 50
 #define CATALOG_SEARCH_WINDOW 2000 /* newest matching documents ranked by relevance */
+/* A search's work budget: the index entries (one word in one message) it
+ * may read, as estimated from a sample before it starts; a search that
+ * spends it stops, partial (docs/catalog.md, "The work budget"). */
+#define CATALOG_SEARCH_WORK 250000
 /* The WAL file is cut back to this size when it starts again from its
  * beginning (journal_size_limit); a command's end truncates it to zero. */
 #define CATALOG_WAL_LIMIT (4 << 20)
@@ -36,7 +40,7 @@
  * dropped (a phrase counts each of its words, text without spaces each
  * character). Over either is CERR_USAGE. */
 #define CATALOG_QUERY_MAX_BYTES 1024
-#define CATALOG_QUERY_MAX_WORDS 64
+#define CATALOG_QUERY_MAX_WORDS 16
 
 struct catalog;
 
@@ -187,9 +191,17 @@ void cat_sessions_free(struct cat_session *s, size_t n);
  * CATALOG_SEARCH_WINDOW matching documents. Text without spaces (Chinese,
  * Japanese) is matched through character bigrams (catalog_tok.c). limit 0: the default.
  * A term repeating an earlier one is dropped. An empty query, or one over
- * the caps above, is CERR_USAGE. Caller frees with cat_hits_free. */
+ * the caps above, is CERR_USAGE. Caller frees with cat_hits_free. A
+ * search whose work budget ends before the oldest message and before it
+ * found `limit` matches returns those it found, *info (may be NULL) saying
+ * how far it got; the same index and query always get as far. */
+struct cat_search_info {
+	bool partial;     /* the work budget stopped it: older messages were not searched */
+	int64_t searched; /* the newest messages searched (all of them when not partial) */
+	int64_t messages; /* the messages of the word index */
+};
 int catalog_search(struct catalog *c, const char *query, size_t limit, bool with_deleted,
-		   struct cat_hit **out, size_t *n, struct cerr *err);
+		   struct cat_hit **out, size_t *n, struct cat_search_info *info, struct cerr *err);
 void cat_hits_free(struct cat_hit *h, size_t n);
 
 /* Submit claims: which turn a client_submit_id became, and its state

@@ -109,17 +109,31 @@ struct cat_query {
 	struct buf match; /* the MATCH expression; empty when no term holds a letter or digit */
 	char **phrases;   /* each literal alone, in the order of match */
 	size_t n;
+	/* The distinct tokens of all phrases, each as a literal of its own,
+	 * and which of them make phrase i: toks[first[i] .. first[i] + ntok[i]). */
+	char **words;
+	size_t nwords;
+	size_t *toks, *first, *ntok;
 };
 /* Parse query into *q (release with cat_query_release). An empty query, or
  * one over CATALOG_QUERY_MAX_BYTES or CATALOG_QUERY_MAX_WORDS, is
  * CERR_USAGE. */
 int cat_query_parse(struct catalog *c, const char *query, struct cat_query *q, struct cerr *err);
 void cat_query_release(struct cat_query *q);
-/* cairn_rank's statistics of the word index for q (catalog_rank.c), as
- * text "rows tokens n1 ... nk" (caller frees): the rows holding each
- * phrase counted among the newest CAT_RANK_SAMPLE rows and scaled to the
- * index, exact when it has no more rows than that. */
-int cat_rank_stats(struct catalog *c, const struct cat_query *q, char **stats, struct cerr *err);
+/* What cat_rank_stats learns of the word index for a query. */
+struct cat_rank_est {
+	char *stats;       /* cairn_rank's statistics "rows tokens n1 ... nk" (owned; free) */
+	int64_t rows;      /* the index's rows */
+	double row_cost;   /* the doclist entries a search reads per row of a rowid span */
+};
+/* The statistics of the word index for q (catalog_rank.c): the rows
+ * holding each phrase, counted among the newest CAT_RANK_SAMPLE rows and
+ * scaled to the index (exact when it has no more rows than that), and the
+ * cost of reading one row of a span, from the same sample (each phrase
+ * reads about its rarest token's entries for each of its tokens). The
+ * caller frees est->stats. */
+int cat_rank_stats(struct catalog *c, const struct cat_query *q, struct cat_rank_est *est,
+		   struct cerr *err);
 /* Does s[0..n) hold a character of a script written without spaces? */
 bool cat_has_cjk(const char *s, size_t n);
 

@@ -191,19 +191,10 @@ static bool before(const struct ranked *a, const struct ranked *b)
 	return a->docid > b->docid;
 }
 
-/* Run a hit query (columns: session, turn, role, snippet, title,
- * updated_at, rank, docid; ?3 the rank function or its statistics) and add
- * its rows to *out. */
-static int run_hits(struct catalog *c, const char *sql, const struct buf *match, size_t limit,
-		    const char *rank, struct hits *out, struct cerr *err)
+/* Step a hit query (columns: session, turn, role, snippet, title,
+ * updated_at, rank, docid), adding its rows to *out, and finish it. */
+static int step_hits(struct catalog *c, sqlite3_stmt *st, struct hits *out, struct cerr *err)
 {
-	sqlite3_stmt *st = cat_prepare_once(c, sql, err); /* built per query: not cached */
-	if (!st)
-		return -1;
-	sqlite3_bind_text(st, 1, match->p, (int)match->len, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)limit);
-	if (rank)
-		sqlite3_bind_text(st, 3, rank, -1, SQLITE_STATIC);
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (out->n == out->cap) {
@@ -222,6 +213,37 @@ static int run_hits(struct catalog *c, const char *sql, const struct buf *match,
 	}
 	cat_done(c, st);
 	return rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, "search");
+}
+
+static void hit_release(struct cat_hit *x)
+{
+	free(x->session), free(x->turn), free(x->role), free(x->snippet), free(x->title);
+}
+
+static int by_rank(const void *a, const void *b)
+{
+	return before(a, b) ? -1 : before(b, a) ? 1 : 0;
+}
+
+static int newest_first(const void *a, const void *b)
+{
+	int64_t x = ((const struct ranked *)a)->docid, y = ((const struct ranked *)b)->docid;
+	return x > y ? -1 : x < y;
+}
+
+/* Run a hit query (?3 the rank function or its statistics) and add its
+ * rows to *out. */
+static int run_hits(struct catalog *c, const char *sql, const struct buf *match, size_t limit,
+		    const char *rank, struct hits *out, struct cerr *err)
+{
+	sqlite3_stmt *st = cat_prepare_once(c, sql, err); /* built per query: not cached */
+	if (!st)
+		return -1;
+	sqlite3_bind_text(st, 1, match->p, (int)match->len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)limit);
+	if (rank)
+		sqlite3_bind_text(st, 3, rank, -1, SQLITE_STATIC);
+	return step_hits(c, st, out, err);
 }
 
 /* The hits among open turns' text (docs.indexed = 0): it goes into an
@@ -259,21 +281,68 @@ static int open_hits(struct catalog *c, const struct buf *match, size_t limit, b
 
 #define SEARCH_SPAN 8192 /* rowids of the first span window_start reads */
 
-/* Where the word index's ranking window starts: the newest
- * CATALOG_SEARCH_WINDOW matches, looked for among the newest rows first,
- * in growing spans (sized from the matches seen so far; straight to the
- * whole index after a span without a match); a span that holds at least `limit` matches but not the
- * whole window ends the search there, and all its matches are ranked.
- * Reading the whole index for the newest 2000 matches of 64 common words
- * took 400 ms (they match 1% of the rows). A span is read upward from its
- * start: inside an AND, FTS5 reads on past the end of a rowid range to the
- * next match, and upward the end is the index's newest row. *none: the
- * index has no match at all. */
-static int window_start(struct catalog *c, const struct buf *match, size_t limit, int64_t *start,
-			bool *none, struct cerr *err)
+/* The snippets of the hits shown (v[0..n)), made in one more read of the
+ * rows between the oldest and the newest of them, for those rows only:
+ * making one costs more than finding and ranking a match (a common word's
+ * 2000 ranked matches took 110 ms with theirs, 28 ms without). */
+static int add_snippets(struct catalog *c, const struct buf *match, struct ranked *v, size_t n,
+			struct cerr *err)
 {
-	*start = 0;
-	*none = false;
+	int64_t lo = v[0].docid, hi = v[0].docid;
+	struct buf in = BUF_INIT;
+	for (size_t i = 0; i < n; i++) {
+		lo = v[i].docid < lo ? v[i].docid : lo;
+		hi = v[i].docid > hi ? v[i].docid : hi;
+		buf_printf(&in, "%s%lld", i ? "," : "", (long long)v[i].docid);
+	}
+	/* +rowid: a filter on the rows read, not a lookup per value. */
+	char *sql = xasprintf("SELECT rowid, snippet(fts_words, 0, '[', ']', '\xE2\x80\xA6', 12)"
+			      " FROM fts_words WHERE fts_words MATCH ?1 AND rowid >= ?2 AND rowid <= ?3"
+			      " AND +rowid IN (%s)", in.p);
+	buf_release(&in);
+	sqlite3_stmt *st = cat_prepare_once(c, sql, err);
+	free(sql);
+	if (!st)
+		return -1;
+	sqlite3_bind_text(st, 1, match->p, (int)match->len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, lo);
+	sqlite3_bind_int64(st, 3, hi);
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		for (size_t i = 0; i < n; i++)
+			if (v[i].docid == id && !v[i].h.snippet)
+				v[i].h.snippet = cat_col_str(st, 1);
+	}
+	cat_done(c, st);
+	return rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, "search");
+}
+
+/* How far the word index was read. */
+struct reach {
+	bool partial;   /* the budget ended the search above the oldest row */
+	int64_t cut;    /* when partial: rows above this were read */
+};
+
+/* The word index's hits, ranked: those among its newest
+ * CATALOG_SEARCH_WINDOW matches (ranked by relevance, then recency). They
+ * are looked for in the newest rows first, then in older spans further
+ * down (sized from the matches seen so far), each span read once, with
+ * its hits' ranks and snippets; a span that brings the matches to `limit`
+ * ends the search there, and all of them are ranked. No search reads more
+ * than max_span rows (the work budget, CATALOG_SEARCH_WORK, over the
+ * query's estimated cost of a row): one that gets there with fewer
+ * matches stops, partial. Reading the whole index for the newest 2000
+ * matches of 64 common words took 400 ms (they match 1% of the rows), and
+ * proving that 32 phrases of two common words match nothing took a
+ * second. A span is read upward from its start: inside an AND, FTS5 reads
+ * on past the end of a rowid range to the next match, and upward that is
+ * at most into the span read before. */
+static int word_hits(struct catalog *c, const struct buf *match, size_t limit, int64_t max_span,
+		     const char *stats, bool with_deleted, struct hits *out, struct reach *r,
+		     struct cerr *err)
+{
+	memset(r, 0, sizeof *r);
 	sqlite3_stmt *st = cat_prepare(c, "SELECT (SELECT min(rowid) FROM fts_words_docsize),"
 					  " (SELECT max(rowid) FROM fts_words_docsize)", err);
 	if (!st)
@@ -283,47 +352,64 @@ static int window_start(struct catalog *c, const struct buf *match, size_t limit
 	cat_done(c, st);
 	if (rc != SQLITE_ROW)
 		return cat_fail(c, err, rc, "search");
-	int64_t *ring = xmalloc(CATALOG_SEARCH_WINDOW * sizeof *ring);
+	if (max_span < 1)
+		max_span = 1;
+	char *sql = xasprintf(
+		"SELECT d.session, d.turn, d.role, NULL,"
+		" COALESCE(s.title, s.auto_title), s.updated_at, cairn_rank(fts_words, ?4), d.docid"
+		" FROM fts_words JOIN docs d ON d.docid = fts_words.rowid"
+		" JOIN sessions s ON s.id = d.session"
+		" WHERE fts_words MATCH ?1 AND fts_words.rowid > ?2 AND fts_words.rowid <= ?3%s"
+		" ORDER BY fts_words.rowid",
+		with_deleted ? "" : " AND s.deleted_at IS NULL");
 	int ret = 0;
-	for (int64_t span = SEARCH_SPAN;;) {
-		int64_t cut = hi - span;
-		st = cat_prepare(c, "SELECT rowid FROM fts_words WHERE fts_words MATCH ?1"
-				    " AND rowid > ?2 ORDER BY rowid", err);
+	int64_t top = hi; /* rows above top were read */
+	for (int64_t depth = SEARCH_SPAN < max_span ? SEARCH_SPAN : max_span;;) {
+		int64_t cut = hi - depth;
+		st = cat_prepare_once(c, sql, err);
 		if (!st) {
 			ret = -1;
 			break;
 		}
 		sqlite3_bind_text(st, 1, match->p, (int)match->len, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, cut);
-		size_t n = 0;
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-			ring[n++ % CATALOG_SEARCH_WINDOW] = sqlite3_column_int64(st, 0);
-		cat_done(c, st);
-		if (rc != SQLITE_DONE) {
-			ret = cat_fail(c, err, rc, "search");
+		sqlite3_bind_int64(st, 3, top);
+		sqlite3_bind_text(st, 4, stats, -1, SQLITE_STATIC);
+		if ((ret = step_hits(c, st, out, err)) < 0)
+			break;
+		top = cut;
+		if (out->n >= CATALOG_SEARCH_WINDOW || cut < lo || out->n >= limit)
+			break;
+		if (depth >= max_span) {
+			r->partial = true;
+			r->cut = cut;
 			break;
 		}
-		if (n >= CATALOG_SEARCH_WINDOW) {
-			*start = ring[n % CATALOG_SEARCH_WINDOW]; /* the window's oldest */
-			break;
-		}
-		if (cut < lo || n >= limit) {
-			*start = cut < lo ? 0 : cut + 1;
-			*none = n == 0;
-			break;
-		}
-		/* Next, a span that should hold `limit` matches at the density
-		 * seen (half again as many, at least four times this one);
-		 * none seen yet: they are rare, read everything. */
-		double need = (double)span * (double)limit / (double)(n ? n : 1) * 1.5;
-		span = !n ? hi - lo + 1 : need > (double)(span * 4) ? (int64_t)need : span * 4;
+		/* Next, down to where `limit` matches should be at the density
+		 * seen (half again as many, at least four times as deep); none
+		 * seen yet: they are rare, read as far as the budget goes. */
+		double need = (double)depth * (double)limit / (double)(out->n ? out->n : 1) * 1.5;
+		depth = !out->n ? max_span : need > (double)(depth * 4) ? (int64_t)need : depth * 4;
+		if (depth > max_span)
+			depth = max_span;
 	}
-	free(ring);
+	free(sql);
+	if (ret == 0 && out->n > CATALOG_SEARCH_WINDOW) { /* the newest matches only */
+		qsort(out->v, out->n, sizeof *out->v, newest_first);
+		for (size_t i = CATALOG_SEARCH_WINDOW; i < out->n; i++)
+			hit_release(&out->v[i].h);
+		out->n = CATALOG_SEARCH_WINDOW;
+	}
+	if (ret == 0)
+		qsort(out->v, out->n, sizeof *out->v, by_rank);
+	if (ret == 0 && out->n)
+		ret = add_snippets(c, match, out->v, out->n < limit ? out->n : limit, err);
 	return ret;
 }
 
 static int search_in_tx(struct catalog *c, const struct cat_query *q, size_t limit,
-			bool with_deleted, struct hits *out, struct cerr *err)
+			bool with_deleted, struct hits *out, struct cat_search_info *info,
+			struct cerr *err)
 {
 	sqlite3_stmt *st = cat_prepare(c, "SELECT 1 FROM docs WHERE indexed = 0 LIMIT 1", err);
 	if (!st)
@@ -333,40 +419,34 @@ static int search_in_tx(struct catalog *c, const struct cat_query *q, size_t lim
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return cat_fail(c, err, rc, "search");
 	bool open = rc == SQLITE_ROW;
-	char *stats = NULL;
-	int64_t start;
-	bool none;
-	if (window_start(c, &q->match, limit, &start, &none, err) < 0 ||
-	    (!none && cat_rank_stats(c, q, &stats, err) < 0))
+	struct cat_rank_est est;
+	struct reach r;
+	if (cat_rank_stats(c, q, &est, err) < 0)
 		return -1;
-	int ret = 0;
-	if (!none) { /* the word index has hits */
-		/* The statistics go to cairn_rank as a string literal. */
-		struct buf rank = BUF_INIT;
-		buf_adds(&rank, "cairn_rank('");
-		buf_adds(&rank, stats);
-		buf_adds(&rank, "')");
-		struct buf sql = BUF_INIT;
-		buf_printf(&sql,
-			   "SELECT d.session, d.turn, d.role, snippet(fts_words, 0, '[', ']', '\xE2\x80\xA6', 12),"
-			   " COALESCE(s.title, s.auto_title), s.updated_at, rank, d.docid"
-			   " FROM fts_words JOIN docs d ON d.docid = fts_words.rowid"
-			   " JOIN sessions s ON s.id = d.session"
-			   " WHERE fts_words MATCH ?1 AND rank MATCH ?3"
-			   /* Rank only the newest matches: a common word matches hundreds
-			    * of thousands of messages, and ranking them all would take
-			    * most of a second. */
-			   " AND fts_words.rowid >= %lld%s"
-			   " ORDER BY rank, s.updated_at DESC, d.docid DESC LIMIT ?2",
-			   (long long)start, with_deleted ? "" : " AND s.deleted_at IS NULL");
-		ret = run_hits(c, sql.p, &q->match, limit, rank.p, out, err);
-		buf_release(&sql);
-		buf_release(&rank);
+	double span = CATALOG_SEARCH_WORK / (est.row_cost > 0 ? est.row_cost : 1e-9);
+	int ret = word_hits(c, &q->match, limit, span < (double)(INT64_MAX / 2) ? (int64_t)span : INT64_MAX / 2,
+			    est.stats, with_deleted, out, &r, err);
+	info->messages = est.rows;
+	info->searched = est.rows;
+	info->partial = r.partial;
+	if (ret == 0 && r.partial) {
+		sqlite3_stmt *cnt = cat_prepare(c, "SELECT count(*) FROM fts_words_docsize"
+						   " WHERE rowid > ?1", err);
+		if (!cnt) {
+			free(est.stats);
+			return -1;
+		}
+		sqlite3_bind_int64(cnt, 1, r.cut);
+		rc = sqlite3_step(cnt);
+		info->searched = sqlite3_column_int64(cnt, 0);
+		cat_done(c, cnt);
+		if (rc != SQLITE_ROW)
+			ret = cat_fail(c, err, rc, "search");
 	}
 	if (ret == 0 && out->n)
-		out->stats = stats; /* open hits are ranked on the same scale */
+		out->stats = est.stats; /* open hits are ranked on the same scale */
 	else
-		free(stats);
+		free(est.stats);
 	if (ret == 0 && open) {
 		size_t indexed = out->n;
 		ret = open_hits(c, &q->match, limit, with_deleted, out, err);
@@ -387,10 +467,14 @@ static int search_in_tx(struct catalog *c, const struct cat_query *q, size_t lim
 }
 
 int catalog_search(struct catalog *c, const char *query, size_t limit, bool with_deleted,
-		   struct cat_hit **out, size_t *n, struct cerr *err)
+		   struct cat_hit **out, size_t *n, struct cat_search_info *info, struct cerr *err)
 {
 	*out = NULL;
 	*n = 0;
+	struct cat_search_info scratch;
+	if (!info)
+		info = &scratch;
+	memset(info, 0, sizeof *info);
 	struct cat_query q;
 	if (cat_query_parse(c, query, &q, err) < 0) {
 		cat_query_release(&q);
@@ -408,17 +492,15 @@ int catalog_search(struct catalog *c, const char *query, size_t limit, bool with
 	struct hits h = {0};
 	int ret = -1;
 	if (!tx || cat_exec(c, "BEGIN", err) == 0) {
-		ret = search_in_tx(c, &q, limit, with_deleted, &h, err);
+		ret = search_in_tx(c, &q, limit, with_deleted, &h, info, err);
 		if (tx)
 			cat_exec(c, ret == 0 ? "COMMIT" : "ROLLBACK", &(struct cerr){0});
 	}
 	cat_query_release(&q);
 	free(h.stats);
 	size_t keep = ret == 0 ? (h.n < limit ? h.n : limit) : 0;
-	for (size_t i = keep; i < h.n; i++) {
-		struct cat_hit *x = &h.v[i].h;
-		free(x->session), free(x->turn), free(x->role), free(x->snippet), free(x->title);
-	}
+	for (size_t i = keep; i < h.n; i++)
+		hit_release(&h.v[i].h);
 	if (keep) {
 		*out = xcalloc(keep, sizeof **out);
 		for (size_t i = 0; i < keep; i++)

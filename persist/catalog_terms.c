@@ -137,12 +137,47 @@ static int on_query_token(void *ctx, int tflags, const char *tok, int n, int sta
 	return SQLITE_OK;
 }
 
+/* Record the tokens of phrase q->n (key as term_toks makes it), each
+ * distinct token once in q->words as a literal of its own. */
+static void add_phrase_tokens(struct cat_query *q, const struct buf *key, size_t ntok)
+{
+	q->first = xreallocarray(q->first, q->n + 1, sizeof *q->first);
+	q->ntok = xreallocarray(q->ntok, q->n + 1, sizeof *q->ntok);
+	size_t at = q->n ? q->first[q->n - 1] + q->ntok[q->n - 1] : 0;
+	q->first[q->n] = at;
+	q->ntok[q->n] = ntok;
+	q->toks = xreallocarray(q->toks, at + ntok, sizeof *q->toks);
+	const char *p = key->p, *end = key->p + key->len;
+	for (size_t t = 0; t < ntok && p < end; t++) {
+		char *colon;
+		size_t len = (size_t)strtoul(p, &colon, 10);
+		const char *tok = colon + 1;
+		p = tok + len;
+		struct buf lit = BUF_INIT;
+		char *raw = xstrndup(tok, len);
+		add_fts_literal(&lit, raw);
+		free(raw);
+		size_t w = 0;
+		while (w < q->nwords && strcmp(q->words[w], lit.p) != 0)
+			w++;
+		if (w == q->nwords) {
+			q->words = xreallocarray(q->words, q->nwords + 1, sizeof *q->words);
+			q->words[q->nwords++] = buf_detach(&lit, NULL);
+		}
+		buf_release(&lit);
+		q->toks[at + t] = w;
+	}
+}
+
 void cat_query_release(struct cat_query *q)
 {
 	buf_release(&q->match);
 	for (size_t i = 0; i < q->n; i++)
 		free(q->phrases[i]);
 	free(q->phrases);
+	for (size_t i = 0; i < q->nwords; i++)
+		free(q->words[i]);
+	free(q->words), free(q->toks), free(q->first), free(q->ntok);
 	memset(q, 0, sizeof *q);
 }
 
@@ -206,7 +241,9 @@ int cat_query_parse(struct catalog *c, const char *query, struct cat_query *q, s
 			buf_adds(&q->match, " AND ");
 		buf_add(&q->match, lit.p, lit.len);
 		q->phrases = xreallocarray(q->phrases, q->n + 1, sizeof *q->phrases);
-		q->phrases[q->n++] = buf_detach(&lit, NULL);
+		q->phrases[q->n] = buf_detach(&lit, NULL);
+		add_phrase_tokens(q, &k->key, k->n);
+		q->n++;
 	}
 	for (size_t j = 0; j < n_seen; j++)
 		buf_release(&seen[j].key);
