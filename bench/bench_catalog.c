@@ -193,9 +193,10 @@ static int json_count(const char *const *args, const char *what)
 	char *out = xasprintf("%s/cairn.out", work);
 	run_cairn(args, out, NULL);
 	cJSON *v = parse_file(out);
-	if (!cJSON_IsArray(v))
-		die("%s: output is not a JSON array", what);
-	int n = cJSON_GetArraySize(v);
+	cJSON *hits = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "hits") : v;
+	if (!cJSON_IsArray(hits))
+		die("%s: output is neither a JSON array nor an object with \"hits\"", what);
+	int n = cJSON_GetArraySize(hits);
 	cJSON_Delete(v);
 	free(out);
 	return n;
@@ -241,7 +242,7 @@ static size_t search_count(struct catalog *cat, const char *q)
 	struct cat_hit *h;
 	size_t n;
 	struct cerr e;
-	if (catalog_search(cat, q, 0, false, &h, &n, &e) < 0)
+	if (catalog_search(cat, q, 0, false, &h, &n, NULL, &e) < 0)
 		die_err("catalog_search", &e);
 	cat_hits_free(h, n);
 	return n;

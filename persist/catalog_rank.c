@@ -135,12 +135,19 @@ int cat_rank_stats(struct catalog *c, const struct cat_query *q, struct cat_rank
 		share = (double)(hi - cut) / span;
 	}
 	if (!ok) {
-		int64_t in, len;
-		if (one_int(c, "SELECT count(*) FROM fts_words_docsize WHERE rowid > ?1", cut, &in,
-			    err) < 0 ||
-		    one_int(c, "SELECT sum(cairn_len(fts_words)) FROM fts_words WHERE rowid > ?1", cut,
-			    &len, err) < 0)
+		/* (an auxiliary function cannot feed an aggregate: summed here) */
+		sqlite3_stmt *st = cat_prepare(c, "SELECT cairn_len(fts_words) FROM fts_words"
+						  " WHERE rowid > ?1", err);
+		if (!st)
 			return -1;
+		sqlite3_bind_int64(st, 1, cut);
+		int64_t in = 0, len = 0;
+		int rc;
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+			in++, len += sqlite3_column_int64(st, 0);
+		cat_done(c, st);
+		if (rc != SQLITE_DONE)
+			return cat_fail(c, err, rc, "search");
 		tokens = in ? (int64_t)((double)len / (double)in * (double)rows) : 0;
 	}
 	double sample = (double)rows * share; /* rows in the sample */

@@ -10,10 +10,12 @@ source "$(dirname "$0")/lib.sh"
 # --- helpers -------------------------------------------------------------
 
 # pyj EXPR [ARG...]: true when the python EXPR holds for v = the JSON in
-# $OUT (A = the ARGs). S(id) is the session object of id in a listing.
+# $OUT (A = the ARGs); of search --json, top is the object and v its hits.
+# S(id) is the session object of id in a listing.
 pyj() {
 	python3 -c 'import json,sys
-A=sys.argv[2:]; v=json.load(sys.stdin)
+A=sys.argv[2:]; top=v=json.load(sys.stdin)
+if isinstance(top,dict): v=top["hits"]
 def S(i): return [s for s in v if s["id"]==i][0]
 def ids(): return [s["id"] for s in v]
 def hits(): return [(h["session"],h["role"]) for h in v]
@@ -207,8 +209,8 @@ new Q4 --no-cwd "quokka habitat"
 new Q5 --no-cwd "我们讨论数据库的索引设计" "データベースの設計について"
 
 search zygote
-check "search --json is one array of objects with session, turn, role, snippet" \
-	pyj 'isinstance(v,list) and len(v)==2 and all(k in h for h in v for k in ("session","turn","role","snippet"))'
+check "search --json is an object: hits (objects with session, turn, role, snippet), partial, searched, messages" \
+	pyj 'isinstance(v,list) and len(v)==2 and all(k in h for h in v for k in ("session","turn","role","snippet")) and top["partial"] is False and top["searched"]==top["messages"]>0'
 check "... more occurrences rank first, though older" pyj 'hits()==[(A[0],"user"),(A[1],"user")]' "$Q1" "$Q2"
 check "... turn and snippet of the hit" pyj 'v[0]["turn"]=="t1" and "zygote" in v[0]["snippet"]'
 search quokka habitat
@@ -250,30 +252,30 @@ for q in '*' '-' '(' ')' 'a"b' 'NOT' '^' ':' '"unclosed' 'OR OR' '"' '""'; do
 		check "hostile query '$q': exit 0 (or 2 as an empty query), no SQL error" \
 			bash -c '{ [ "$1" -eq 0 ] || [ "$1" -eq 2 ]; } && ! grep -qiE "fts5|syntax|sqlite|catalog" "$2"' _ "$rc" "$T/err"
 	else
-		check "hostile query '$q': exit 0, a JSON array, no SQL error" \
-			bash -c '[ "$1" -eq 0 ] && python3 -c "import json,sys; assert isinstance(json.loads(sys.argv[1]),list)" "$2" && ! grep -qiE "fts5|syntax|sqlite" "$3"' _ "$rc" "$OUT" "$T/err"
+		check "hostile query '$q': exit 0, a JSON object of hits, no SQL error" \
+			bash -c '[ "$1" -eq 0 ] && python3 -c "import json,sys; assert isinstance(json.loads(sys.argv[1])[\"hits\"],list)" "$2" && ! grep -qiE "fts5|syntax|sqlite" "$3"' _ "$rc" "$OUT" "$T/err"
 	fi
 done
 # Repeated terms are dropped: the same hits as once. The caps: 1024 bytes
-# and 64 words work, one more of either is a usage error naming the cap.
+# and 16 words work, one more of either is a usage error naming the cap.
 search zygote
 ONCE=$OUT
 search $(printf 'zygote %.0s' {1..140})
 check "a term repeated 140 times: the same hits as once" test "$OUT" = "$ONCE"
 search "$(printf 'Zygote ZYGOTE %.0s' {1..70})"
 check "... in other cases too" test "$OUT" = "$ONCE"
-words64="zygote $(printf 'w%d ' {2..64})"
-search $words64
-check "64 words: searched" pyj 'v==[]'
-expect_code 2 "65 words: a usage error" "$CAIRN" search --json $words64 w65
-check "... naming the cap" grep -q 'limit of 64 words' <<<"$ERR"
-expect_code 2 "a phrase of 65 words: a usage error" "$CAIRN" search --json "\"$words64 w65\""
-check "... naming the cap" grep -q 'limit of 64 words' <<<"$ERR"
-cjk64=$(python3 -c 'print("数据"+"库"*62)')
-search "$cjk64"
-check "64 characters without spaces: searched" pyj 'v==[]'
-expect_code 2 "65 characters without spaces: a usage error" "$CAIRN" search --json "${cjk64}库"
-check "... naming the cap" grep -q 'limit of 64 words' <<<"$ERR"
+words16="zygote $(printf 'w%d ' {2..16})"
+search $words16
+check "16 words: searched" pyj 'v==[]'
+expect_code 2 "17 words: a usage error" "$CAIRN" search --json $words16 w17
+check "... naming the cap" grep -q 'limit of 16 words' <<<"$ERR"
+expect_code 2 "a phrase of 17 words: a usage error" "$CAIRN" search --json "\"$words16 w17\""
+check "... naming the cap" grep -q 'limit of 16 words' <<<"$ERR"
+cjk16=$(python3 -c 'print("数据"+"库"*14)')
+search "$cjk16"
+check "16 characters without spaces: searched" pyj 'v==[]'
+expect_code 2 "17 characters without spaces: a usage error" "$CAIRN" search --json "${cjk16}库"
+check "... naming the cap" grep -q 'limit of 16 words' <<<"$ERR"
 q1024="zygote$(printf '%1018s' '')"
 search "$q1024"
 check "a query of 1024 bytes: searched" test "$OUT" = "$ONCE"

@@ -53,6 +53,7 @@ pyj() {
 	python3 -c 'import json,sys
 A=[a.encode("utf-8","surrogateescape").decode("utf-8","replace") for a in sys.argv[3:]]
 v=json.load(open(sys.argv[1], encoding="utf-8"))
+if isinstance(v,dict) and "hits" in v: v=v["hits"] # search --json
 def S(i): return [s for s in v if s.get("id", s.get("session"))==i][0]
 sys.exit(0 if eval(sys.argv[2]) else 1)' "$T/out" "$expr" "$@"
 }

@@ -115,7 +115,7 @@ static void expect_hits(struct fx *f, const char *q, size_t n)
 	struct cat_hit *h;
 	size_t got;
 	struct cerr err;
-	if (catalog_search(f->cat, q, 0, false, &h, &got, &err) < 0)
+	if (catalog_search(f->cat, q, 0, false, &h, &got, NULL, &err) < 0)
 		fail_msg("search '%s': %s", q, err.msg);
 	cat_hits_free(h, got);
 	if (got != n)
@@ -325,7 +325,7 @@ static int writer(const char *root, const char *id, int rounds)
 		if (!bad && (catalog_project_batch(c, id, first, clock_unix_ms(), evs, 2, &wm, &ver, &e) < 0 ||
 			     catalog_set_status(c, id, i % 2 ? "running" : NULL, &e) < 0 ||
 			     catalog_list(c, true, false, NULL, 0, &v, &nv, &e) < 0 ||
-			     catalog_search(c, text, 0, false, &h, &nh, &e) < 0))
+			     catalog_search(c, text, 0, false, &h, &nh, NULL, &e) < 0))
 			bad++, fprintf(stderr, "%s: round %d: %s (class %d)\n", id, i, e.msg, e.cls);
 		else if (!bad && (ver != first + 2 || nv < 1 || nv > 2 || nh != 1))
 			bad++, fprintf(stderr, "%s: round %d: version %llu, %zu sessions, %zu hits\n", id, i,

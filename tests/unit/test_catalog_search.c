@@ -47,7 +47,7 @@ static struct hits search(struct fx *f, const char *q, size_t limit, bool with_d
 {
 	struct hits r = {NULL, 99};
 	struct cerr err;
-	if (catalog_search(f->cat, q, limit, with_deleted, &r.h, &r.n, &err) < 0)
+	if (catalog_search(f->cat, q, limit, with_deleted, &r.h, &r.n, NULL, &err) < 0)
 		fail_msg("search '%s': %s (class %d)", q, err.msg, err.cls);
 	for (size_t i = 0; i < r.n; i++) {
 		assert_non_null(r.h[i].session);
@@ -196,7 +196,7 @@ static void test_empty_query_usage(void **state)
 		struct cat_hit *h = (struct cat_hit *)1;
 		size_t n = 7;
 		struct cerr err;
-		assert_int_equal(catalog_search(f->cat, blank[i], 0, false, &h, &n, &err), -1);
+		assert_int_equal(catalog_search(f->cat, blank[i], 0, false, &h, &n, NULL, &err), -1);
 		assert_int_equal(err.cls, CERR_USAGE);
 		assert_null(h);
 		assert_int_equal(n, 0);
@@ -221,7 +221,7 @@ static void expect_refused(struct fx *f, const char *q, const char *what)
 	struct cat_hit *h = NULL;
 	size_t n = 0;
 	struct cerr err = {0};
-	if (catalog_search(f->cat, q, 0, false, &h, &n, &err) == 0) {
+	if (catalog_search(f->cat, q, 0, false, &h, &n, NULL, &err) == 0) {
 		cat_hits_free(h, n);
 		fail_msg("search of %zu bytes accepted; want a usage error naming '%s'", strlen(q), what);
 	}
@@ -280,9 +280,9 @@ static void test_query_caps(void **state)
 	buf_adds(&b, "fox");
 	for (int i = 1; i < CATALOG_QUERY_MAX_WORDS; i++)
 		buf_printf(&b, " w%d", i);
-	expect(f, b.p, ""); /* 64 words: searched (no document has them all) */
+	expect(f, b.p, ""); /* 16 words: searched (no document has them all) */
 	buf_adds(&b, " one-more");
-	expect_refused(f, b.p, "limit of 64 words");
+	expect_refused(f, b.p, "limit of 16 words");
 
 	/* A phrase counts its words. */
 	buf_reset(&b);
@@ -296,7 +296,7 @@ static void test_query_caps(void **state)
 	for (int i = 2; i <= CATALOG_QUERY_MAX_WORDS; i++)
 		buf_printf(&b, " p%d", i);
 	buf_adds(&b, "\"");
-	expect_refused(f, b.p, "limit of 64 words");
+	expect_refused(f, b.p, "limit of 16 words");
 
 	/* Text without spaces counts each character (the tokenizer expands
 	 * it into character pairs). */
@@ -308,7 +308,7 @@ static void test_query_caps(void **state)
 	expect(f, b.p, "");
 	expect(f, "\xE6\x95\xB0\xE6\x8D\xAE\xE5\xBA\x93", "c1/t/user");
 	buf_adds(&b, "\xE5\xBA\x93");
-	expect_refused(f, b.p, "limit of 64 words");
+	expect_refused(f, b.p, "limit of 16 words");
 	buf_release(&b);
 }
 
