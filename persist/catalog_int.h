@@ -129,9 +129,8 @@ struct cat_rank_est {
 /* The statistics of the word index for q (catalog_rank.c): the rows
  * holding each phrase, counted among the newest CAT_RANK_SAMPLE rows and
  * scaled to the index (exact when it has no more rows than that), and the
- * cost of reading one row of a span, from the same sample (each phrase
- * reads about its rarest token's entries for each of its tokens). The
- * caller frees est->stats. */
+ * cost of reading one row of a span (index entries), from the same
+ * sample. The caller frees est->stats. */
 int cat_rank_stats(struct catalog *c, const struct cat_query *q, struct cat_rank_est *est,
 		   struct cerr *err);
 /* Does s[0..n) hold a character of a script written without spaces? */

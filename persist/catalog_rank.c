@@ -165,10 +165,14 @@ int cat_rank_stats(struct catalog *c, const struct cat_query *q, struct cat_rank
 		if (q->ntok[i] == 1)
 			word[q->toks[q->first[i]]] = (double)k;
 	}
-	/* A phrase's cost per row of a span: FTS5 steps through the entries
-	 * of its tokens together, so about its rarest token's share of rows
-	 * for each token (a word in no sampled row still costs a little). */
-	double cost = 0;
+	/* The cost of a row of a span. A phrase of several tokens steps
+	 * through the entries of all of them together, checking positions:
+	 * about its rarest token's share of rows for each token. The
+	 * one-word terms are an AND that seeks each word to the next row of
+	 * the rarest: that share for each word. A word in no sampled row
+	 * still costs a little. */
+	double cost = 0, floor = 1.0 / CAT_RANK_SAMPLE, single = 1.0;
+	size_t singles = 0;
 	for (size_t i = 0; i < q->n && ret == 0; i++) {
 		double rarest = 1.0;
 		for (size_t t = 0; t < q->ntok[i] && ret == 0; t++) {
@@ -179,9 +183,14 @@ int cat_rank_stats(struct catalog *c, const struct cat_query *q, struct cat_rank
 			double d = sample > 0 ? word[w] / sample : 1.0;
 			rarest = d < rarest ? d : rarest;
 		}
-		double floor = 1.0 / CAT_RANK_SAMPLE;
-		cost += (double)q->ntok[i] * (rarest > floor ? rarest : floor);
+		if (q->ntok[i] == 1) {
+			singles++;
+			single = rarest < single ? rarest : single;
+		} else {
+			cost += (double)q->ntok[i] * (rarest > floor ? rarest : floor);
+		}
 	}
+	cost += (double)singles * (single > floor ? single : floor);
 	free(word);
 	if (ret == 0) {
 		est->stats = buf_detach(&b, NULL);
