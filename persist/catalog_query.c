@@ -279,7 +279,7 @@ static int open_hits(struct catalog *c, const struct buf *match, size_t limit, b
 	return ret;
 }
 
-#define SEARCH_SPAN 8192 /* rowids of the first span window_start reads */
+#define SEARCH_SPAN 8192 /* rowids of the first span word_hits reads */
 
 /* The snippets of the hits shown (v[0..n)), made in one more read of the
  * rows between the oldest and the newest of them, for those rows only:
