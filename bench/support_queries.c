@@ -60,11 +60,11 @@ static void time_one(const char *what, const char *q,
 	free(cpu);
 }
 
-/* A row's name with a count of the cap in it (static storage). */
-static const char *named(const char *fmt, int n)
+/* "search: <n> <what>" (static storage). */
+static const char *named(int n, const char *what)
 {
 	static char name[80];
-	snprintf(name, sizeof name, fmt, n);
+	snprintf(name, sizeof name, "search: %d %s", n, what);
 	return name;
 }
 
@@ -76,13 +76,13 @@ void bench_search_worst(double (*run)(const char *query, void *ctx, double *cpu_
 	struct buf q = BUF_INIT;
 	for (size_t i = 0; i < CATALOG_QUERY_MAX_WORDS; i++)
 		buf_printf(&q, "%s%s", i ? " " : "", plain_word(i));
-	time_one(named("search: %d common words", CATALOG_QUERY_MAX_WORDS), q.p, run, ctx, runs, limit_ms);
+	time_one(named(CATALOG_QUERY_MAX_WORDS, "common words"), q.p, run, ctx, runs, limit_ms);
 
 	buf_reset(&q);
 	for (size_t i = 0; i < CATALOG_QUERY_MAX_WORDS - 1; i++)
 		buf_printf(&q, "%s ", plain_word(i));
 	buf_adds(&q, RARE_TERM);
-	time_one(named("search: %d common words + a rare one", CATALOG_QUERY_MAX_WORDS - 1), q.p, run, ctx, runs, limit_ms);
+	time_one(named(CATALOG_QUERY_MAX_WORDS - 1, "common words + a rare one"), q.p, run, ctx, runs, limit_ms);
 
 	buf_reset(&q);
 	for (size_t i = 0; i < CATALOG_QUERY_MAX_WORDS; i++) {
@@ -93,12 +93,12 @@ void bench_search_worst(double (*run)(const char *query, void *ctx, double *cpu_
 		else /* rarer still: in no document */
 			buf_printf(&q, "%s%zu ", bench_rare_words[i % BENCH_N_RARE_WORDS], i);
 	}
-	time_one(named("search: %d rare words", CATALOG_QUERY_MAX_WORDS), q.p, run, ctx, runs, limit_ms);
+	time_one(named(CATALOG_QUERY_MAX_WORDS, "rare words"), q.p, run, ctx, runs, limit_ms);
 
 	buf_reset(&q);
 	for (size_t i = 0; i < CATALOG_QUERY_MAX_WORDS; i++)
 		buf_printf(&q, "zq%zuxv ", i);
-	time_one(named("search: %d words that match nothing", CATALOG_QUERY_MAX_WORDS), q.p, run, ctx, runs, limit_ms);
+	time_one(named(CATALOG_QUERY_MAX_WORDS, "words that match nothing"), q.p, run, ctx, runs, limit_ms);
 
 	/* characters without spaces: a character pair for each but the last, and a character. */
 	buf_reset(&q);
@@ -108,12 +108,12 @@ void bench_search_worst(double (*run)(const char *query, void *ctx, double *cpu_
 		for (const char *p = w; *p && chars < CATALOG_QUERY_MAX_WORDS; p += 3, chars++)
 			buf_add(&q, p, 3); /* these are all 3-byte characters */
 	}
-	time_one(named("search: %d CJK characters in one run", CATALOG_QUERY_MAX_WORDS), q.p, run, ctx, runs, limit_ms);
+	time_one(named(CATALOG_QUERY_MAX_WORDS, "CJK characters in one run"), q.p, run, ctx, runs, limit_ms);
 
 	buf_reset(&q);
 	for (size_t i = 0; i < CATALOG_QUERY_MAX_WORDS / 2; i++)
 		buf_printf(&q, "\"%s %s\" ", plain_word(i), plain_word((i * 7 + 1) % CATALOG_QUERY_MAX_WORDS));
-	time_one(named("search: %d phrases of 2 common words", CATALOG_QUERY_MAX_WORDS / 2), q.p, run, ctx, runs, limit_ms);
+	time_one(named(CATALOG_QUERY_MAX_WORDS / 2, "phrases of 2 common words"), q.p, run, ctx, runs, limit_ms);
 
 	buf_reset(&q);
 	buf_printf(&q, "\"%s %s\" \"%s %s\"", plain_word(0), plain_word(1), plain_word(1),
