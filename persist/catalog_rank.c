@@ -8,14 +8,16 @@
  * words, seconds for a query of many. cat_rank_stats counts them among
  * the newest CAT_RANK_SAMPLE rows only (a rowid range FTS5 seeks to) and
  * scales the count to the index; the row and token totals come from the
- * index's own record of them. Both indexes are then ranked with
+ * index's own record of them (or, when that does not parse, a count and
+ * the sample). The same sample estimates what reading a row of the index
+ * costs the query (the search's work budget). Both indexes are then
+ * ranked with
  *
  *   cairn_rank(fts, S)   bm25 of the current row with the statistics S
- *                        ("rows tokens n1 n2 ..."), lower ranks first: for
- *                        the word index as its rank function (rank MATCH),
- *                        so FTS5 still orders the hits itself; for the
- *                        small in-memory index of open turns (see
- *                        docs/catalog.md) as a column, so both kinds of hit
+ *                        ("rows tokens n1 n2 ..."), lower ranks first, as
+ *                        a column: of the word index's matches as a span
+ *                        is read, and of the small in-memory index of open
+ *                        turns (see docs/catalog.md), so both kinds of hit
  *                        are on one scale.
  *
  * An index of at most CAT_RANK_SAMPLE rows is counted whole: the ranks are
@@ -83,6 +85,8 @@ static int index_totals(struct catalog *c, int64_t span, int64_t *rows, int64_t 
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, "search");
 }
 
+/* The first column of sql's first row; arg is bound to ?1 (ignored
+ * without one). */
 static int one_int(struct catalog *c, const char *sql, int64_t arg, int64_t *out, struct cerr *err)
 {
 	sqlite3_stmt *st = cat_prepare(c, sql, err);
@@ -117,12 +121,12 @@ int cat_rank_stats(struct catalog *c, const struct cat_query *q, struct cat_rank
 	memset(est, 0, sizeof *est);
 	int64_t rows, tokens, lo, hi;
 	bool ok;
-	if (one_int(c, "SELECT min(rowid) FROM fts_words_docsize WHERE ?1", 1, &lo, err) < 0 ||
-	    one_int(c, "SELECT max(rowid) FROM fts_words_docsize WHERE ?1", 1, &hi, err) < 0 ||
+	if (one_int(c, "SELECT min(rowid) FROM fts_words_docsize", 0, &lo, err) < 0 ||
+	    one_int(c, "SELECT max(rowid) FROM fts_words_docsize", 0, &hi, err) < 0 ||
 	    index_totals(c, hi - lo + 1, &rows, &tokens, &ok, err) < 0)
 		return -1;
 	if (!ok) { /* count the rows; the tokens are sampled below */
-		if (one_int(c, "SELECT count(*) FROM fts_words_docsize WHERE ?1", 1, &rows, err) < 0)
+		if (one_int(c, "SELECT count(*) FROM fts_words_docsize", 0, &rows, err) < 0)
 			return -1;
 	}
 	/* The sample: the newest CAT_RANK_SAMPLE rows' share of the rowid

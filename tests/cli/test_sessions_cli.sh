@@ -318,4 +318,40 @@ check "... one line per hit: session, turn, role, snippet" \
 expect_code 0 "search (text) without hits" "$CAIRN" search nonexistentword
 check "... says so" grep -q "no matches" <<<"$OUT"
 
+# The work budget: in a root of its own, 21,000 messages each holding 15
+# of 16 words (message i lacks word i % 16), all 16 in the first and the
+# last. Reading a row of them costs about 15 index entries, so the 16
+# words stop after about 16,700 of the newest messages and say so; the
+# same words less one and a word only the first message has read it all.
+BUDGET_HOME="$T/budget"
+python3 - "$T/budget.jsonl" <<'PY'
+import json, sys
+w = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa".split()
+with open(sys.argv[1], "w") as f:
+    for i in range(21000):
+        t = " ".join(x for k, x in enumerate(w) if i in (0, 20999) or k != i % 16)
+        if i == 0:
+            t += " zanzibar"
+        for e in ({"type": "turn/start", "turn": "t%d" % i},
+                  {"type": "user/message", "turn": "t%d" % i, "data": {"text": t}},
+                  {"type": "turn/end", "turn": "t%d" % i, "data": {"outcome": "completed"}}):
+            f.write(json.dumps(e) + "\n")
+PY
+expect_code 0 "21,000 messages in one append" env CAIRN_HOME="$BUDGET_HOME" "$CAIRN" log append --new --no-cwd <"$T/budget.jsonl"
+BUDGET_WORDS="alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar"
+expect_code 0 "search past the budget (text)" env CAIRN_HOME="$BUDGET_HOME" "$CAIRN" search $BUDGET_WORDS papa
+check "... the newest match, then how far it searched" \
+	bash -c '[ "$(wc -l <<<"$1")" -eq 2 ] && grep -Eq "^[0-9A-Z]{26} t20999 user: " <<<"$1" && grep -Eq "^searched the newest 1[5-7][0-9]{3} of 21000 messages; fewer or rarer words search further$" <<<"$1"' _ "$OUT"
+expect_code 0 "search past the budget (--json)" env CAIRN_HOME="$BUDGET_HOME" "$CAIRN" search --json $BUDGET_WORDS papa
+check "... partial, with how far it searched" \
+	pyj 'top["partial"] is True and 15000 < top["searched"] < 18000 and top["messages"]==21000 and [h["turn"] for h in v]==["t20999"]'
+FIRST=$OUT
+expect_code 0 "... again" env CAIRN_HOME="$BUDGET_HOME" "$CAIRN" search --json $BUDGET_WORDS papa
+check "... the same answer (a count of work, not a clock)" test "$OUT" = "$FIRST"
+expect_code 0 "with a rare word instead of one common one" env CAIRN_HOME="$BUDGET_HOME" "$CAIRN" search --json $BUDGET_WORDS zanzibar
+check "... the whole index is read: the oldest message, not partial" \
+	pyj 'top["partial"] is False and top["searched"]==21000 and [h["turn"] for h in v]==["t0"]'
+expect_code 0 "... and in text, no note" env CAIRN_HOME="$BUDGET_HOME" "$CAIRN" search $BUDGET_WORDS zanzibar
+check "... one line" bash -c '[ "$(wc -l <<<"$1")" -eq 1 ] && grep -q " t0 user: " <<<"$1"' _ "$OUT"
+
 finish
