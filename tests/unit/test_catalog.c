@@ -593,7 +593,7 @@ static void test_open_memory(void **state)
 	assert_string_equal(v[1].title, "First");
 	cat_sessions_free(v, n);
 	struct cat_hit *h;
-	assert_int_equal(catalog_search(m, "memory", 0, false, &h, &n, &err), 0);
+	assert_int_equal(catalog_search(m, "memory", 0, false, &h, &n, NULL, &err), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(h[0].session, "s1");
 	cat_hits_free(h, n);
