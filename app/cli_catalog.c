@@ -49,8 +49,8 @@ void cli_watermark(struct store *st, const char *id, struct scan_opts *o)
 	int r = catalog_open_ro(st, &cat, &err);
 	if (r == 0) {
 		r = catalog_get_watermark(cat, id, &wm, &err);
-		if (r == 0 && wm.known)
-			*o = (struct scan_opts){true, wm.len, wm.next_seq, wm.dev, wm.ino};
+		if (r == 0)
+			*o = catalog_scan_opts(&wm);
 		catalog_close(cat);
 	}
 	/* No catalog holds no watermark; one that cannot be read (its WAL
@@ -68,7 +68,7 @@ void cli_note_durable(struct store *st, const char *id, struct log_revision dur)
 		return;
 	struct catalog *cat = NULL;
 	struct cerr err;
-	struct cat_watermark wm = {dur.len > 0, dur.len, dur.next_seq, dur.dev, dur.ino, dur.ctime_ns};
+	struct cat_watermark wm = catalog_watermark_of(dur);
 	if (catalog_open(st, &cat, &err) < 0 || catalog_sync(cat, st, NULL, &err) < 0 ||
 	    (wm.known && catalog_set_watermark(cat, id, &wm, &err) < 0))
 		cli_printf(stderr, "cairn: warning: the log is durable, but the catalog was not updated: %s\n",

@@ -86,10 +86,10 @@ static void verify(struct report *r, struct store *st, struct catalog *cat,
 			problem(r, e->ref.id, err.cls, err.msg);
 		return;
 	}
-	struct cat_watermark wm;
-	struct scan_opts o = {0};
-	if (cat && catalog_get_watermark(cat, e->ref.id, &wm, &err) == 0 && wm.known)
-		o = (struct scan_opts){true, wm.len, wm.next_seq, wm.dev, wm.ino};
+	struct cat_watermark wm = {0};
+	if (cat && catalog_get_watermark(cat, e->ref.id, &wm, &err) < 0)
+		wm.known = false;
+	struct scan_opts o = catalog_scan_opts(&wm);
 	struct scan *s;
 	if (scan_fd_opts(fd, &o, &s, &err) < 0) {
 		fs_close_quiet(fd);
@@ -305,43 +305,44 @@ static void drop_index(struct store *st)
 	fsops->unlinkat(store_root_fd(st), CATALOG_FILE, 0);
 }
 
-/* Watermarks are not in the logs: keep them across a rebuild. */
-struct saved_wm {
-	char *id;
-	struct cat_watermark wm;
-};
-
-static int reindex(struct catalog *cat, struct store *st, const struct store_entry *ents, size_t n,
-		   size_t *projected, struct cerr *err)
+/* Rebuild the projection from the logs. The watermarks are not in the
+ * logs: they stay in their own table (catalog_clear keeps them), so each
+ * log is read with its watermark from the first pass, and a rebuild
+ * killed at any instant loses none. */
+static int reindex(struct catalog *cat, struct store *st, size_t *projected, struct cerr *err)
 {
-	struct saved_wm *saved = xcalloc(n ? n : 1, sizeof *saved);
-	size_t k = 0;
-	int ret = -1;
-	for (size_t i = 0; i < n; i++) {
-		struct cat_watermark wm;
-		struct cerr e;
-		if (catalog_get_watermark(cat, ents[i].ref.id, &wm, &e) == 0 && wm.known)
-			saved[k++] = (struct saved_wm){xstrdup(ents[i].ref.id), wm};
+	return catalog_clear(cat, err) < 0 ? -1 : catalog_sync(cat, st, projected, err);
+}
+
+/* A damaged index is not repaired in place: it is rebuilt from scratch,
+ * with the watermarks that can still be read from it (written back in
+ * one transaction before any log is read). */
+static int rebuild(struct catalog **cat, struct store *st, size_t *projected, struct cerr *err)
+{
+	char **ids = NULL;
+	struct cat_watermark *wms = NULL;
+	size_t n = 0;
+	struct cerr lost;
+	catalog_watermarks(*cat, &ids, &wms, &n, &lost);
+	catalog_close(*cat);
+	*cat = NULL;
+	drop_index(st);
+	int ret = catalog_open(st, cat, err);
+	if (ret == 0 && n > 0) {
+		ret = catalog_begin(*cat, err);
+		for (size_t i = 0; i < n && ret == 0; i++)
+			ret = catalog_set_watermark(*cat, ids[i], &wms[i], err);
+		if (ret == 0)
+			ret = catalog_commit(*cat, err);
+		else
+			catalog_rollback(*cat);
 	}
-	if (catalog_begin(cat, err) < 0)
-		goto out;
-	if (catalog_clear(cat, err) < 0 || catalog_commit(cat, err) < 0)
-		goto out;
-	if (catalog_sync(cat, st, projected, err) < 0)
-		goto out;
-	for (size_t i = 0; i < k; i++) {
-		struct cerr e;
-		catalog_set_watermark(cat, saved[i].id, &saved[i].wm, &e);
-	}
-	/* Read those logs once more, now with their watermarks: damage below
-	 * one is corruption, which the first pass could not tell. */
-	if (k && (catalog_reread_watermarked(cat, err) < 0 || catalog_sync(cat, st, NULL, err) < 0))
-		goto out;
-	ret = 0;
-out:
-	for (size_t i = 0; i < k; i++)
-		free(saved[i].id);
-	free(saved);
+	if (ret == 0)
+		ret = reindex(*cat, st, projected, err);
+	for (size_t i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+	free(wms);
 	return ret;
 }
 
@@ -408,7 +409,7 @@ int cmd_doctor(struct cli *c, int argc, char **argv)
 	free(seen);
 	find_leftovers(&r, st, fix);
 	if (cat) {
-		if (re && reindex(cat, st, ents, n, &projected, &err) < 0)
+		if (re && reindex(cat, st, &projected, &err) < 0)
 			problem(&r, NULL, err.cls, err.msg);
 		else if (!re && !catalog_readonly(cat) && catalog_sync(cat, st, NULL, &err) < 0)
 			behind(&r, &err);
@@ -418,14 +419,9 @@ int cmd_doctor(struct cli *c, int argc, char **argv)
 			problem(&r, NULL, CERR_CORRUPT, integrity);
 		if (re && !integrity_ok) {
 			note(&r, "index", "rebuilt", integrity ? integrity : "integrity check failed");
-			/* A damaged index is not repaired in place: rebuilt. */
-			catalog_close(cat);
-			cat = NULL;
-			drop_index(st);
 			free(integrity);
 			integrity = NULL;
-			if (catalog_open(st, &cat, &err) < 0 ||
-			    reindex(cat, st, ents, n, &projected, &err) < 0 ||
+			if (rebuild(&cat, st, &projected, &err) < 0 ||
 			    catalog_integrity(cat, &integrity_ok, &integrity, &err) < 0)
 				problem(&r, NULL, err.cls, err.msg);
 		}

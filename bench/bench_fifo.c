@@ -489,11 +489,15 @@ static const char *const save_sql[] = {
 	"SELECT id, project_key, cwd, COALESCE(title, auto_title), last_prompt, provider, model,"
 	" COALESCE(status_override, proj_status), error, forked_from, forked_turn, created_at,"
 	" updated_at, COALESCE(deleted_at, 0), turns, pinned, title IS NOT NULL,"
-	" COALESCE(wm_len, 0), COALESCE(wm_seq, 0), content_version FROM sessions WHERE id = ?1",
+	" COALESCE((SELECT len FROM watermarks WHERE session = id), 0),"
+	" COALESCE((SELECT seq FROM watermarks WHERE session = id), 0), content_version"
+	" FROM sessions WHERE id = ?1",
 	"SELECT id, project_key, cwd, COALESCE(title, auto_title), last_prompt, provider, model,"
 	" COALESCE(status_override, proj_status), error, forked_from, forked_turn, created_at,"
 	" updated_at, COALESCE(deleted_at, 0), turns, pinned, title IS NOT NULL,"
-	" COALESCE(wm_len, 0), COALESCE(wm_seq, 0), content_version FROM sessions WHERE id = ?1",
+	" COALESCE((SELECT len FROM watermarks WHERE session = id), 0),"
+	" COALESCE((SELECT seq FROM watermarks WHERE session = id), 0), content_version"
+	" FROM sessions WHERE id = ?1",
 	/* row_load */
 	"SELECT project_key, cwd, auto_title, title, created_at, updated_at, turns, last_prompt,"
 	" provider, model, pinned, deleted_at, proj_status, error, open_turns, forked_from,"
@@ -516,8 +520,9 @@ static const char *const save_sql[] = {
 	" ON CONFLICT(session, turn, role) DO UPDATE SET body = body || ?5 || ?4,"
 	" indexed = ?6",
 	/* write_watermark */
-	"UPDATE sessions SET wm_len = ?2, wm_seq = ?3, wm_dev = ?4, wm_ino = ?5 WHERE id = ?1"
-	" AND (wm_len IS NULL OR wm_dev IS NOT ?4 OR wm_ino IS NOT ?5 OR wm_len <= ?2)",
+	"INSERT INTO watermarks (session, len, seq, head) VALUES (?1, ?2, ?3, ?4)"
+	" ON CONFLICT(session) DO UPDATE SET len = ?2, seq = ?3, head = ?4"
+	" WHERE head IS NOT ?4 OR len <= ?2",
 	/* catalog_set_status */
 	"UPDATE sessions SET status_override = ?2 WHERE id = ?1",
 };
@@ -628,8 +633,7 @@ static void inline_save(struct inline_ctx *x)
 	}
 	t[5] = clock_mono_ns();
 	struct log_revision d = log_durable(x->lg);
-	struct cat_watermark wm = {.known = d.len > 0, .len = d.len, .next_seq = d.next_seq,
-				   .dev = d.dev, .ino = d.ino, .ctime_ns = d.ctime_ns};
+	struct cat_watermark wm = catalog_watermark_of(d);
 	if (catalog_project_batch(cat, s->id, s->seq, log_batch_time(x->lg), ev, nev, &wm, &version,
 				  &e) < 0)
 		die_err("project", &e);

@@ -35,6 +35,17 @@
 	"  INSERT INTO fts_words(rowid, body) SELECT new.docid, new.body WHERE new.indexed;" \
 	"END;"
 
+/* Durable watermarks are not derived from the logs: they live apart from
+ * the projection, which a reindex clears and rebuilds, and are keyed by
+ * the session id and the digest of its log's header frame (head). */
+#define WATERMARKS_SQL \
+	"CREATE TABLE watermarks (" \
+	"  session TEXT PRIMARY KEY," \
+	"  len INTEGER NOT NULL," \
+	"  seq INTEGER NOT NULL," \
+	"  head BLOB NOT NULL" \
+	");"
+
 static const char schema_sql[] =
 	"CREATE TABLE sessions ("
 	"  id TEXT PRIMARY KEY,"
@@ -57,8 +68,7 @@ static const char schema_sql[] =
 	"  forked_from TEXT,"
 	"  forked_turn TEXT,"
 	"  content_version INTEGER NOT NULL DEFAULT 0," /* = projected next seq */
-	"  proj_dev INTEGER, proj_ino INTEGER, proj_len INTEGER, proj_ctime INTEGER,"
-	"  wm_len INTEGER, wm_seq INTEGER, wm_dev INTEGER, wm_ino INTEGER"
+	"  proj_dev INTEGER, proj_ino INTEGER, proj_len INTEGER, proj_ctime INTEGER"
 	");"
 	"CREATE INDEX sessions_order ON sessions(pinned DESC, updated_at DESC, id DESC);"
 	"CREATE TABLE docs ("
@@ -80,7 +90,8 @@ static const char schema_sql[] =
 	"  turn TEXT NOT NULL,"
 	"  state TEXT NOT NULL"
 	");"
-	"CREATE INDEX claims_session ON claims(session, turn);";
+	"CREATE INDEX claims_session ON claims(session, turn);"
+	WATERMARKS_SQL;
 
 /* Schema 3 to 4: the listing's order index also holds the tie-break, so a
  * listing walks it without sorting. Nothing else changed. */
@@ -96,10 +107,20 @@ static const char migrate_4_sql[] =
 	"DROP TRIGGER docs_ai; DROP TRIGGER docs_ad; DROP TRIGGER docs_au;"
 	DOCS_TRIGGERS;
 
+/* Schema 5 to 6: watermarks move to their own table (cat_migrate_5
+ * copies those still true of their file, keyed by head), out of the rows
+ * a reindex clears. */
+static const char migrate_5_sql[] =
+	WATERMARKS_SQL;
+static const char migrate_5_drop_sql[] =
+	"ALTER TABLE sessions DROP COLUMN wm_len; ALTER TABLE sessions DROP COLUMN wm_seq;"
+	"ALTER TABLE sessions DROP COLUMN wm_dev; ALTER TABLE sessions DROP COLUMN wm_ino;";
+
 static const char drop_sql[] =
 	"DROP TRIGGER IF EXISTS docs_ai; DROP TRIGGER IF EXISTS docs_ad; DROP TRIGGER IF EXISTS docs_au;"
 	"DROP TABLE IF EXISTS fts_words; DROP TABLE IF EXISTS fts_tri; DROP TABLE IF EXISTS docs;"
-	"DROP TABLE IF EXISTS claims; DROP TABLE IF EXISTS sessions;";
+	"DROP TABLE IF EXISTS claims; DROP TABLE IF EXISTS sessions;"
+	"DROP TABLE IF EXISTS watermarks;";
 
 int cat_create_schema(struct catalog *c, struct cerr *err)
 {
@@ -271,14 +292,18 @@ int catalog_open(struct store *st, struct catalog **out, struct cerr *err)
 		q = cat_prepare(c, "PRAGMA user_version", err);
 		version = q && sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int(q, 0) : -1;
 		cat_done(c, q);
-		/* Schema 3 lacks an index, 4 the mark of open turns' text.
-		 * Older ones are dropped, not migrated: everything in them is
-		 * derived from the logs, and the next sync projects them again
-		 * (their watermarks are lost, which only makes them lag). */
+		/* Schema 3 lacks an index, 4 the mark of open turns' text, 5
+		 * the watermarks' own table. Older ones are dropped, not
+		 * migrated: everything in them is derived from the logs, and
+		 * the next sync projects them again (their watermarks are
+		 * lost, which only makes them lag until a writer heals them). */
 		int r = 0;
-		if (version == 3 || version == 4)
+		if (version >= 3 && version <= 5)
 			r = (version == 3 && cat_exec(c, migrate_3_sql, err) < 0) ||
-					    cat_exec(c, migrate_4_sql, err) < 0 ? -1 : 0;
+					    (version <= 4 && cat_exec(c, migrate_4_sql, err) < 0) ||
+					    cat_exec(c, migrate_5_sql, err) < 0 ||
+					    cat_migrate_5(c, err) < 0 ||
+					    cat_exec(c, migrate_5_drop_sql, err) < 0 ? -1 : 0;
 		else if (version >= 0 && version < CATALOG_SCHEMA)
 			r = (version > 0 && cat_exec(c, drop_sql, err) < 0) ||
 					    cat_exec(c, schema_sql, err) < 0 ? -1 : 0;
@@ -891,6 +916,7 @@ int catalog_forget(struct catalog *c, const char *id, struct cerr *err)
 
 static int do_clear(struct catalog *c, void *arg, struct cerr *err)
 {
+	/* Not the watermarks: they are not in the logs. */
 	return cat_exec(c, "DELETE FROM docs; DELETE FROM claims; DELETE FROM sessions;", err);
 }
 

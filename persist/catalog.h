@@ -22,8 +22,8 @@
 #include "persist/store.h"
 
 #define CATALOG_FILE "index.db"
-#define CATALOG_SCHEMA 5     /* PRAGMA user_version; not the log format */
-#define CATALOG_SCHEMA_STR "5"
+#define CATALOG_SCHEMA 6     /* PRAGMA user_version; not the log format */
+#define CATALOG_SCHEMA_STR "6"
 #define CATALOG_TITLE_MAX 80 /* characters of a title derived from a prompt */
 #define CATALOG_PREVIEW_MAX 200
 #define CATALOG_SEARCH_LIMIT 50
@@ -61,10 +61,15 @@ struct cat_hit {
 	int64_t updated_at;
 };
 
-/* The durable watermark of one session's log file. */
+/* The durable watermark of one session's log: keyed by the session id and
+ * the digest of the log's header frame (head), so it survives a copy of
+ * the data root and no other log can take it (docs/catalog.md). dev, ino
+ * and ctime_ns name the file the projection matches; they are not part of
+ * the watermark. */
 struct cat_watermark {
 	bool known;
 	uint64_t len, next_seq;
+	uint8_t head[SHA256_LEN];
 	dev_t dev;
 	ino_t ino;
 	int64_t ctime_ns; /* the file's ctime at that point, when known (else 0) */
@@ -136,7 +141,8 @@ int catalog_project_scan(struct catalog *c, const struct session_ref *ref, const
 int catalog_project_batch(struct catalog *c, const char *id, uint64_t first_seq, int64_t batch_t,
 			  const struct log_event *evs, size_t n, const struct cat_watermark *wm,
 			  uint64_t *version, struct cerr *err);
-/* Record a newer durable watermark (never moves it backwards on one file). */
+/* Record a newer durable watermark (never moves it backwards on one log;
+ * a log with another head replaces it). */
 int catalog_set_watermark(struct catalog *c, const char *id, const struct cat_watermark *wm,
 			  struct cerr *err);
 /* After the log's sync: record the durable file (identity, length) the
@@ -148,6 +154,12 @@ int catalog_set_durable(struct catalog *c, const char *id, uint64_t version,
 /* content_version of id; *found false when the catalog has no row. */
 int catalog_get_version(struct catalog *c, const char *id, uint64_t *version, bool *found,
 			struct cerr *err);
+/* The scan options that read a log with watermark wm (none: NULL or
+ * unknown). */
+struct scan_opts catalog_scan_opts(const struct cat_watermark *wm);
+/* The watermark a log acknowledged as durable (log_durable; unknown when
+ * it acknowledged nothing). */
+struct cat_watermark catalog_watermark_of(struct log_revision d);
 /* The recorded watermark of id (wm->known false when none). */
 int catalog_get_watermark(struct catalog *c, const char *id, struct cat_watermark *wm,
 			  struct cerr *err);
@@ -158,11 +170,13 @@ int catalog_set_status(struct catalog *c, const char *id, const char *status, st
 int catalog_set_deleted(struct catalog *c, const char *id, int64_t deleted_at, struct cerr *err);
 /* Forget a session (purge). */
 int catalog_forget(struct catalog *c, const char *id, struct cerr *err);
-/* Remove every row (reindex). */
+/* Remove every row (reindex); the watermarks stay, in their own table,
+ * so a rebuild killed at any instant loses none. */
 int catalog_clear(struct catalog *c, struct cerr *err);
-/* Make the next catalog_sync read again every session that has a
- * watermark (after watermarks were restored, so damage below them shows). */
-int catalog_reread_watermarked(struct catalog *c, struct cerr *err);
+/* Every recorded watermark with its session id (ids[i] for wms[i]);
+ * caller frees each id, the arrays, with free(). */
+int catalog_watermarks(struct catalog *c, char ***ids, struct cat_watermark **wms, size_t *n,
+		       struct cerr *err);
 
 /* Bring the catalog in line with the session directories: project what is
  * new or changed on disk (by file identity and length), mark trashed ones,

@@ -1,29 +1,35 @@
 /* catalog_durable.c — what the catalog knows of the logs on disk: each
  * session's durable watermark (length and next seq acknowledged after an
- * fsync, with the file's identity), the file a projection matches, and the
+ * fsync, keyed by the log's head digest), the file a projection matches, and the
  * content version a writer checks before it writes. */
 #include "persist/catalog.h"
 #include "persist/catalog_int.h"
+#include "base/xalloc.h"
+#include "persist/fsops.h"
+#include "persist/safefs.h"
 
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int cat_write_watermark(struct catalog *c, const char *id, const struct cat_watermark *wm,
 			struct cerr *err)
 {
 	if (!wm || !wm->known)
 		return 0;
-	/* Never backwards on the same file; a new file (salvage, replaced
-	 * log) starts its own watermark. */
+	/* Never backwards on the same log; another log (salvage, replaced
+	 * file, a new log under the same id) starts its own watermark. */
 	sqlite3_stmt *st = cat_prepare(c,
-		"UPDATE sessions SET wm_len = ?2, wm_seq = ?3, wm_dev = ?4, wm_ino = ?5 WHERE id = ?1"
-		" AND (wm_len IS NULL OR wm_dev IS NOT ?4 OR wm_ino IS NOT ?5 OR wm_len <= ?2)", err);
+		"INSERT INTO watermarks (session, len, seq, head) VALUES (?1, ?2, ?3, ?4)"
+		" ON CONFLICT(session) DO UPDATE SET len = ?2, seq = ?3, head = ?4"
+		" WHERE head IS NOT ?4 OR len <= ?2", err);
 	if (!st)
 		return -1;
 	cat_bind_str(st, 1, id);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)wm->len);
 	sqlite3_bind_int64(st, 3, (sqlite3_int64)wm->next_seq);
-	sqlite3_bind_int64(st, 4, (sqlite3_int64)wm->dev);
-	sqlite3_bind_int64(st, 5, (sqlite3_int64)wm->ino);
+	sqlite3_bind_blob(st, 4, wm->head, SHA256_LEN, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
 	cat_done(c, st);
 	return rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, "store watermark");
@@ -37,22 +43,7 @@ struct wm_args {
 static int do_set_watermark(struct catalog *c, void *arg, struct cerr *err)
 {
 	struct wm_args *a = arg;
-	if (cat_write_watermark(c, a->id, a->wm, err) < 0)
-		return -1;
-	if (!a->wm || !a->wm->known || sqlite3_changes(c->db) > 0)
-		return 0;
-	/* Nothing changed: an older watermark is kept, or no such session. */
-	sqlite3_stmt *st = cat_prepare(c, "SELECT 1 FROM sessions WHERE id = ?1", err);
-	if (!st)
-		return -1;
-	cat_bind_str(st, 1, a->id);
-	int rc = sqlite3_step(st);
-	cat_done(c, st);
-	if (rc == SQLITE_ROW)
-		return 0;
-	if (rc == SQLITE_DONE)
-		return cerr_set(err, CERR_MISSING, 0, "catalog has no session '%s'", a->id);
-	return cat_fail(c, err, rc, "read session");
+	return cat_write_watermark(c, a->id, a->wm, err);
 }
 
 int catalog_set_watermark(struct catalog *c, const char *id, const struct cat_watermark *wm,
@@ -125,34 +116,132 @@ int catalog_get_version(struct catalog *c, const char *id, uint64_t *version, bo
 	return rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, "load session version");
 }
 
+void cat_read_watermark(sqlite3_stmt *st, int col, struct cat_watermark *wm)
+{
+	memset(wm, 0, sizeof *wm);
+	wm->known = sqlite3_column_type(st, col) != SQLITE_NULL &&
+		    sqlite3_column_bytes(st, col + 2) == SHA256_LEN;
+	if (!wm->known)
+		return;
+	wm->len = (uint64_t)sqlite3_column_int64(st, col);
+	wm->next_seq = (uint64_t)sqlite3_column_int64(st, col + 1);
+	memcpy(wm->head, sqlite3_column_blob(st, col + 2), SHA256_LEN);
+}
+
+struct scan_opts catalog_scan_opts(const struct cat_watermark *wm)
+{
+	struct scan_opts o = {0};
+	if (wm && wm->known) {
+		o = (struct scan_opts){true, wm->len, wm->next_seq, {0}};
+		memcpy(o.head, wm->head, SHA256_LEN);
+	}
+	return o;
+}
+
+struct cat_watermark catalog_watermark_of(struct log_revision d)
+{
+	struct cat_watermark wm = {d.len > 0, d.len, d.next_seq, {0}, d.dev, d.ino, d.ctime_ns};
+	memcpy(wm.head, d.head, SHA256_LEN);
+	return wm;
+}
+
 int catalog_get_watermark(struct catalog *c, const char *id, struct cat_watermark *wm,
 			  struct cerr *err)
 {
 	memset(wm, 0, sizeof *wm);
-	sqlite3_stmt *st = cat_prepare(c, "SELECT wm_len, wm_seq, wm_dev, wm_ino FROM sessions"
-					  " WHERE id = ?1 AND wm_len IS NOT NULL", err);
+	sqlite3_stmt *st = cat_prepare(c, "SELECT len, seq, head FROM watermarks WHERE session = ?1",
+				       err);
 	if (!st)
 		return -1;
 	cat_bind_str(st, 1, id);
 	int rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
-		wm->known = true;
-		wm->len = (uint64_t)sqlite3_column_int64(st, 0);
-		wm->next_seq = (uint64_t)sqlite3_column_int64(st, 1);
-		wm->dev = (dev_t)sqlite3_column_int64(st, 2);
-		wm->ino = (ino_t)sqlite3_column_int64(st, 3);
+		cat_read_watermark(st, 0, wm);
 		rc = SQLITE_DONE;
 	}
 	cat_done(c, st);
 	return rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, "load watermark");
 }
 
-static int do_reread_watermarked(struct catalog *c, void *arg, struct cerr *err)
+int catalog_watermarks(struct catalog *c, char ***ids, struct cat_watermark **wms, size_t *n,
+		       struct cerr *err)
 {
-	return cat_exec(c, "UPDATE sessions SET proj_len = -1 WHERE wm_len IS NOT NULL", err);
+	*ids = NULL;
+	*wms = NULL;
+	*n = 0;
+	sqlite3_stmt *st = cat_prepare(c, "SELECT session, len, seq, head FROM watermarks", err);
+	if (!st)
+		return -1;
+	size_t cap = 0;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 16;
+			*ids = xreallocarray(*ids, cap, sizeof **ids);
+			*wms = xreallocarray(*wms, cap, sizeof **wms);
+		}
+		(*ids)[*n] = cat_col_str(st, 0);
+		cat_read_watermark(st, 1, &(*wms)[*n]);
+		(*n)++;
+	}
+	cat_done(c, st);
+	if (rc == SQLITE_DONE)
+		return 0;
+	for (size_t i = 0; i < *n; i++)
+		free((*ids)[i]);
+	free(*ids), free(*wms);
+	*ids = NULL, *wms = NULL, *n = 0;
+	return cat_fail(c, err, rc, "load watermarks");
 }
 
-int catalog_reread_watermarked(struct catalog *c, struct cerr *err)
+/* The head digest of a session's log, if it is still the file (dev, ino)
+ * a schema-5 watermark was recorded for. */
+static bool legacy_head(int rootfd, const char *area, const char *key, const char *id,
+			dev_t dev, ino_t ino, uint8_t head[SHA256_LEN])
 {
-	return cat_in_tx(c, err, do_reread_watermarked, NULL);
+	struct cerr e;
+	bool found = false;
+	int areafd = safefs_opendir(rootfd, area, false, NULL, &e);
+	int keyfd = areafd < 0 ? -1 : safefs_opendir(areafd, key, false, NULL, &e);
+	int dirfd = keyfd < 0 ? -1 : safefs_opendir(keyfd, id, false, NULL, &e);
+	int fd = dirfd < 0 ? -1 : safefs_openfile(dirfd, LOG_FILE, O_RDONLY, &e);
+	struct stat sb;
+	if (fd >= 0 && fsops->fstat(fd, &sb) == 0 && sb.st_dev == dev && sb.st_ino == ino &&
+	    scan_head_fd(fd, head, &found, &e) < 0)
+		found = false;
+	fs_close_quiet(fd);
+	fs_close_quiet(dirfd);
+	fs_close_quiet(keyfd);
+	fs_close_quiet(areafd);
+	return found;
+}
+
+int cat_migrate_5(struct catalog *c, struct cerr *err)
+{
+	sqlite3_stmt *q = cat_prepare_once(c,
+		"SELECT id, project_key, deleted_at IS NOT NULL, wm_len, wm_seq, wm_dev, wm_ino"
+		" FROM sessions WHERE wm_len IS NOT NULL", err);
+	if (!q)
+		return -1;
+	int rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *id = (const char *)sqlite3_column_text(q, 0);
+		const char *key = (const char *)sqlite3_column_text(q, 1);
+		struct cat_watermark wm = {.known = true};
+		wm.len = (uint64_t)sqlite3_column_int64(q, 3);
+		wm.next_seq = (uint64_t)sqlite3_column_int64(q, 4);
+		/* A watermark whose file is gone or replaced applied to no
+		 * log: it is dropped (the next writer records a new one). */
+		if (!id || !key || !pathkey_valid_id(id) || !pathkey_valid_key(key) ||
+		    !legacy_head(c->rootfd, sqlite3_column_int(q, 2) ? STORE_TRASH : STORE_SESSIONS,
+				 key, id, (dev_t)sqlite3_column_int64(q, 5),
+				 (ino_t)sqlite3_column_int64(q, 6), wm.head))
+			continue;
+		if (cat_write_watermark(c, id, &wm, err) < 0) {
+			cat_done(c, q);
+			return -1;
+		}
+	}
+	cat_done(c, q);
+	return rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, "migrate watermarks");
 }

@@ -84,6 +84,14 @@ bool cat_shm_room(int rootfd);
 /* Register the tokenizer and ranking functions and set the pragmas every
  * connection needs, read-only ones too (catalog.c). */
 int cat_setup_connection(struct catalog *c, struct cerr *err);
+/* The watermark in columns col (len), col + 1 (seq), col + 2 (head) of a
+ * row; wm->known false when they are NULL. */
+void cat_read_watermark(sqlite3_stmt *st, int col, struct cat_watermark *wm);
+/* Schema 5 to 6 (catalog_durable.c): copy each watermark still true of
+ * its log file (same device and inode) into the watermarks table, keyed
+ * by the digest of that log's header frame. In the migration's
+ * transaction. */
+int cat_migrate_5(struct catalog *c, struct cerr *err);
 /* A statement for static SQL text, from the connection's cache (compiled
  * once: full-text triggers make compiling costly). Give it back with
  * cat_done. */

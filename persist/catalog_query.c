@@ -14,7 +14,8 @@
 	"id, project_key, cwd, COALESCE(title, auto_title), last_prompt, provider, model,"          \
 	" COALESCE(status_override, proj_status), error, forked_from, forked_turn, created_at,"     \
 	" updated_at, COALESCE(deleted_at, 0), turns, pinned, title IS NOT NULL,"                  \
-	" COALESCE(wm_len, 0), COALESCE(wm_seq, 0), content_version"
+	" COALESCE((SELECT len FROM watermarks WHERE session = id), 0),"                           \
+	" COALESCE((SELECT seq FROM watermarks WHERE session = id), 0), content_version"
 
 static void read_session(sqlite3_stmt *st, struct cat_session *s)
 {

@@ -17,11 +17,9 @@ static struct scan *read_entry(struct store *st, const struct store_entry *e,
 			       const struct cat_watermark *wm)
 {
 	struct scan *s = NULL;
-	struct scan_opts o = {0};
+	struct scan_opts o = catalog_scan_opts(wm);
 	struct cerr oe;
 	int ret = -1;
-	if (wm && wm->known)
-		o = (struct scan_opts){true, wm->len, wm->next_seq, wm->dev, wm->ino};
 	int fd = store_open_log(st, &e->ref, e->trash, &oe);
 	if (fd >= 0) {
 		ret = scan_fd_opts(fd, &o, &s, &oe);
@@ -87,8 +85,9 @@ int catalog_sync(struct catalog *c, struct store *st, size_t *changed, struct ce
 	 * copy of the ten thousand ids that did not change. */
 	qsort(ents, n, sizeof *ents, cmp_entry);
 	sqlite3_stmt *q = cat_prepare(c, "SELECT id, project_key, proj_dev, proj_ino, proj_len,"
-					 " deleted_at IS NOT NULL, wm_len, wm_seq, wm_dev, wm_ino,"
-					 " wm_len IS NOT NULL, proj_ctime FROM sessions ORDER BY id", err);
+					 " deleted_at IS NOT NULL, w.len, w.seq, w.head, proj_ctime"
+					 " FROM sessions LEFT JOIN watermarks w ON w.session = id"
+					 " ORDER BY id", err);
 	if (!q)
 		goto out;
 	int rc = sqlite3_step(q);
@@ -107,17 +106,13 @@ int catalog_sync(struct catalog *c, struct store *st, size_t *changed, struct ce
 		bool same = false;
 		if (cmp == 0) {
 			const char *key = (const char *)sqlite3_column_text(q, 1);
-			wm.known = sqlite3_column_int(q, 10) != 0;
-			wm.len = (uint64_t)sqlite3_column_int64(q, 6);
-			wm.next_seq = (uint64_t)sqlite3_column_int64(q, 7);
-			wm.dev = (dev_t)sqlite3_column_int64(q, 8);
-			wm.ino = (ino_t)sqlite3_column_int64(q, 9);
+			cat_read_watermark(q, 6, &wm);
 			/* Any rewrite of the file (even in place, same length)
 			 * changes its ctime. */
 			same = (uint64_t)sqlite3_column_int64(q, 2) == (uint64_t)e->dev &&
 			       (uint64_t)sqlite3_column_int64(q, 3) == (uint64_t)e->ino &&
 			       (uint64_t)sqlite3_column_int64(q, 4) == e->size &&
-			       sqlite3_column_int64(q, 11) == e->ctime_ns &&
+			       sqlite3_column_int64(q, 9) == e->ctime_ns &&
 			       (sqlite3_column_int(q, 5) != 0) == e->trash && key &&
 			       strcmp(key, e->ref.key) == 0;
 			rc = sqlite3_step(q);

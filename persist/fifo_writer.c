@@ -126,11 +126,9 @@ static int ensure_log(struct fifo *f, struct wsess *w, const struct fifo_item *i
 	if (w->lg)
 		return 0;
 	struct cat_watermark wm;
-	struct scan_opts o = {0};
 	if (catalog_get_watermark(f->cat, w->id, &wm, err) < 0)
 		return -1;
-	if (wm.known)
-		o = (struct scan_opts){true, wm.len, wm.next_seq, wm.dev, wm.ino};
+	struct scan_opts o = catalog_scan_opts(&wm);
 	if (log_open_opts(f->st, w->id, &o, &w->lg, err) == 0) {
 		trim_handles(f, w);
 		return 0;
@@ -145,8 +143,7 @@ static int ensure_log(struct fifo *f, struct wsess *w, const struct fifo_item *i
 
 static struct cat_watermark durable_wm(const struct log *lg)
 {
-	struct log_revision d = log_durable(lg);
-	return (struct cat_watermark){d.len > 0, d.len, d.next_seq, d.dev, d.ino, d.ctime_ns};
+	return catalog_watermark_of(log_durable(lg));
 }
 
 /* Project the session whole from its log read again (its row lags the

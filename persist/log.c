@@ -4,6 +4,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/json.h"
+#include "base/sha256.h"
 #include "base/ulid.h"
 #include "base/utf8.h"
 #include "base/xalloc.h"
@@ -54,6 +55,8 @@ struct log {
 	struct cursor cur;
 	struct scan *scan;
 	struct scan_opts wm;    /* durable watermark for every read */
+	bool head_known;        /* head: the digest of the log's frame 0 */
+	uint8_t head[SHA256_LEN];
 	int64_t batch_t;        /* the time given to the last batch's events */
 	uint64_t cut_bytes;
 	struct frame_codec *fc;
@@ -108,7 +111,8 @@ struct log_revision log_durable(const struct log *lg)
 {
 	struct log_revision r = {0};
 	if (lg->published && lg->synced_known && !lg->poisoned && lg->cur.valid &&
-	    lg->synced_len == lg->cur.len) {
+	    lg->synced_len == lg->cur.len && lg->head_known) {
+		memcpy(r.head, lg->head, SHA256_LEN);
 		r.dev = lg->cur.dev;
 		r.ino = lg->cur.ino;
 		r.len = lg->cur.len;
@@ -192,6 +196,8 @@ static int reread(struct log *lg, struct cerr *err)
 	snprintf(lg->id, sizeof lg->id, "%s", s->id);
 	lg->published = true;
 	lg->poisoned = false;
+	lg->head_known = s->head_known;
+	memcpy(lg->head, s->head, SHA256_LEN);
 	lg->cur = (struct cursor){true, s->dev, s->ino, s->file_len, s->next_seq};
 	if (s->status == SCAN_TORN)
 		lg->cur.len = s->good_len; /* appends go after the cut */
@@ -224,8 +230,36 @@ int log_open_path(const char *path, struct log **out, struct cerr *err)
 	return log_open_path_opts(path, NULL, out, err);
 }
 
-int log_open_opts(struct store *st, const char *id, const struct scan_opts *wm, struct log **out,
-		  struct cerr *err)
+/* Trust the watermark instead of reading: the file is exactly as long as
+ * it says and its frame 0 is the one it names. Then every byte is durable
+ * (acknowledged after a sync) and the cursor starts at its end. */
+static int start_at_watermark(struct log *lg, bool *started, struct cerr *err)
+{
+	*started = false;
+	lg->fd = safefs_openfile(lg->dirfd, lg->fname, O_RDWR, err);
+	if (lg->fd < 0) {
+		if (err->cls == CERR_MISSING)
+			cerr_set(err, CERR_MISSING, 0, "no log '%s'", lg->path);
+		return -1;
+	}
+	struct stat st;
+	bool found;
+	if (fsops->fstat(lg->fd, &st) < 0 || (uint64_t)st.st_size != lg->wm.wm_len ||
+	    scan_head_fd(lg->fd, lg->head, &found, err) < 0 || !found ||
+	    memcmp(lg->head, lg->wm.head, SHA256_LEN) != 0)
+		return 0;
+	snprintf(lg->id, sizeof lg->id, "%s", lg->ref.id);
+	lg->published = true;
+	lg->head_known = true;
+	lg->cur = (struct cursor){true, st.st_dev, st.st_ino, lg->wm.wm_len, lg->wm.wm_seq};
+	lg->synced_known = true;
+	lg->synced_len = lg->wm.wm_len;
+	*started = true;
+	return 0;
+}
+
+static int open_session(struct store *st, const char *id, const struct scan_opts *wm,
+			bool from_end, struct log **out, struct cerr *err)
 {
 	struct log *lg = log_alloc();
 	lg->st = st;
@@ -247,13 +281,45 @@ int log_open_opts(struct store *st, const char *id, const struct scan_opts *wm, 
 	if (store_open_session_dir(st, &lg->ref, false, &lg->keyfd, &lg->dirfd, err) < 0)
 		goto fail;
 	lg->lockfd = lock_take(lg->keyfd, lg->ref.id, lg->dirfd, err);
-	if (lg->lockfd < 0 || reread(lg, err) < 0)
+	if (lg->lockfd < 0)
+		goto fail;
+	bool started = false;
+	if (from_end && lg->wm.watermark && lg->wm.wm_len > 0 &&
+	    start_at_watermark(lg, &started, err) < 0)
+		goto fail;
+	if (!started && reread(lg, err) < 0)
 		goto fail;
 	*out = lg;
 	return 0;
 fail:
 	log_close(lg);
 	return -1;
+}
+
+int log_open_opts(struct store *st, const char *id, const struct scan_opts *wm, struct log **out,
+		  struct cerr *err)
+{
+	return open_session(st, id, wm, false, out, err);
+}
+
+int log_open_end(struct store *st, const char *id, const struct scan_opts *wm, struct log **out,
+		 struct cerr *err)
+{
+	return open_session(st, id, wm, true, out, err);
+}
+
+int log_settle(struct log *lg, struct cerr *err)
+{
+	const struct scan *s = lg->scan;
+	if (!lg->published || lg->pending || lg->syncing || lg->poisoned || !s ||
+	    s->status != SCAN_OK || !lg->cur.valid || lg->cur.len != s->file_len ||
+	    (lg->synced_known && lg->synced_len == lg->cur.len))
+		return 0;
+	if (fsops->fdatasync(lg->fd) < 0)
+		return cerr_set(err, CERR_IO, errno, "cannot sync '%s'", lg->path);
+	lg->synced_known = true;
+	lg->synced_len = lg->cur.len;
+	return 0;
 }
 
 int log_open_path_opts(const char *path, const struct scan_opts *wm, struct log **out,
@@ -462,7 +528,8 @@ static int lock_new_session(struct log *lg, struct cerr *err)
 
 /* First publication: header frame + batch frame written to a staging file,
  * synced, renamed into place without overwriting, directory synced. */
-static int publish(struct log *lg, const struct buf *frames, uint64_t next_seq, struct cerr *err)
+static int publish(struct log *lg, const struct buf *frames, size_t head_len, uint64_t next_seq,
+		   struct cerr *err)
 {
 	char staging[64];
 	unsigned char rnd[6];
@@ -501,6 +568,8 @@ static int publish(struct log *lg, const struct buf *frames, uint64_t next_seq, 
 		memset(&st, 0, sizeof st);
 	lg->fd = fd;
 	lg->published = true;
+	lg->head_known = true;
+	sha256(frames->p, head_len, lg->head);
 	lg->cur = (struct cursor){true, st.st_dev, st.st_ino, frames->len, next_seq};
 	lg->synced_known = true; /* the staging file was synced in full */
 	lg->synced_len = frames->len;
@@ -604,10 +673,12 @@ int log_write(struct log *lg, uint64_t expected, const struct log_event *evs, si
 				(unsigned long long)seq, (unsigned long long)expected);
 	struct buf content = BUF_INIT, frames = BUF_INIT;
 	int ret = -1;
+	size_t head_len = 0;
 	if (!lg->published) {
 		header_line(lg, &content);
 		if (frame_encode(lg->fc, content.p, content.len, &frames) < 0)
 			goto encode_failed;
+		head_len = frames.len;
 		buf_reset(&content);
 	}
 	int64_t now = clock_unix_ms();
@@ -618,7 +689,7 @@ int log_write(struct log *lg, uint64_t expected, const struct log_event *evs, si
 	if (!lg->published) {
 		/* First publication is durable by itself (staging file synced,
 		 * renamed, directory synced): nothing is left pending. */
-		ret = publish(lg, &frames, seq + n, err);
+		ret = publish(lg, &frames, head_len, seq + n, err);
 		if (ret == 0)
 			lg->batch_t = now;
 		goto out;

@@ -47,6 +47,7 @@ struct log_revision {
 	uint64_t len;
 	uint64_t next_seq;
 	int64_t ctime_ns; /* log_durable only: the file's ctime then (0: unknown) */
+	uint8_t head[SHA256_LEN]; /* log_durable only: the digest of frame 0 */
 };
 
 /* Start a new session under st (id NULL: a new ULID). extra (borrowed, may
@@ -67,6 +68,21 @@ int log_open_opts(struct store *st, const char *id, const struct scan_opts *wm, 
 		  struct cerr *err);
 int log_open_path_opts(const char *path, const struct scan_opts *wm, struct log **out,
 		       struct cerr *err);
+/* log_open_opts for an append that need not read the log: when the file
+ * is exactly what the watermark says (its length, its frame 0) the handle
+ * starts at its end without reading it (log_scan stays NULL until a
+ * re-read), as the persistence FIFO does with a log it holds; otherwise
+ * it reads it in full as log_open_opts does. */
+int log_open_end(struct store *st, const char *id, const struct scan_opts *wm, struct log **out,
+		 struct cerr *err);
+/* After a read that found every frame complete and valid (status ok) and
+ * with nothing written since: fdatasync the file, so that log_durable
+ * covers all of it (a complete, valid frame that has been synced is
+ * committed whether or not its append was acknowledged). The watermark
+ * raised from it heals one that a failed catalog update left behind.
+ * Does nothing for any other state. The caller holds the writer lock (any
+ * open log does). */
+int log_settle(struct log *lg, struct cerr *err);
 
 /* Append evs[0..n) as one frame if the log's next seq is expected_next_seq
  * (else CERR_CONFLICT). A torn tail left by a crashed writer is cut first.

@@ -322,7 +322,12 @@ struct scan *scan_buffer_opts(const uint8_t *p, size_t n, const struct scan_opts
 	s->file_len = n;
 	s->status = SCAN_OK;
 	size_t pos = 0;
+	s->head_known = scan_head(p, n, s->head);
+	struct scan_opts none = {0};
+	if (o && o->watermark && (!s->head_known || memcmp(o->head, s->head, SHA256_LEN) != 0))
+		o = &none; /* another log's watermark: structural rules only */
 	bool wm = o && o->watermark;
+	s->wm_applied = wm;
 	while (pos < n && s->status != SCAN_CORRUPT) {
 		if (wm && pos == o->wm_len && s->next_seq != o->wm_seq && s->status == SCAN_OK) {
 			char msg[128];
@@ -425,19 +430,52 @@ int scan_fd_opts(int fd, const struct scan_opts *o, struct scan **out, struct ce
 		return cerr_set(err, CERR_IO, errno, "cannot read log");
 	}
 	/* A file that shrank while we read is scanned as what we got. */
-	struct scan_opts wo;
-	if (o && o->watermark && (o->dev != st.st_dev || o->ino != st.st_ino)) {
-		/* The watermark belongs to another file: structural rules only. */
-		wo = *o;
-		wo.watermark = false;
-		o = &wo;
-	}
 	struct scan *s = scan_buffer_opts(p, (size_t)got, o);
 	free(p);
 	s->dev = st.st_dev;
 	s->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
 	s->ino = st.st_ino;
 	*out = s;
+	return 0;
+}
+
+bool scan_head(const uint8_t *p, size_t n, uint8_t head[SHA256_LEN])
+{
+	struct frame_info fi;
+	if (!p || frame_walk(p, n, &fi) != FRAME_COMPLETE)
+		return false;
+	sha256(p, fi.frame_len, head);
+	return true;
+}
+
+int scan_head_fd(int fd, uint8_t head[SHA256_LEN], bool *found, struct cerr *err)
+{
+	struct stat st;
+	*found = false;
+	if (fsops->fstat(fd, &st) < 0)
+		return cerr_set(err, CERR_IO, errno, "cannot stat log");
+	/* A header frame is small; read more only while it is incomplete. */
+	size_t want = 4096, size = (size_t)st.st_size;
+	uint8_t *p = NULL;
+	for (;;) {
+		size_t n = want < size ? want : size;
+		p = xrealloc(p, n ? n : 1);
+		ssize_t got = fs_pread_all(fd, p, n, 0);
+		if (got < 0) {
+			free(p);
+			return cerr_set(err, CERR_IO, errno, "cannot read log");
+		}
+		struct frame_info fi;
+		enum frame_walk w = frame_walk(p, (size_t)got, &fi);
+		if (w == FRAME_COMPLETE) {
+			sha256(p, fi.frame_len, head);
+			*found = true;
+		}
+		if (w != FRAME_INCOMPLETE || (size_t)got < n || n == size)
+			break;
+		want *= 4;
+	}
+	free(p);
 	return 0;
 }
 

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "base/err.h"
+#include "base/sha256.h"
 #include "persist/event.h"
 
 enum scan_status { SCAN_OK, SCAN_TORN, SCAN_CORRUPT, SCAN_UNSUPPORTED };
@@ -46,6 +47,11 @@ struct scan {
 	dev_t dev;              /* identity of the file read (0 for buffers) */
 	ino_t ino;
 	int64_t ctime_ns;       /* its ctime when read: any rewrite changes it */
+	/* The log's own identity: the digest of its header frame (frame 0),
+	 * written once when the log was created and copied with it. */
+	bool head_known;        /* frame 0 is structurally complete */
+	uint8_t head[SHA256_LEN];
+	bool wm_applied;        /* a watermark was given and is this log's */
 
 	struct scan_frame *frames; /* the valid prefix, in order */
 	size_t n_frames;
@@ -73,28 +79,36 @@ struct scan {
 };
 
 /* A durable watermark (from the catalog): the byte length and next seq
- * last acknowledged for this file. Damage below it is always corruption;
+ * last acknowledged for this log. Damage below it is always corruption;
  * above it the first invalid point starts a torn tail, even when a power
- * loss left zeros or garbage there. */
+ * loss left zeros or garbage there. It applies only to the log whose
+ * header frame has the digest `head`: a copy of that log (new inode, same
+ * bytes) keeps it, any other log (another session, a salvaged copy, a new
+ * log created under the same id) is read by the structural rules alone. */
 struct scan_opts {
 	bool watermark;
 	uint64_t wm_len;
 	uint64_t wm_seq;
-	dev_t dev;  /* the file the watermark is for (scan_fd_opts checks it) */
-	ino_t ino;
+	uint8_t head[SHA256_LEN]; /* the digest of the log's frame 0 */
 };
 
 /* Scan the file open at fd. Returns 0 with *out set for every log, however
  * damaged (see status); -1 with CERR_IO only when the file cannot be read.
  * The caller frees *out with scan_free. */
 int scan_fd(int fd, struct scan **out, struct cerr *err);
-/* The same with options (NULL: none); a watermark for another file
- * (dev/ino differ) is ignored. */
+/* The same with options (NULL: none); a watermark for another log (its
+ * head differs) is ignored. */
 int scan_fd_opts(int fd, const struct scan_opts *o, struct scan **out, struct cerr *err);
 /* Scan bytes in memory (fuzzing, tests). Never fails; free with scan_free. */
 struct scan *scan_buffer(const uint8_t *p, size_t n);
 struct scan *scan_buffer_opts(const uint8_t *p, size_t n, const struct scan_opts *o);
 void scan_free(struct scan *s);
+/* The head digest of p[0..n) (frame 0's bytes); false when frame 0 is not
+ * structurally complete there. */
+bool scan_head(const uint8_t *p, size_t n, uint8_t head[SHA256_LEN]);
+/* The same for the log open at fd, reading only its first frame: 0 with
+ * *found, or -1 with CERR_IO when it cannot be read. */
+int scan_head_fd(int fd, uint8_t head[SHA256_LEN], bool *found, struct cerr *err);
 /* The most recently started turn that is still open, or NULL. */
 const char *scan_open_turn(const struct scan *s);
 /* The class of a status: CERR_OK for ok and torn. */

@@ -208,8 +208,9 @@ void expect_row(struct fx *f, const char *id, const char *want)
 /* The watermark to record after an append: what log_durable vouches for. */
 struct cat_watermark wm_of(struct log_revision d)
 {
-	return (struct cat_watermark){.known = true, .len = d.len, .next_seq = d.next_seq,
-				      .dev = d.dev, .ino = d.ino, .ctime_ns = d.ctime_ns};
+	struct cat_watermark wm = catalog_watermark_of(d);
+	wm.known = true;
+	return wm;
 }
 
 sqlite3 *raw_open(const char *root)

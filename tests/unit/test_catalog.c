@@ -109,6 +109,13 @@ static void test_file_modes(void **state)
 	"  INSERT INTO fts_words(rowid, body) VALUES (new.docid, new.body);"                       \
 	"END;"
 
+/* Turn a catalog's watermarks back into schema 5's: columns of the
+ * session rows, keyed by the file's device and inode. */
+#define SCHEMA_5_WM                                                                                \
+	"DROP TABLE watermarks;"                                                                   \
+	"ALTER TABLE sessions ADD COLUMN wm_len INTEGER; ALTER TABLE sessions ADD COLUMN wm_seq INTEGER;" \
+	"ALTER TABLE sessions ADD COLUMN wm_dev INTEGER; ALTER TABLE sessions ADD COLUMN wm_ino INTEGER;"
+
 /* A search for q finds n hits. */
 static void expect_hits(struct fx *f, const char *q, size_t n)
 {
@@ -163,7 +170,7 @@ static void test_schema(void **state)
 	catalog_close(f->cat);
 	f->cat = NULL;
 	sqlite3 *db = raw_open(f->root);
-	assert_int_equal(sqlite3_exec(db, SCHEMA_4_DOCS "DROP INDEX sessions_order;"
+	assert_int_equal(sqlite3_exec(db, SCHEMA_5_WM SCHEMA_4_DOCS "DROP INDEX sessions_order;"
 					  "CREATE INDEX sessions_order ON sessions(pinned DESC, updated_at DESC);"
 					  "PRAGMA user_version=3", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
@@ -187,6 +194,76 @@ static void test_schema(void **state)
 	sqlite3_close(db);
 	assert_false(sorts);
 	expect_row(f, "s1", "title=x|status=idle");
+}
+
+/* The scan of session id's log file (the caller frees it). */
+static struct scan *scan_of(struct fx *f, const char *id, struct stat *sb)
+{
+	char path[512];
+	path_of(f, STORE_SESSIONS, "/p", id, LOG_FILE, path, sizeof path);
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, sb), 0);
+	struct scan *s;
+	struct cerr err;
+	assert_int_equal(scan_fd(fd, &s, &err), 0);
+	close(fd);
+	return s;
+}
+
+/* Schema 5 kept watermarks in the session rows, keyed by (device, inode),
+ * where a reindex cleared them. Migrated in place: each one still true of
+ * its file moves to the watermarks table keyed by the digest of the log's
+ * header frame, and goes on telling damage from a torn tail; one whose
+ * file was replaced since applied to nothing and is dropped. */
+static void test_schema_5_watermarks(void **state)
+{
+	struct fx *f = *state;
+	make(f, "s1", "/p", NULL, B("[" USER("one") "]", "[" USER("two") "]"));
+	make(f, "s2", "/p", NULL, B("[" USER("three") "]"));
+	assert_int_equal(sync_ok(f), 2);
+	catalog_close(f->cat);
+	f->cat = NULL;
+	struct stat b1, b2;
+	struct scan *s1 = scan_of(f, "s1", &b1), *s2 = scan_of(f, "s2", &b2);
+	char sql[1024];
+	snprintf(sql, sizeof sql, SCHEMA_5_WM
+		 "UPDATE sessions SET wm_len = %lld, wm_seq = %llu, wm_dev = %lld, wm_ino = %lld"
+		 " WHERE id = 's1';"
+		 "UPDATE sessions SET wm_len = %lld, wm_seq = %llu, wm_dev = %lld, wm_ino = %lld"
+		 " WHERE id = 's2';"
+		 "PRAGMA user_version=5",
+		 (long long)b1.st_size, (unsigned long long)s1->next_seq, (long long)b1.st_dev,
+		 (long long)b1.st_ino, (long long)b2.st_size, (unsigned long long)s2->next_seq,
+		 (long long)b2.st_dev, (long long)b2.st_ino + 1);
+	sqlite3 *db = raw_open(f->root);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	struct cerr err;
+	assert_int_equal(catalog_open(f->st, &f->cat, &err), 0);
+	raw_expect(f->root, "PRAGMA user_version", CATALOG_SCHEMA_STR);
+	raw_expect(f->root, "SELECT count(*) FROM pragma_table_info('sessions') WHERE name LIKE 'wm%'",
+		   "0");
+	raw_expect(f->root, "SELECT count(*) FROM sessions", "2");
+	struct cat_watermark wm;
+	assert_int_equal(catalog_get_watermark(f->cat, "s1", &wm, &err), 0);
+	assert_true(wm.known);
+	assert_int_equal(wm.len, (uint64_t)b1.st_size);
+	assert_int_equal(wm.next_seq, s1->next_seq);
+	assert_true(s1->head_known);
+	assert_memory_equal(wm.head, s1->head, SHA256_LEN);
+	assert_int_equal(catalog_get_watermark(f->cat, "s2", &wm, &err), 0);
+	assert_false(wm.known);
+	assert_int_equal(sync_ok(f), 0); /* the projection was kept */
+	/* The watermark still works: a log cut short below it is damage,
+	 * not a torn write. */
+	char path[512];
+	path_of(f, STORE_SESSIONS, "/p", "s1", LOG_FILE, path, sizeof path);
+	assert_int_equal(truncate(path, b1.st_size - 3), 0);
+	assert_int_equal(sync_ok(f), 1);
+	expect_row(f, "s1", "status=corrupt|error~durable watermark");
+	scan_free(s1);
+	scan_free(s2);
 }
 
 static void test_two_connections(void **state)
@@ -628,6 +705,7 @@ int main(void)
 #define T(x) cmocka_unit_test_setup_teardown(x, setup, catfx_teardown)
 		T(test_file_modes),
 		T(test_schema),
+		T(test_schema_5_watermarks),
 		T(test_two_connections),
 		T(test_busy_timeout_waits),
 		T(test_busy_beyond_timeout_locked),

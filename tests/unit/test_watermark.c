@@ -87,7 +87,8 @@ static int setup(void **state)
 	for (int i = 0; i < 3; i++) {
 		add(lg, batches[i]);
 		struct log_revision d = log_durable(lg);
-		f->wm[i + 1] = (struct scan_opts){true, d.len, d.next_seq, d.dev, d.ino};
+		f->wm[i + 1] = (struct scan_opts){true, d.len, d.next_seq, {0}};
+		memcpy(f->wm[i + 1].head, d.head, SHA256_LEN);
 	}
 	log_close(lg);
 	f->p = slurp(f->path, &f->n);
@@ -314,7 +315,9 @@ static void test_frames_above_kept(void **state)
 	assert_int_equal(s->next_seq, f->wm[3].wm_seq);
 	assert_int_equal(s->n_frames, 4);
 	scan_free(s);
-	struct scan_opts hdr = {true, f->off[1], 1, 0, 0}; /* just the header */
+	struct scan_opts hdr = f->wm[1]; /* just the header */
+	hdr.wm_len = f->off[1];
+	hdr.wm_seq = 1;
 	scan_free(expect_scan(f->p, f->n, &hdr, SCAN_OK, NULL));
 }
 
@@ -344,48 +347,71 @@ static void test_watermark_mismatch(void **state)
 	scan_free(expect_scan(f->p, f->n, &o, SCAN_CORRUPT, "shorter"));
 }
 
-/* scan_fd_opts ignores a watermark of another file (dev/ino differ). */
-static void test_fd_identity(void **state)
+/* A watermark belongs to the log whose header frame has its head digest:
+ * a copy of that log (another inode) keeps it, any other log is read by
+ * the structural rules alone. */
+static void test_head_identity(void **state)
 {
 	struct fx *f = *state;
 	uint8_t *b = malloc(f->n + 100);
 	memcpy(b, f->p, f->n);
 	memset(b + f->n, 0, 100);
 	rewrite(f->path, b, f->n + 100);
-	struct scan_opts other_ino = f->wm[3], other_dev = f->wm[3];
-	other_ino.ino++;
-	other_dev.dev++;
-	struct stat st;
-	assert_int_equal(stat(f->path, &st), 0);
+	struct scan_opts other = f->wm[3];
+	other.head[7] ^= 1;
 	int fd = open(f->path, O_RDONLY);
 	struct scan *s;
 	struct cerr err;
 	assert_int_equal(scan_fd_opts(fd, &f->wm[3], &s, &err), 0);
 	assert_int_equal(s->status, SCAN_TORN); /* zeros above: a torn tail */
-	assert_int_equal(s->dev, st.st_dev);
-	assert_int_equal(s->ino, st.st_ino);
+	assert_true(s->wm_applied);
+	assert_true(s->head_known);
+	assert_memory_equal(s->head, f->wm[3].head, SHA256_LEN);
 	scan_free(s);
-	assert_int_equal(scan_fd_opts(fd, &other_ino, &s, &err), 0);
+	assert_int_equal(scan_fd_opts(fd, &other, &s, &err), 0);
 	assert_int_equal(s->status, SCAN_CORRUPT); /* structural rules alone */
-	scan_free(s);
-	assert_int_equal(scan_fd_opts(fd, &other_dev, &s, &err), 0);
-	assert_int_equal(s->status, SCAN_CORRUPT);
+	assert_false(s->wm_applied);
 	scan_free(s);
 	close(fd);
+	/* A copy (a new inode, as cp or rsync of the data root makes) keeps
+	 * its watermark: damage in its final frame is still corruption. */
 	memcpy(b, f->p, f->n);
 	bump_block_size(b + f->off[f->nfr - 1], 1000);
-	rewrite(f->path, b, f->n);
+	char copy[300];
+	snprintf(copy, sizeof copy, "%s.copy", f->path);
+	struct stat before, after;
+	assert_int_equal(stat(f->path, &before), 0);
+	int cfd = open(copy, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(cfd >= 0);
+	assert_int_equal(write(cfd, b, f->n), (ssize_t)f->n);
+	close(cfd);
+	assert_int_equal(rename(copy, f->path), 0);
+	assert_int_equal(stat(f->path, &after), 0);
+	assert_true(after.st_ino != before.st_ino);
 	fd = open(f->path, O_RDONLY);
 	assert_int_equal(scan_fd_opts(fd, &f->wm[3], &s, &err), 0);
 	assert_int_equal(s->status, SCAN_CORRUPT);
 	scan_free(s);
-	assert_int_equal(scan_fd_opts(fd, &other_ino, &s, &err), 0);
+	assert_int_equal(scan_fd_opts(fd, &other, &s, &err), 0);
 	assert_int_equal(s->status, SCAN_TORN);
 	scan_free(s);
 	assert_int_equal(scan_fd_opts(fd, NULL, &s, &err), 0);
 	assert_int_equal(s->status, SCAN_TORN);
 	scan_free(s);
+	uint8_t head[SHA256_LEN];
+	bool found;
+	assert_int_equal(scan_head_fd(fd, head, &found, &err), 0);
+	assert_true(found);
+	assert_memory_equal(head, f->wm[3].head, SHA256_LEN);
 	close(fd);
+	/* Damage in the header frame itself is corruption with or without
+	 * a watermark: it names the log. */
+	memcpy(b, f->p, f->n);
+	b[f->off[1] - 5] ^= 0x40;
+	s = scan_buffer_opts(b, f->n, &f->wm[3]);
+	assert_int_equal(s->status, SCAN_CORRUPT);
+	assert_false(s->wm_applied);
+	scan_free(s);
 	free(b);
 }
 
@@ -456,8 +482,8 @@ static void test_catalog_sync_uses_watermark(void **state)
 	struct cat_session s;
 	assert_int_equal(catalog_open(f->st, &c, &err), 0);
 	assert_int_equal(catalog_sync(c, f->st, NULL, &err), 0);
-	struct cat_watermark wm = {.known = true, .len = f->wm[3].wm_len, .next_seq = f->wm[3].wm_seq,
-				   .dev = f->wm[3].dev, .ino = f->wm[3].ino};
+	struct cat_watermark wm = {.known = true, .len = f->wm[3].wm_len, .next_seq = f->wm[3].wm_seq};
+	memcpy(wm.head, f->wm[3].head, SHA256_LEN);
 	assert_int_equal(catalog_set_watermark(c, "s1", &wm, &err), 0);
 	uint8_t *b = calloc(1, f->n + 50);
 	memcpy(b, f->p, f->n);
@@ -496,12 +522,11 @@ static void expect_wm(struct catalog *c, const struct scan_opts *want)
 	assert_true(wm.known);
 	assert_int_equal(wm.len, want->wm_len);
 	assert_int_equal(wm.next_seq, want->wm_seq);
-	assert_int_equal(wm.dev, want->dev);
-	assert_int_equal(wm.ino, want->ino);
+	assert_memory_equal(wm.head, want->head, SHA256_LEN);
 }
 
-/* The recorded watermark never moves back on one file; a new file (a
- * salvaged or replaced log) starts its own. */
+/* The recorded watermark never moves back on one log; another log (a
+ * salvaged or replaced one: another head) starts its own. */
 static void test_catalog_watermark_recording(void **state)
 {
 	struct fx *f = *state;
@@ -514,12 +539,12 @@ static void test_catalog_watermark_recording(void **state)
 	assert_int_equal(catalog_get_watermark(c, "s1", &wm, &err), 0);
 	assert_false(wm.known); /* a sync vouches for nothing */
 	struct scan_opts other = f->wm[1];
-	other.ino++;
+	other.head[0] ^= 1;
 	static const int order[] = {2, 3, 1, 2};
 	for (size_t i = 0; i < 5; i++) {
 		const struct scan_opts *o = i < 4 ? &f->wm[order[i]] : &other;
-		wm = (struct cat_watermark){.known = true, .len = o->wm_len, .next_seq = o->wm_seq,
-					    .dev = o->dev, .ino = o->ino};
+		wm = (struct cat_watermark){.known = true, .len = o->wm_len, .next_seq = o->wm_seq};
+		memcpy(wm.head, o->head, SHA256_LEN);
 		assert_int_equal(catalog_set_watermark(c, "s1", &wm, &err), 0);
 		expect_wm(c, i == 0 ? &f->wm[2] : i < 4 ? &f->wm[3] : &other);
 	}
@@ -538,7 +563,7 @@ int main(void)
 		T(test_garbage_above),
 		T(test_frames_above_kept),
 		T(test_watermark_mismatch),
-		T(test_fd_identity),
+		T(test_head_identity),
 		T(test_log_open_and_repair),
 		T(test_catalog_sync_uses_watermark),
 		T(test_catalog_watermark_recording),
