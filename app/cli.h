@@ -54,6 +54,10 @@ int cli_read_log(struct cli *c, const char *arg, struct scan **out, char **path_
 /* Write the JSON text s[0..n) to stdout with the controls in its strings
  * escaped as \uXXXX (termsafe_json): the same values, nothing raw. */
 void cli_write_json(const char *s, size_t n);
+/* The one report of a write that is durable while the catalog could not
+ * be updated (exit 0 all the same: a retry would write twice): prints
+ * "cairn: warning: saved; the catalog is behind (why)" to stderr. */
+void cli_warn_behind(const char *why);
 /* Print a cJSON value on one line to stdout (as cli_write_json) and free it. */
 void cli_print_json(cJSON *v);
 

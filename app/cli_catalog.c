@@ -6,6 +6,7 @@
 #include "base/xalloc.h"
 #include "persist/catalog.h"
 #include "persist/fsops.h"
+#include "persist/log.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -62,16 +63,29 @@ void cli_watermark(struct store *st, const char *id, struct scan_opts *o)
 			   err.msg);
 }
 
-void cli_note_durable(struct store *st, const char *id, struct log_revision dur)
+bool cli_heal(struct log *lg, const char *sid)
+{
+	const struct scan *s = log_scan(lg);
+	struct cerr err;
+	return sid && s && s->status == SCAN_OK && scan_wm_lags(s) && log_settle(lg, &err) == 0;
+}
+
+void cli_warn_behind(const char *why)
+{
+	cli_printf(stderr, "cairn: warning: saved; the catalog is behind (%s)\n", why);
+}
+
+bool cli_note_durable(struct store *st, const char *id, struct log_revision dur)
 {
 	if (!st || !id)
-		return;
+		return false;
 	struct catalog *cat = NULL;
 	struct cerr err;
 	struct cat_watermark wm = catalog_watermark_of(dur);
-	if (catalog_open(st, &cat, &err) < 0 || catalog_sync(cat, st, NULL, &err) < 0 ||
-	    (wm.known && catalog_set_watermark(cat, id, &wm, &err) < 0))
-		cli_printf(stderr, "cairn: warning: the log is durable, but the catalog was not updated: %s\n",
-			   err.msg);
+	bool behind = catalog_open(st, &cat, &err) < 0 || catalog_sync(cat, st, NULL, &err) < 0 ||
+		      (wm.known && catalog_set_watermark(cat, id, &wm, &err) < 0);
+	if (behind)
+		cli_warn_behind(err.msg);
 	catalog_close(cat);
+	return behind;
 }

@@ -11,6 +11,7 @@
 #include "persist/catalog.h"
 #include "persist/leftover.h"
 #include "persist/fsops.h"
+#include "persist/log.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -62,6 +63,46 @@ static void behind(struct report *r, const struct cerr *why)
 	note(r, "index", "behind", msg);
 }
 
+/* A watermark that is missing or lags the valid frames of a log: a
+ * complete, valid frame that has been synced is committed data, so under
+ * the session's writer lock a log read whole and valid is synced and its
+ * watermark raised to all of it. Reported either way: while it lags, damage
+ * above it would pass for a torn tail. */
+static void heal(struct report *r, struct store *st, struct catalog *cat,
+		 const struct store_entry *e, const struct scan *s)
+{
+	char msg[700], had[64] = "missing";
+	if (s->wm_applied)
+		snprintf(had, sizeof had, "%llu bytes", (unsigned long long)s->wm_len);
+	struct cerr err;
+	struct log *lg = NULL;
+	if (e->trash) {
+		cerr_set(&err, CERR_USAGE, 0, "the session is in the trash");
+	} else {
+		struct cat_watermark wm;
+		struct scan_opts o = {0};
+		if (catalog_get_watermark(cat, e->ref.id, &wm, &err) == 0)
+			o = catalog_scan_opts(&wm);
+		struct cat_watermark up = {0};
+		if (log_open_opts(st, e->ref.id, &o, &lg, &err) == 0 && log_settle(lg, &err) == 0) {
+			up = catalog_watermark_of(log_durable(lg));
+			if (!up.known)
+				cerr_set(&err, CERR_IO, 0, "the log changed while it was read");
+		}
+		if (up.known && catalog_set_watermark(cat, e->ref.id, &up, &err) == 0) {
+			snprintf(msg, sizeof msg, "raised from %s to %llu bytes (the log is synced)", had,
+				 (unsigned long long)up.len);
+			note(r, e->ref.id, "watermark", msg);
+			log_close(lg);
+			return;
+		}
+		log_close(lg);
+	}
+	snprintf(msg, sizeof msg, "%s of %llu valid bytes are known durable: damage above that would "
+		 "pass for a torn tail (%s)", had, (unsigned long long)s->good_len, err.msg);
+	note(r, e->ref.id, s->wm_applied ? "watermark lags" : "watermark missing", msg);
+}
+
 /* What verify saw of one listed log, for comparing copies of one id. */
 struct seen {
 	bool valid;     /* ok or torn, holding its own id */
@@ -109,6 +150,8 @@ static void verify(struct report *r, struct store *st, struct catalog *cat,
 		problem(r, e->ref.id, CERR_CORRUPT, msg);
 	} else {
 		seen->valid = true;
+		if (cat && s->status == SCAN_OK && scan_wm_lags(s))
+			heal(r, st, cat, e, s);
 		if (s->status == SCAN_TORN) {
 			snprintf(msg, sizeof msg, "%llu bytes of torn tail ('cairn repair' cuts them)",
 				 (unsigned long long)(s->file_len - s->good_len));

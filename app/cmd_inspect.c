@@ -13,6 +13,14 @@ static const char *class_status(enum cerr_class cls)
 	       cls == CERR_CORRUPT ? "corrupt" : "io";
 }
 
+/* Where the durable watermark stands: missing (none applies to this
+ * log), lagging (below the end of its valid frames: damage above it would
+ * pass for a torn tail), or current. */
+static const char *wm_state(const struct scan *s)
+{
+	return !s->wm_applied ? "missing" : scan_wm_lags(s) ? "lagging" : "current";
+}
+
 cJSON *inspect_json(const struct scan *s, const char *path)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -34,6 +42,12 @@ cJSON *inspect_json(const struct scan *s, const char *path)
 	cJSON_AddNumberToObject(o, "torn_bytes",
 				(double)(s->status == SCAN_TORN ? s->file_len - s->good_len : 0));
 	cJSON_AddNumberToObject(o, "file_bytes", (double)s->file_len);
+	cJSON *wm = cJSON_AddObjectToObject(o, "watermark");
+	cJSON_AddStringToObject(wm, "state", wm_state(s));
+	if (s->wm_applied)
+		cJSON_AddNumberToObject(wm, "bytes", (double)s->wm_len);
+	else
+		cJSON_AddNullToObject(wm, "bytes");
 	cJSON *calls = cJSON_AddArrayToObject(o, "unmatched_tool_calls");
 	for (size_t i = 0; i < s->n_calls; i++)
 		if (!s->calls[i].resulted)
@@ -101,6 +115,11 @@ int cmd_inspect(struct cli *c, int argc, char **argv)
 		cli_printf(stdout, "turns: %zu\n", s->turns);
 		cli_printf(stdout, "open_turn: %s\n", scan_open_turn(s) ? scan_open_turn(s) : "-");
 		cli_printf(stdout, "bytes: %llu\n", (unsigned long long)s->file_len);
+		if (!s->wm_applied)
+			cli_printf(stdout, "watermark: missing (a writer of this session records it)\n");
+		else
+			cli_printf(stdout, "watermark: %llu bytes (%s%s)\n", (unsigned long long)s->wm_len,
+				   wm_state(s), scan_wm_lags(s) ? ": a writer of this session raises it" : "");
 		if (s->status == SCAN_TORN)
 			cli_printf(stdout, "torn_bytes: %llu (run 'cairn repair' to cut them)\n",
 					   (unsigned long long)(s->file_len - s->good_len));

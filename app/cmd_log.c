@@ -175,11 +175,11 @@ static int log_append_cmd(struct cli *c, int argc, char **argv)
 		if (log_open_opts(st, ref.id, &wm, &lg, &err) < 0)
 			goto fail;
 	}
+	bool heal = !is_new && cli_heal(lg, sid);
 	uint64_t next;
 	if (log_append(lg, expect, evs, n, &next, &err) < 0)
 		goto fail;
-	if (n > 0)
-		cli_note_durable(st, is_new ? log_id(lg) : sid, log_durable(lg));
+	bool behind = (n > 0 || heal) && cli_note_durable(st, is_new ? log_id(lg) : sid, log_durable(lg));
 	if (log_cut_bytes(lg))
 		cli_printf(stderr, "cairn: cut a torn tail of %llu bytes before appending\n",
 			   (unsigned long long)log_cut_bytes(lg));
@@ -189,6 +189,7 @@ static int log_append_cmd(struct cli *c, int argc, char **argv)
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "id", log_id(lg));
 		cJSON_AddNumberToObject(o, "next_seq", (double)(n == 0 && is_new ? 0 : next));
+		cJSON_AddStringToObject(o, "catalog", behind ? "behind" : "current");
 		cli_print_json(o);
 	} else {
 		cli_printf(stdout, "%s %llu\n", log_id(lg), (unsigned long long)(n == 0 && is_new ? 0 : next));

@@ -35,6 +35,8 @@ static void done_cb(struct fifo_item *it, void *ctx, const struct fifo_receipt *
 		[FIFO_DELETE] = "deleted", [FIFO_RESTORE] = "restored", [FIFO_PURGE] = "purged",
 	};
 	cli_printf(stdout, "%s %s\n", verbs[fifo_item_kind(it)], id);
+	if (r->catalog_behind)
+		cli_warn_behind(r->catalog_err.msg);
 }
 
 /* Post the items, wait until they are durable, deliver their results. */

@@ -39,7 +39,7 @@ static int open_for_write(struct cli *c, const char *arg, struct store **st, str
 }
 
 static void print_report(const struct repair_report *r, const char *id, const char *path,
-			 bool json)
+			 bool behind, bool json)
 {
 	if (json) {
 		cJSON *o = cJSON_CreateObject();
@@ -50,6 +50,7 @@ static void print_report(const struct repair_report *r, const char *id, const ch
 		cJSON_AddNumberToObject(o, "cut_bytes", (double)r->cut_bytes);
 		cJSON_AddItemToObject(o, "appended", cJSON_Duplicate(r->closers, 1));
 		cJSON_AddNumberToObject(o, "next_seq", (double)r->next_seq);
+		cJSON_AddStringToObject(o, "catalog", behind ? "behind" : "current");
 		cli_print_json(o);
 		return;
 	}
@@ -128,7 +129,7 @@ static int salvage(struct cli *c, const char *arg, bool json)
 	}
 	char id[SESSION_ID_MAX + 1];
 	snprintf(id, sizeof id, "%s", log_id(lg));
-	cli_note_durable(st, id, log_durable(lg));
+	bool behind = cli_note_durable(st, id, log_durable(lg));
 	log_close(lg);
 	lg = NULL;
 	/* Close what the prefix left open, as any repair would. */
@@ -137,7 +138,7 @@ static int salvage(struct cli *c, const char *arg, bool json)
 	    (log_open(st, id, &lg, &err) < 0 || repair_log(lg, &rep, &err) < 0))
 		goto fail;
 	if (rep.appended)
-		cli_note_durable(st, id, log_durable(lg));
+		behind |= cli_note_durable(st, id, log_durable(lg));
 	if (json) {
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "id", id);
@@ -145,6 +146,7 @@ static int salvage(struct cli *c, const char *arg, bool json)
 		cJSON_AddNumberToObject(o, "events", (double)(s->n_events - s->n_skipped));
 		cJSON_AddNumberToObject(o, "damage_at", (double)s->damage_at);
 		cJSON_AddNumberToObject(o, "closers", (double)rep.appended);
+		cJSON_AddStringToObject(o, "catalog", behind ? "behind" : "current");
 		cli_print_json(o);
 	} else {
 		cli_printf(stdout, "%s\n", id);
@@ -195,7 +197,13 @@ int cmd_repair(struct cli *c, int argc, char **argv)
 	struct cerr err;
 	char *sid = NULL;
 	int code = 0;
-	if (open_for_write(c, arg, &st, &lg, &sid, &err) < 0 || repair_log(lg, &rep, &err) < 0) {
+	bool heal = false;
+	int rc = open_for_write(c, arg, &st, &lg, &sid, &err);
+	if (rc == 0) {
+		heal = cli_heal(lg, sid);
+		rc = repair_log(lg, &rep, &err);
+	}
+	if (rc < 0) {
 		code = cli_fail(&err);
 		/* Salvage copies frames: only a log that reads as damaged has
 		 * any (not a symlink, nor an id under two project folders). */
@@ -208,9 +216,9 @@ int cmd_repair(struct cli *c, int argc, char **argv)
 			cli_printf(stderr, "cairn: the log was not changed; 'cairn repair --salvage %s' copies "
 					   "its valid prefix into a new session\n", arg);
 	} else {
-		if (rep.cut_bytes || rep.appended)
-			cli_note_durable(st, sid, log_durable(lg));
-		print_report(&rep, log_id(lg), log_path(lg), json);
+		bool behind = (rep.cut_bytes || rep.appended || heal) &&
+			      cli_note_durable(st, sid, log_durable(lg));
+		print_report(&rep, log_id(lg), log_path(lg), behind, json);
 	}
 	free(sid);
 	cJSON_Delete(rep.closers);

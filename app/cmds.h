@@ -35,9 +35,17 @@ char *cli_session_of_path(struct store *st, const char *path);
  * none or no catalog). Never fails: a catalog that exists but cannot be
  * read is a warning on stderr. */
 void cli_watermark(struct store *st, const char *id, struct scan_opts *o);
-/* After a durable write: reconcile the catalog and record the watermark;
- * a failure is a warning (the log is the truth, the catalog may lag). */
-void cli_note_durable(struct store *st, const char *id, struct log_revision dur);
+struct log;
+/* Healing: lg (open, so its writer lock held) was read whole and every
+ * frame is complete and valid, past a watermark that lags or is missing:
+ * fdatasync it and return true, so that cli_note_durable raises the
+ * watermark to all of it. False for anything else (sid NULL: a log outside
+ * the root, which has no catalog). */
+bool cli_heal(struct log *lg, const char *sid);
+/* After a durable write: reconcile the catalog and record the watermark.
+ * A failure is the catalog-behind warning (cli_warn_behind), never an
+ * error: the log is the truth, the catalog lags. True when behind. */
+bool cli_note_durable(struct store *st, const char *id, struct log_revision dur);
 /* The same without the reconciliation (the catalog as writes left it),
  * read only when it cannot be opened for writing. */
 int cli_open_catalog_nosync(struct cli *c, struct store **st, struct catalog **cat,

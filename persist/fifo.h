@@ -41,9 +41,17 @@ struct fifo_receipt {
 	uint64_t next_seq;        /* the log's next seq after this item */
 	uint64_t content_version; /* the catalog's version of the session */
 	int64_t deleted_at;       /* FIFO_DELETE: when */
+	/* The item is durable (its event in the log, or its session moved)
+	 * but the catalog could not be updated: it lags until a later write
+	 * of the session or a sync catches up. Still a success, never to be
+	 * retried (that would append twice); catalog_err says why.
+	 * content_version is then the version the catalog will have. */
+	bool catalog_behind;
+	struct cerr catalog_err;
 };
 
-/* Called once per item on the loop thread; err is NULL on success. The item
+/* Called once per item on the loop thread; err is NULL on success (see
+ * fifo_receipt.catalog_behind: a success whose catalog lags). The item
  * and everything it owns are freed after the call returns. */
 typedef void (*fifo_done_cb)(struct fifo_item *it, void *ctx, const struct fifo_receipt *r,
 			     const struct cerr *err);

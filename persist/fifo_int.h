@@ -48,6 +48,7 @@ struct wsess {
 	bool failed;        /* an item failed: only a full save may go on */
 	struct cerr why;
 	uint64_t used;      /* for closing the least recently used handle */
+	bool behind;        /* its catalog row lags what it acknowledged */
 	bool acked;         /* acked_version is known: */
 	uint64_t acked_version; /* the version of its last receipt, or the one found */
 	/* The last round this session wrote in (0: none), its place in it,

@@ -119,6 +119,27 @@ static void trim_handles(struct fifo *f, struct wsess *keep)
 	}
 }
 
+/* The log was just read whole under its writer lock: when every frame is
+ * complete and valid past a watermark that lags (a catalog update that
+ * failed after a durable write) or is missing, sync it and raise the
+ * watermark to all of it, in the transaction the round holds open. Once
+ * per log opened, and only when it lags. Best effort: the watermark only
+ * stays behind. */
+static void heal_watermark(struct fifo *f, struct wsess *w)
+{
+	const struct scan *s = log_scan(w->lg);
+	struct cerr e;
+	if (!s || s->status != SCAN_OK || !scan_wm_lags(s) || log_settle(w->lg, &e) < 0)
+		return;
+	struct cat_watermark wm = catalog_watermark_of(log_durable(w->lg));
+	if (wm.known && catalog_savepoint(f->cat, &e) == 0) {
+		if (catalog_set_watermark(f->cat, w->id, &wm, &e) == 0)
+			catalog_savepoint_release(f->cat);
+		else
+			catalog_savepoint_rollback(f->cat);
+	}
+}
+
 /* The session's log open for writing, created if the item allows it. */
 static int ensure_log(struct fifo *f, struct wsess *w, const struct fifo_item *it,
 		      struct cerr *err)
@@ -130,6 +151,7 @@ static int ensure_log(struct fifo *f, struct wsess *w, const struct fifo_item *i
 		return -1;
 	struct scan_opts o = catalog_scan_opts(&wm);
 	if (log_open_opts(f->st, w->id, &o, &w->lg, err) == 0) {
+		heal_watermark(f, w);
 		trim_handles(f, w);
 		return 0;
 	}
@@ -406,45 +428,43 @@ static void settle(struct round *r, struct round *cur)
 		}
 	}
 	whole_rows(r); /* only in a round settled as it commits: no transaction */
-	for (size_t k = 0; k < r->n_rs; k++) {
-		struct rsess *rs = &r->rs[k];
-		if (rs->sync_rc == 0 && rs->proj_failed) {
-			cerr_prefix(&rs->proj_err, "the log is durable but the catalog was not updated");
-			rs->proj_err.outcome_unknown = true; /* written, no receipt to give */
-		}
-	}
-
 	for (size_t i = 0; i < r->n; i++) {
 		struct pend *p = &r->p[i];
 		struct rsess *rs = &r->rs[p->s];
 		struct wsess *w = rs->w;
-		if (p->proj == PROJ_WHOLE && rs->proj_failed)
-			p->proj = PROJ_FAILED; /* its rebuild failed */
-		if (rs->sync_rc < 0 || p->proj == PROJ_FAILED) {
-			const struct cerr *err = rs->sync_rc < 0 ? &rs->sync_err : &rs->proj_err;
-			set_failed(w, err);
-			fail_items(p->first, p->last, err);
+		if (rs->sync_rc < 0) {
+			set_failed(w, &rs->sync_err);
+			fail_items(p->first, p->last, &rs->sync_err);
 		} else {
+			/* Durable. A projection that failed (or a rebuild that
+			 * did) leaves the catalog behind, not the log: no gap, no
+			 * failure; a later write of the session rebuilds its row. */
+			bool behind = p->proj == PROJ_FAILED || rs->proj_failed;
 			uint64_t seq = p->first_seq;
 			for (struct fifo_item *m = p->first;; m = m->next) {
 				seq += m->kind == FIFO_META ? 1 : (uint64_t)cJSON_GetArraySize(m->events);
 				m->rcpt.next_seq = seq;
 				m->rcpt.content_version = p->version;
+				if (behind) {
+					m->rcpt.catalog_behind = true;
+					m->rcpt.catalog_err = rs->proj_err;
+				}
 				if (m == p->last)
 					break;
 			}
 			w->acked = true;
 			w->acked_version = p->version;
+			w->behind = behind;
 		}
 		free(p->evs);
 		cJSON_Delete(p->all);
 	}
 	for (size_t k = 0; k < r->n_rs; k++) {
 		struct rsess *rs = &r->rs[k];
-		if (rs->sync_rc < 0 || rs->proj_failed) {
+		if (rs->sync_rc < 0) {
 			if (rs->full)
 				set_unsaved(f, rs->w);
-		} else if (rs->synced && !rs->whole) {
+		} else if (!rs->proj_failed && rs->synced && !rs->whole) {
 			add_durable(f, rs->w); /* a row rebuilt whole recorded it already */
 		}
 	}
@@ -633,11 +653,14 @@ static void prepare(struct round *r, struct fifo_item *first, struct fifo_item *
 		arr = all;
 	}
 	/* The version a full save builds on: what this round's earlier write
-	 * makes, else the catalog's. */
+	 * makes, else what this writer acknowledged while the catalog lags,
+	 * else the catalog's. */
 	uint64_t have = 0;
-	bool found = in_round;
+	bool found = in_round || w->behind;
 	if (in_round) {
 		have = w->version;
+	} else if (w->behind) {
+		have = w->acked_version; /* the catalog lags what was acknowledged */
 	} else {
 		struct cerr e;
 		if (catalog_get_version(f->cat, w->id, &have, &found, &e) < 0)
@@ -720,6 +743,13 @@ static bool running_elsewhere(struct fifo *f, const char *id)
 	return running;
 }
 
+/* A move that is done while the catalog could not record it. */
+static void behind(struct fifo_item *it, const struct cerr *e)
+{
+	it->rcpt.catalog_behind = true;
+	it->rcpt.catalog_err = *e;
+}
+
 /* Delete, restore or purge: this writer's own handle goes first (it holds
  * the lock); a session running here or locked elsewhere stays. */
 static void run_move(struct fifo *f, struct fifo_item *it)
@@ -739,20 +769,16 @@ static void run_move(struct fifo *f, struct fifo_item *it)
 		    strcmp(ref.id, it->session) != 0 || store_trash(f->st, &ref, &at, &err) < 0)
 			goto fail;
 		it->rcpt.deleted_at = at;
-		if (catalog_set_deleted(f->cat, ref.id, at, &e) < 0 && e.cls != CERR_MISSING) {
-			err = e;
-			err.outcome_unknown = true; /* moved, catalog not told */
-			goto fail;
-		}
+		/* Moved: done, even when the catalog is not told (its next
+		 * sync sees where the session is). */
+		if (catalog_set_deleted(f->cat, ref.id, at, &e) < 0 && e.cls != CERR_MISSING)
+			behind(it, &e);
 	} else if (it->kind == FIFO_RESTORE) {
 		if (store_resolve_in(f->st, STORE_TRASH, it->session, &ref, &err) < 0 ||
 		    store_restore(f->st, &ref, &err) < 0)
 			goto fail;
-		if (catalog_set_deleted(f->cat, ref.id, 0, &e) < 0 && e.cls != CERR_MISSING) {
-			err = e;
-			err.outcome_unknown = true; /* moved back, catalog not told */
-			goto fail;
-		}
+		if (catalog_set_deleted(f->cat, ref.id, 0, &e) < 0 && e.cls != CERR_MISSING)
+			behind(it, &e);
 	} else {
 		if (store_resolve_in(f->st, STORE_TRASH, it->session, &ref, &err) < 0 ||
 		    store_purge(f->st, &ref, &err) < 0 || catalog_forget(f->cat, ref.id, &err) < 0)

@@ -328,6 +328,7 @@ struct scan *scan_buffer_opts(const uint8_t *p, size_t n, const struct scan_opts
 		o = &none; /* another log's watermark: structural rules only */
 	bool wm = o && o->watermark;
 	s->wm_applied = wm;
+	s->wm_len = wm ? o->wm_len : 0;
 	while (pos < n && s->status != SCAN_CORRUPT) {
 		if (wm && pos == o->wm_len && s->next_seq != o->wm_seq && s->status == SCAN_OK) {
 			char msg[128];
@@ -437,6 +438,11 @@ int scan_fd_opts(int fd, const struct scan_opts *o, struct scan **out, struct ce
 	s->ino = st.st_ino;
 	*out = s;
 	return 0;
+}
+
+bool scan_wm_lags(const struct scan *s)
+{
+	return !s->wm_applied || s->wm_len < s->good_len;
 }
 
 bool scan_head(const uint8_t *p, size_t n, uint8_t head[SHA256_LEN])

@@ -51,7 +51,8 @@ struct scan {
 	 * written once when the log was created and copied with it. */
 	bool head_known;        /* frame 0 is structurally complete */
 	uint8_t head[SHA256_LEN];
-	bool wm_applied;        /* a watermark was given and is this log's */
+	bool wm_applied;        /* a watermark was given and is this log's: */
+	uint64_t wm_len;        /* its length */
 
 	struct scan_frame *frames; /* the valid prefix, in order */
 	size_t n_frames;
@@ -103,6 +104,9 @@ int scan_fd_opts(int fd, const struct scan_opts *o, struct scan **out, struct ce
 struct scan *scan_buffer(const uint8_t *p, size_t n);
 struct scan *scan_buffer_opts(const uint8_t *p, size_t n, const struct scan_opts *o);
 void scan_free(struct scan *s);
+/* Does the durable watermark lag what s read: none applied (none known,
+ * or another log's), or below the end of its complete valid frames? */
+bool scan_wm_lags(const struct scan *s);
 /* The head digest of p[0..n) (frame 0's bytes); false when frame 0 is not
  * structurally complete there. */
 bool scan_head(const uint8_t *p, size_t n, uint8_t head[SHA256_LEN]);
