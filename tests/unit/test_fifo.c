@@ -709,6 +709,32 @@ static void test_new_writer_first_item(void **state)
 	check_receipt(x, "Q", &c[3], 5);
 }
 
+/* A writer that opens a log whose watermark lags (here: the catalog holds
+ * another log's) syncs the log and raises it to all of it, even when it
+ * writes nothing. */
+static void test_open_heals_watermark(void **state)
+{
+	struct fx *x = *state;
+	struct rec c[2];
+	struct cerr err;
+	step_ok(x, create("H", NULL, "h", 2), &c[0], "create");
+	struct cat_watermark wm = {.known = true, .len = 10, .next_seq = 1};
+	memset(wm.head, 0xAB, sizeof wm.head);
+	assert_int_equal(catalog_set_watermark(x->cat, "H", &wm, &err), 0);
+	reopen_fifo(x);
+	step_ok(x, hist("H", 3, "none", 0), &c[1], "an empty batch");
+	assert_int_equal(catalog_get_watermark(x->cat, "H", &wm, &err), 0);
+	size_t n;
+	uint8_t *bytes = log_bytes(x, "H", &n);
+	struct scan *s = scan_of(x, "H");
+	assert_true(wm.known);
+	assert_int_equal(wm.len, n);
+	assert_int_equal(wm.next_seq, 3);
+	assert_memory_equal(wm.head, s->head, SHA256_LEN);
+	scan_free(s);
+	free(bytes);
+}
+
 /* A wrong expected seq is a conflict that writes nothing; the session's
  * later history and meta items fail fast (naming the first failure) and
  * write nothing while another session goes on; a full save with a stale
@@ -1021,6 +1047,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_overlapping_rounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_checkpoints_bound_the_wal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_new_writer_first_item, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_heals_watermark, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_conflict_fail_fast_recovery, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_full_save_checks_seq, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unstorable_events_refused, setup, teardown),
