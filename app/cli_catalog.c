@@ -75,17 +75,38 @@ void cli_warn_behind(const char *why)
 	cli_printf(stderr, "cairn: warning: saved; the catalog is behind (%s)\n", why);
 }
 
+/* Reconcile the whole catalog with the directories and record the
+ * watermark; false with err when the catalog could not be updated. */
+static bool reconcile(struct catalog *cat, struct store *st, const char *id,
+		      const struct cat_watermark *wm, struct cerr *err)
+{
+	return catalog_sync(cat, st, NULL, err) == 0 &&
+	       (!wm->known || catalog_set_watermark(cat, id, wm, err) == 0);
+}
+
 bool cli_note_durable(struct store *st, const char *id, struct log_revision dur)
+{
+	return cli_note_append(st, id, 0, 0, NULL, 0, dur);
+}
+
+bool cli_note_append(struct store *st, const char *id, uint64_t first_seq, int64_t batch_t,
+		     const struct log_event *evs, size_t n, struct log_revision dur)
 {
 	if (!st || !id)
 		return false;
 	struct catalog *cat = NULL;
 	struct cerr err;
 	struct cat_watermark wm = catalog_watermark_of(dur);
-	bool behind = catalog_open(st, &cat, &err) < 0 || catalog_sync(cat, st, NULL, &err) < 0 ||
-		      (wm.known && catalog_set_watermark(cat, id, &wm, &err) < 0);
-	if (behind)
+	bool ok = catalog_open(st, &cat, &err) == 0;
+	/* The batch onto the row as it was: one short transaction, the log
+	 * not read again. A row that does not match (none yet, lagging,
+	 * another writer's) is reconciled from the logs instead. */
+	bool done = ok && n > 0 && wm.known &&
+		    catalog_project_batch(cat, id, first_seq, batch_t, evs, n, &wm, NULL, &err) == 0;
+	if (ok && !done)
+		ok = reconcile(cat, st, id, &wm, &err);
+	if (!ok)
 		cli_warn_behind(err.msg);
 	catalog_close(cat);
-	return behind;
+	return !ok;
 }

@@ -171,15 +171,18 @@ static int log_append_cmd(struct cli *c, int argc, char **argv)
 		if (store_resolve(st, target, &ref, &err) < 0)
 			goto fail;
 		sid = xstrdup(ref.id);
+		/* When the catalog's watermark matches the file, append from
+		 * its end without reading the log (as the FIFO does). */
 		cli_watermark(st, sid, &wm);
-		if (log_open_opts(st, ref.id, &wm, &lg, &err) < 0)
+		if (log_open_end(st, ref.id, &wm, &lg, &err) < 0)
 			goto fail;
 	}
 	bool heal = !is_new && cli_heal(lg, sid);
 	uint64_t next;
 	if (log_append(lg, expect, evs, n, &next, &err) < 0)
 		goto fail;
-	bool behind = (n > 0 || heal) && cli_note_durable(st, is_new ? log_id(lg) : sid, log_durable(lg));
+	bool behind = (n > 0 || heal) && cli_note_append(st, is_new ? log_id(lg) : sid, expect,
+							 log_batch_time(lg), evs, n, log_durable(lg));
 	if (log_cut_bytes(lg))
 		cli_printf(stderr, "cairn: cut a torn tail of %llu bytes before appending\n",
 			   (unsigned long long)log_cut_bytes(lg));
