@@ -473,6 +473,47 @@ static void test_log_open_and_repair(void **state)
 	free(b);
 }
 
+/* log_open_end: a log exactly as the watermark says (its length, its
+ * header frame) is opened at its end without being read; anything else is
+ * read in full as log_open_opts does. */
+static void test_open_end(void **state)
+{
+	struct fx *f = *state;
+	struct log *lg;
+	struct cerr err;
+	assert_int_equal(log_open_end(f->st, "s1", &f->wm[3], &lg, &err), 0);
+	assert_null(log_scan(lg)); /* not read */
+	assert_int_equal(log_next_seq(lg), f->wm[3].wm_seq);
+	add(lg, "[{'type':'user/message','turn':'t2','data':{'text':'more'}}]");
+	struct log_revision d = log_durable(lg);
+	assert_memory_equal(d.head, f->wm[3].head, SHA256_LEN);
+	log_close(lg);
+	size_t n;
+	uint8_t *p = slurp(f->path, &n);
+	struct scan *s = scan_buffer_opts(p, n, &f->wm[3]);
+	assert_int_equal(s->status, SCAN_OK);
+	assert_int_equal(s->next_seq, f->wm[3].wm_seq + 1);
+	assert_int_equal(d.len, n);
+	assert_int_equal(d.next_seq, s->next_seq);
+	scan_free(s);
+	free(p);
+	/* The file is longer than the watermark now: read in full. */
+	assert_int_equal(log_open_end(f->st, "s1", &f->wm[3], &lg, &err), 0);
+	assert_non_null(log_scan(lg));
+	assert_int_equal(log_next_seq(lg), f->wm[3].wm_seq + 1);
+	log_close(lg);
+	/* The right length but another log's head: read in full. */
+	rewrite(f->path, f->p, f->n);
+	struct scan_opts other = f->wm[3];
+	other.head[3] ^= 1;
+	assert_int_equal(log_open_end(f->st, "s1", &other, &lg, &err), 0);
+	assert_non_null(log_scan(lg));
+	log_close(lg);
+	assert_int_equal(log_open_end(f->st, "s1", &f->wm[3], &lg, &err), 0);
+	assert_null(log_scan(lg));
+	log_close(lg);
+}
+
 /* catalog_sync reads each log with the watermark the catalog recorded. */
 static void test_catalog_sync_uses_watermark(void **state)
 {
@@ -565,6 +606,7 @@ int main(void)
 		T(test_watermark_mismatch),
 		T(test_head_identity),
 		T(test_log_open_and_repair),
+		T(test_open_end),
 		T(test_catalog_sync_uses_watermark),
 		T(test_catalog_watermark_recording),
 	};
