@@ -168,8 +168,12 @@ int catalog_get_watermark(struct catalog *c, const char *id, struct cat_watermar
 int catalog_set_status(struct catalog *c, const char *id, const char *status, struct cerr *err);
 /* Mark deleted (deleted_at != 0) or restored (0). */
 int catalog_set_deleted(struct catalog *c, const char *id, int64_t deleted_at, struct cerr *err);
-/* Forget a session (purge). */
+/* Forget a session's projection (purge, or its directory vanished). Its
+ * watermark stays: a session that only seemed gone (moved meanwhile) keeps
+ * it. */
 int catalog_forget(struct catalog *c, const char *id, struct cerr *err);
+/* Drop a session's watermark (purge: its log is gone for good). */
+int catalog_drop_watermark(struct catalog *c, const char *id, struct cerr *err);
 /* Remove every row (reindex); the watermarks stay, in their own table,
  * so a rebuild killed at any instant loses none. */
 int catalog_clear(struct catalog *c, struct cerr *err);

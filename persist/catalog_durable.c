@@ -35,6 +35,17 @@ int cat_write_watermark(struct catalog *c, const char *id, const struct cat_wate
 	return rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, "store watermark");
 }
 
+int catalog_drop_watermark(struct catalog *c, const char *id, struct cerr *err)
+{
+	sqlite3_stmt *st = cat_prepare(c, "DELETE FROM watermarks WHERE session = ?1", err);
+	if (!st)
+		return -1;
+	cat_bind_str(st, 1, id);
+	int rc = sqlite3_step(st);
+	cat_done(c, st);
+	return rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, "drop watermark");
+}
+
 struct wm_args {
 	const char *id;
 	const struct cat_watermark *wm;

@@ -781,7 +781,8 @@ static void run_move(struct fifo *f, struct fifo_item *it)
 			behind(it, &e);
 	} else {
 		if (store_resolve_in(f->st, STORE_TRASH, it->session, &ref, &err) < 0 ||
-		    store_purge(f->st, &ref, &err) < 0 || catalog_forget(f->cat, ref.id, &err) < 0)
+		    store_purge(f->st, &ref, &err) < 0 || catalog_forget(f->cat, ref.id, &err) < 0 ||
+		    catalog_drop_watermark(f->cat, ref.id, &err) < 0)
 			goto fail;
 	}
 	return;

@@ -909,6 +909,9 @@ static void test_delete_restore_purge(void **state)
 	struct cerr err;
 	assert_int_equal(catalog_get(x->cat, "A", &row, &err), -1);
 	assert_int_equal(err.cls, CERR_MISSING);
+	struct cat_watermark wm;
+	assert_int_equal(catalog_get_watermark(x->cat, "A", &wm, &err), 0);
+	assert_false(wm.known); /* its log is gone: so is its watermark */
 	step_err(x, fifo_restore("A"), &c, CERR_MISSING, "restore after purge");
 	step_err(x, fifo_delete("nobody"), &c, CERR_MISSING, "delete of an unknown session");
 	free(key), free(live), free(trash), free(tlock), free(tlog);
