@@ -112,7 +112,7 @@ check "log cat: one JSON object per line, nothing else" \
 	bash -c '[ "$(wc -l <<<"$1")" -eq 4 ]' _ "$CAT1"
 
 expect_code 0 "log append --new --cwd DIR --json" "$CAIRN" log append --new --cwd "$PROJ" --json <"$T/b1"
-check "--json prints {id, next_seq}" pyj 'set(v)=={"id","next_seq"} and v["next_seq"]==4 and __import__("re").match(A[0]+"$",v["id"])' "$ULID"
+check "--json prints {id, next_seq, catalog}" pyj 'set(v)=={"id","next_seq","catalog"} and v["next_seq"]==4 and v["catalog"]=="current" and __import__("re").match(A[0]+"$",v["id"])' "$ULID"
 id2=$(json id)
 check "the same cwd gives the same project key" test "$(logfile "$id2")" = "$CAIRN_HOME/sessions/$key/$id2/session.jsonl.zst"
 expect_code 0 "log append --new with a relative --cwd" bash -c 'cd "$1" && "$2" log append --new --cwd proj' _ "$T" "$CAIRN" <<<"$MSG"
@@ -165,7 +165,7 @@ check "... the message says where the log is" grep -q 'seq 4' <<<"$ERR"
 expect_code 0 "--expect-seq at the next seq appends" "$CAIRN" log append "$id" --expect-seq 4 <"$T/b1"
 check "... prints the id and the new next seq" test "$OUT" = "$id 7"
 expect_code 0 "append --json" "$CAIRN" log append "$id" --expect-seq 7 --json <<<"$MSG"
-check "... {id, next_seq}" pyj 'v=={"id":A[0],"next_seq":8}' "$id"
+check "... {id, next_seq, catalog}" pyj 'v=={"id":A[0],"next_seq":8,"catalog":"current"}' "$id"
 expect_code 2 "append without --expect-seq" "$CAIRN" log append "$id" <<<"$MSG"
 expect_code 2 "--expect-seq -1" "$CAIRN" log append "$id" --expect-seq -1 <<<"$MSG"
 expect_code 2 "--expect-seq x" "$CAIRN" log append "$id" --expect-seq x <<<"$MSG"
