@@ -78,6 +78,8 @@ static void heal(struct report *r, struct store *st, struct catalog *cat,
 	struct log *lg = NULL;
 	if (e->trash) {
 		cerr_set(&err, CERR_USAGE, 0, "the session is in the trash");
+	} else if (catalog_readonly(cat)) {
+		cerr_set(&err, CERR_IO, 0, "the catalog is open read-only");
 	} else {
 		struct cat_watermark wm;
 		struct scan_opts o = {0};
