@@ -86,7 +86,17 @@ static void heal(struct report *r, struct store *st, struct catalog *cat,
 		if (catalog_get_watermark(cat, e->ref.id, &wm, &err) == 0)
 			o = catalog_scan_opts(&wm);
 		struct cat_watermark up = {0};
-		if (log_open_opts(st, e->ref.id, &o, &lg, &err) == 0 && log_settle(lg, &err) == 0) {
+		int rc = log_open_opts(st, e->ref.id, &o, &lg, &err);
+		/* Under the lock a writer seen between its log's sync and its
+		 * catalog update (what the read above may have caught) is done. */
+		const struct scan *now = rc == 0 ? log_scan(lg) : NULL;
+		if (now && catalog_get_watermark(cat, e->ref.id, &wm, &err) == 0 && wm.known &&
+		    now->head_known && memcmp(wm.head, now->head, SHA256_LEN) == 0 &&
+		    wm.len >= now->good_len) {
+			log_close(lg);
+			return;
+		}
+		if (rc == 0 && log_settle(lg, &err) == 0) {
 			up = catalog_watermark_of(log_durable(lg));
 			if (!up.known)
 				cerr_set(&err, CERR_IO, 0, "the log changed while it was read");
