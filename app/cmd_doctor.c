@@ -7,6 +7,7 @@
 #include "app/cli.h"
 #include "app/cmds.h"
 #include "base/buf.h"
+#include "base/strmap.h"
 #include "base/xalloc.h"
 #include "persist/catalog.h"
 #include "persist/leftover.h"
@@ -117,17 +118,37 @@ static void heal(struct report *r, struct store *st, struct catalog *cat,
 
 /* What verify saw of one listed log, for comparing copies of one id. */
 struct seen {
+	bool shared;    /* its id is listed more than once (set before verify) */
 	bool valid;     /* ok or torn, holding its own id */
 	uint64_t next_seq;
 	int64_t last_t; /* the last event's time (0: none) */
 };
+
+/* Mark the entries whose id is listed more than once. Copies of one log
+ * share its header frame, so the one watermark of that id cannot say which
+ * copy it was recorded for: each is read by the structural rules alone. */
+static void mark_shared(const struct store_entry *ents, size_t n, struct seen *seen)
+{
+	struct strmap ids;
+	strmap_init(&ids);
+	for (size_t i = 0; i < n; i++) {
+		size_t j;
+		if (strmap_get(&ids, ents[i].ref.id, &j))
+			seen[i].shared = seen[j].shared = true;
+		else
+			strmap_put(&ids, ents[i].ref.id, i);
+	}
+	strmap_release(&ids);
+}
 
 /* Read one session's log the way the store would, and report. */
 static void verify(struct report *r, struct store *st, struct catalog *cat,
 		   const struct store_entry *e, struct seen *seen)
 {
 	struct cerr err;
+	bool shared = seen->shared;
 	memset(seen, 0, sizeof *seen);
+	seen->shared = shared;
 	/* Listed a moment ago, maybe moved since by rm or restore: found
 	 * again wherever it is now, never reported missing for that. */
 	bool trash = e->trash;
@@ -140,7 +161,7 @@ static void verify(struct report *r, struct store *st, struct catalog *cat,
 		return;
 	}
 	struct cat_watermark wm = {0};
-	if (cat && catalog_get_watermark(cat, e->ref.id, &wm, &err) < 0)
+	if (shared || (cat && catalog_get_watermark(cat, e->ref.id, &wm, &err) < 0))
 		wm.known = false;
 	struct scan_opts o = catalog_scan_opts(&wm);
 	struct scan *s;
@@ -162,7 +183,7 @@ static void verify(struct report *r, struct store *st, struct catalog *cat,
 		problem(r, e->ref.id, CERR_CORRUPT, msg);
 	} else {
 		seen->valid = true;
-		if (cat && s->status == SCAN_OK && scan_wm_lags(s))
+		if (cat && !shared && s->status == SCAN_OK && scan_wm_lags(s))
 			heal(r, st, cat, e, s);
 		if (s->status == SCAN_TORN) {
 			snprintf(msg, sizeof msg, "%llu bytes of torn tail ('cairn repair' cuts them)",
@@ -458,6 +479,7 @@ int cmd_doctor(struct cli *c, int argc, char **argv)
 		}
 	}
 	struct seen *seen = xcalloc(n ? n : 1, sizeof *seen);
+	mark_shared(ents, n, seen);
 	for (size_t i = 0; i < n; i++)
 		verify(&r, st, cat, &ents[i], &seen[i]);
 	find_copies(&r, cat, ents, seen, n);
