@@ -1,4 +1,4 @@
-/* sha256.h — SHA-256 (FIPS 180-4) of a buffer in memory.
+/* sha256.h — SHA-256 (FIPS 180-4) of a buffer in memory, by libcrypto.
  *
  * Used where cairn needs a name for bytes that no other file can claim by
  * accident: the identity of a session log is the digest of its header

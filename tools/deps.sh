@@ -3,7 +3,7 @@
 # is missing. Uses sudo when not run as root.
 set -eu
 PKGS="build-essential pkg-config clang libclang-rt-14-dev libncurses-dev libsqlite3-dev
-      libzstd-dev libcjson-dev libuv1-dev libcurl4-openssl-dev libcmocka-dev
+      libzstd-dev libcjson-dev libuv1-dev libcurl4-openssl-dev libssl-dev libcmocka-dev
       libutf8proc-dev libcmark-gfm-dev libcmark-gfm-extensions-dev python3 zstd
       util-linux"
 missing=""
