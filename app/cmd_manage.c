@@ -61,7 +61,7 @@ static int run_items(struct cli *c, struct fifo_item **items, size_t n)
 			run.code = cli_fail(&err);
 	/* A CLI has nothing else to do: wait as long as the disk needs,
 	 * saying so when it is slow. */
-	while (fifo_close(f, clock_mono_ns() / 1000000 + 10000) != 0)
+	while (fifo_close_wait(f, clock_mono_ns() / 1000000 + 10000) != 0)
 		cli_printf(stderr, "cairn: still waiting for the disk...\n");
 	uv_run(&loop, UV_RUN_DEFAULT);
 	uv_loop_close(&loop);

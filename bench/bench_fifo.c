@@ -444,7 +444,7 @@ static void bench_fifo(int n, int depth, const char *metric, const char *target,
 		base_close(&bp, n);
 	}
 
-	if (fifo_close(f, clock_mono_ns() / 1000000 + 30000) != 0)
+	if (fifo_close_wait(f, clock_mono_ns() / 1000000 + 30000) != 0)
 		die("fifo_close timed out");
 	uv_run(&loop, UV_RUN_DEFAULT);
 	uv_loop_close(&loop);
@@ -557,7 +557,7 @@ static void inline_open(struct inline_ctx *x, int variant)
 			die_err("fifo_new", &e);
 		post_save(f, &x->s);
 		wait_all(&loop);
-		if (fifo_close(f, clock_mono_ns() / 1000000 + 30000) != 0)
+		if (fifo_close_wait(f, clock_mono_ns() / 1000000 + 30000) != 0)
 			die("fifo_close timed out");
 		uv_run(&loop, UV_RUN_DEFAULT);
 		uv_loop_close(&loop);

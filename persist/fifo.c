@@ -184,6 +184,19 @@ static void *writer_main(void *arg)
 	pthread_mutex_unlock(&f->mu);
 	fifo_writer_settle(f);
 	fifo_writer_idle(f);
+	/* The teardown runs here, not on the loop: closing the logs and the
+	 * catalog touches the disk. */
+	fifo_writer_free(f);
+	pool_free(f->pool);
+	catalog_close(f->cat);
+	store_close(f->st);
+	f->pool = NULL;
+	f->cat = NULL;
+	f->st = NULL;
+	pthread_mutex_lock(&f->mu);
+	f->exited = true;
+	uv_async_send(&f->async); /* an asynchronous close waits for this */
+	pthread_mutex_unlock(&f->mu);
 	return NULL;
 }
 
@@ -205,9 +218,12 @@ static void deliver(struct fifo *f)
 	}
 }
 
+static void close_progress(struct fifo *f);
+
 static void async_cb(uv_async_t *h)
 {
 	deliver(h->data);
+	close_progress(h->data);
 }
 
 static void close_cb(uv_handle_t *h);
@@ -237,6 +253,7 @@ struct fifo *fifo_new(uv_loop_t *loop, const char *root, struct cerr *err)
 		goto fail_sync;
 	}
 	f->async.data = f;
+	f->handles_open = 1;
 	int perr = pthread_create(&f->thread, NULL, writer_main, f);
 	if (perr != 0) {
 		cerr_set(err, CERR_IO, perr, "cannot start the persistence writer");
@@ -269,7 +286,7 @@ fail:
 int fifo_post(struct fifo *f, struct fifo_item *it, fifo_done_cb cb, void *ctx, struct cerr *err)
 {
 	pthread_mutex_lock(&f->mu);
-	if (f->stopping) {
+	if (f->stopping || f->closing) {
 		pthread_mutex_unlock(&f->mu);
 		item_free(it);
 		return cerr_set(err, CERR_USAGE, 0, "the persistence FIFO is closing");
@@ -304,7 +321,13 @@ int fifo_post(struct fifo *f, struct fifo_item *it, fifo_done_cb cb, void *ctx, 
 	return 0;
 }
 
-int fifo_flush(struct fifo *f, const char *session, uint64_t deadline_ms)
+int fifo_barrier(struct fifo *f, const char *session, fifo_done_cb cb, void *ctx,
+		 struct cerr *err)
+{
+	return fifo_post(f, item_new(FIFO_BARRIER, session), cb, ctx, err);
+}
+
+int fifo_flush_wait(struct fifo *f, const char *session, uint64_t deadline_ms)
 {
 	pthread_mutex_lock(&f->mu);
 	size_t target = (size_t)f->posted;
@@ -338,9 +361,14 @@ void fifo_set_batch_limit(struct fifo *f, size_t n)
 	pthread_mutex_unlock(&f->mu);
 }
 
+/* The last handle closed: report an asynchronous close, then free f. */
 static void close_cb(uv_handle_t *h)
 {
 	struct fifo *f = h->data;
+	if (--f->handles_open > 0)
+		return;
+	if (f->close_cb)
+		f->close_cb(f, f->close_ctx, FIFO_CLOSED, 0);
 	pthread_cond_destroy(&f->work_cv);
 	pthread_cond_destroy(&f->done_cv);
 	pthread_mutex_destroy(&f->mu);
@@ -351,26 +379,93 @@ static void close_cb(uv_handle_t *h)
 	free(f);
 }
 
-int fifo_close(struct fifo *f, uint64_t deadline_ms)
+/* The writer has ended: deliver what is left and close the handles (the
+ * mutex and conditions live until the last close callback: a late
+ * fifo_post must find a valid mutex to be refused). */
+static void close_handles(struct fifo *f)
 {
-	if (fifo_flush(f, NULL, deadline_ms) != 0)
+	pthread_join(f->thread, NULL);
+	deliver(f);
+	if (f->timer_init) {
+		uv_timer_stop(&f->timer);
+		f->handles_open++;
+		uv_close((uv_handle_t *)&f->timer, close_cb);
+	}
+	uv_close((uv_handle_t *)&f->async, close_cb);
+}
+
+int fifo_close_wait(struct fifo *f, uint64_t deadline_ms)
+{
+	if (fifo_flush_wait(f, NULL, deadline_ms) != 0)
 		return 1;
 	pthread_mutex_lock(&f->mu);
 	f->stopping = true;
 	f->paused = false;
 	pthread_cond_signal(&f->work_cv);
 	pthread_mutex_unlock(&f->mu);
-	pthread_join(f->thread, NULL);
+	close_handles(f);
+	return 0;
+}
+
+/* ---- asynchronous close (loop thread) ---- */
+
+/* After every delivery while a close runs: once every item has completed,
+ * stop the writer; once it has ended, close. */
+static void close_progress(struct fifo *f)
+{
+	if (!f->closing)
+		return;
+	pthread_mutex_lock(&f->mu);
+	bool drained = f->completed == f->posted && !f->done;
+	bool exited = f->exited;
+	if (exited)
+		f->closing = false; /* closed once; posts stay refused (stopping) */
+	if (drained && !f->stopping) {
+		f->stopping = true;
+		f->paused = false;
+		pthread_cond_signal(&f->work_cv);
+	}
+	pthread_mutex_unlock(&f->mu);
+	if (exited)
+		close_handles(f);
+}
+
+static void close_timer_cb(uv_timer_t *t)
+{
+	struct fifo *f = t->data;
 	deliver(f);
-	fifo_writer_free(f);
-	pool_free(f->pool);
-	f->pool = NULL;
-	catalog_close(f->cat);
-	store_close(f->st);
-	f->cat = NULL;
-	f->st = NULL;
-	/* The mutex and conditions live until the close callback: a late
-	 * fifo_post must find a valid mutex to be refused. */
-	uv_close((uv_handle_t *)&f->async, close_cb);
+	pthread_mutex_lock(&f->mu);
+	bool stopping = f->stopping;
+	uint64_t outstanding = f->posted - f->completed;
+	if (!stopping)
+		f->closing = false; /* items are accepted again */
+	pthread_mutex_unlock(&f->mu);
+	if (stopping) {
+		close_progress(f); /* drained already: the close goes on */
+		return;
+	}
+	fifo_close_cb cb = f->close_cb;
+	f->close_cb = NULL;
+	cb(f, f->close_ctx, FIFO_TIMED_OUT, outstanding);
+}
+
+int fifo_close(struct fifo *f, uint64_t deadline_ms, fifo_close_cb cb, void *ctx)
+{
+	if (f->closing)
+		return -1;
+	if (!f->timer_init) {
+		uv_timer_init(f->loop, &f->timer);
+		f->timer.data = f;
+		f->timer_init = true;
+	}
+	pthread_mutex_lock(&f->mu);
+	f->closing = true;
+	pthread_mutex_unlock(&f->mu);
+	f->close_cb = cb;
+	f->close_ctx = ctx;
+	uint64_t now = clock_mono_ns() / 1000000;
+	uv_timer_start(&f->timer, close_timer_cb, deadline_ms > now ? deadline_ms - now : 0, 0);
+	deliver(f);
+	close_progress(f);
 	return 0;
 }

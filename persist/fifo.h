@@ -2,9 +2,15 @@
  * the order they were posted; the libuv loop thread posts them and gets each
  * one's completion back through uv_async (DESIGN §2, §3, §6).
  *
- * Calling sequence (loop thread):
- *   fifo_new(loop, root) -> fifo_post(item, cb) ... -> fifo_flush (optional)
- *   -> fifo_close(deadline) -> run the loop until the close callback.
+ * Calling sequence on a running loop (the loop thread never waits):
+ *   fifo_new(loop, root) -> fifo_post(item, cb) ... -> fifo_barrier(session,
+ *   cb) where the caller needs "everything so far is durable" -> fifo_close(
+ *   deadline, close_cb): on FIFO_CLOSED f is gone; on FIFO_TIMED_OUT f still
+ *   works and fifo_close may be called again.
+ * Where no loop runs (CLI commands, tests), the blocking forms instead:
+ *   fifo_new -> fifo_post ... -> fifo_flush_wait (optional) ->
+ *   fifo_close_wait(deadline) -> run the loop to finish it.
+ * Completions are delivered in post order, across sessions too.
  * Every posted item completes exactly once, on the loop thread, with a
  * receipt (next seq, content version) or a classified error; the item is
  * freed after its callback returns. Per session, items run in post order;
@@ -35,6 +41,7 @@ enum fifo_kind {
 	FIFO_DELETE,    /* move to the trash */
 	FIFO_RESTORE,   /* back from the trash */
 	FIFO_PURGE,     /* remove from the trash for good */
+	FIFO_BARRIER,   /* writes nothing: completes after the items posted before it */
 };
 
 struct fifo_receipt {
@@ -72,22 +79,56 @@ void fifo_item_create(struct fifo_item *it, const char *cwd);
 enum fifo_kind fifo_item_kind(const struct fifo_item *it);
 const char *fifo_item_session(const struct fifo_item *it);
 
+/* How an asynchronous fifo_close ended. */
+enum fifo_close_status {
+	FIFO_CLOSED,    /* drained, writer stopped, handles closed: f is freed after the callback */
+	FIFO_TIMED_OUT, /* the deadline passed first: f keeps working and is still the caller's */
+};
+/* Called once on the loop thread per fifo_close; outstanding is the number
+ * of items posted and not completed yet (0 when closed). f is valid during
+ * the call only when closed. */
+typedef void (*fifo_close_cb)(struct fifo *f, void *ctx, enum fifo_close_status st,
+			      uint64_t outstanding);
+
 /* Start the writer for the data root `root` (its own store and catalog
  * connection). Returns NULL with err on failure. */
 struct fifo *fifo_new(uv_loop_t *loop, const char *root, struct cerr *err);
 /* Post an item (ownership passes to the FIFO). Fails only after
  * fifo_close began: then cb never runs and the item is freed. */
 int fifo_post(struct fifo *f, struct fifo_item *it, fifo_done_cb cb, void *ctx, struct cerr *err);
-/* Wait (blocking the caller) until every item posted before the call for
- * session (NULL: all sessions) is durable, or until deadline_ms of
- * clock_mono_ns()/1e6 passes. Returns 0 when done, 1 on timeout (nothing
- * is lost; wait again later). Completions are still delivered by the loop. */
-int fifo_flush(struct fifo *f, const char *session, uint64_t deadline_ms);
+/* Post a barrier for session (NULL: all sessions): its callback runs on
+ * the loop once every item posted before it for that session has completed
+ * (their syncs of the writer's round in flight included), after their
+ * callbacks and before those of items posted after it. It always succeeds
+ * (err NULL, a zero receipt). Fails like fifo_post once a close began: then
+ * cb never runs. Since completions follow post order, it in fact also
+ * comes after every earlier item of other sessions. */
+int fifo_barrier(struct fifo *f, const char *session, fifo_done_cb cb, void *ctx,
+		 struct cerr *err);
+/* Close without blocking the loop, like uv_close: new items are refused at
+ * once; the writer drains the queue and signals progress through the FIFO's
+ * uv_async; cb runs on the loop with FIFO_CLOSED (every completion
+ * delivered before it, writer and helpers stopped, every handle of f closed:
+ * uv_loop_close may follow) or, when deadline_ms of clock_mono_ns()/1e6
+ * passes first, FIFO_TIMED_OUT with the items still outstanding (then f
+ * accepts items again and fifo_close may be called again). Once drained,
+ * the writer's last catalog update and the teardown are no longer bounded
+ * by the deadline: they run on the writer thread, and cb waits for them.
+ * Returns -1 (cb never runs) while a close is already under way. */
+int fifo_close(struct fifo *f, uint64_t deadline_ms, fifo_close_cb cb, void *ctx);
+/* Blocking forms, only where no loop runs (CLI commands, tests): they
+ * block the calling thread, and so a loop running on it. */
+/* Wait until every item posted before the call for session (NULL: all
+ * sessions) is durable, or until deadline_ms of clock_mono_ns()/1e6
+ * passes. Returns 0 when done, 1 on timeout (nothing is lost; wait again
+ * later). Completions are still delivered by the loop. */
+int fifo_flush_wait(struct fifo *f, const char *session, uint64_t deadline_ms);
 /* Flush until deadline_ms, then stop the writer, deliver every pending
- * completion and close the async handle (run the loop to finish it; f is
- * freed by then). Returns 1 without closing when the flush timed out: the
- * FIFO keeps ownership and the caller may call fifo_close again. */
-int fifo_close(struct fifo *f, uint64_t deadline_ms);
+ * completion on the calling thread and close the FIFO's handles (run the
+ * loop to finish it; f is freed by then). Returns 1 without closing when
+ * the flush timed out: the FIFO keeps ownership and the caller may call
+ * fifo_close_wait again. */
+int fifo_close_wait(struct fifo *f, uint64_t deadline_ms);
 /* Test hook: pause the writer before it takes its next batch (true) or let
  * it go (false), so tests can queue items that reach it together. */
 void fifo_pause(struct fifo *f, bool paused);

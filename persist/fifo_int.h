@@ -100,6 +100,15 @@ struct fifo {
 	char **ticket_keys;
 	size_t n_ticket_keys;
 	bool stopping, paused;
+	bool exited;     /* the writer thread freed its state and is ending */
+
+	/* loop thread only: an asynchronous fifo_close (fifo.c) */
+	bool closing;    /* under mu too: posts are refused while it runs */
+	fifo_close_cb close_cb;
+	void *close_ctx;
+	uv_timer_t timer; /* its deadline */
+	bool timer_init;
+	int handles_open; /* f is freed when the last one's close callback ran */
 
 	/* writer thread only */
 	struct store *st;

@@ -13,7 +13,9 @@
  * catalog_sync elsewhere reads the log again); the watermark and the file
  * identity are recorded after the sync, in the next transaction or when
  * the writer goes idle. So the watermark may lag a log, never lead it.
- * Delete, restore and purge end the round and run on their own. */
+ * Delete, restore and purge end the round and run on their own. A barrier
+ * does nothing here: batches are delivered in order, so it completes after
+ * every item posted before it, those of the round in flight included. */
 #include "persist/fifo_int.h"
 #include "base/xalloc.h"
 
@@ -813,7 +815,11 @@ void fifo_writer_process(struct fifo *f, struct fifo_item *batch)
 			last = last->next;
 		}
 		struct fifo_item *next = last->next;
-		if (it->kind == FIFO_DELETE || it->kind == FIFO_RESTORE || it->kind == FIFO_PURGE) {
+		if (it->kind == FIFO_BARRIER) {
+			/* Nothing to do: it completes with its batch, which is
+			 * delivered after every earlier batch, the round in flight
+			 * included (commit_round settles it). */
+		} else if (it->kind == FIFO_DELETE || it->kind == FIFO_RESTORE || it->kind == FIFO_PURGE) {
 			commit_round(r, false);
 			run_move(f, it);
 		} else {

@@ -76,7 +76,7 @@ static int teardown(void **state)
 {
 	struct fx *x = *state;
 	if (x->f)
-		assert_int_equal(fifo_close(x->f, deadline(10000)), 0);
+		assert_int_equal(fifo_close_wait(x->f, deadline(10000)), 0);
 	assert_int_equal(uv_run(&x->loop, UV_RUN_DEFAULT), 0);
 	assert_int_equal(uv_loop_close(&x->loop), 0);
 	catalog_close(x->cat);
@@ -126,7 +126,7 @@ static void post(struct fx *x, struct fifo_item *it, struct rec *c)
 /* Flush, then run the loop until every rec completed (10 s at most). */
 static void wait_all(struct fx *x, struct rec *c, size_t n)
 {
-	assert_int_equal(fifo_flush(x->f, NULL, deadline(10000)), 0);
+	assert_int_equal(fifo_flush_wait(x->f, NULL, deadline(10000)), 0);
 	uint64_t until = deadline(10000);
 	for (size_t done = 0; done < n;) {
 		done = 0;
@@ -371,7 +371,7 @@ static void test_order_and_thread(void **state)
 		want[i] = seq[k] += (uint64_t)n;
 		post(x, it, &c[i]);
 		if (i == N / 2) { /* the loop has not run: nothing completed yet */
-			assert_int_equal(fifo_flush(x->f, NULL, deadline(10000)), 0);
+			assert_int_equal(fifo_flush_wait(x->f, NULL, deadline(10000)), 0);
 			for (int j = 0; j <= i; j++)
 				assert_int_equal(c[j].calls, 0);
 		}
@@ -690,7 +690,7 @@ static void test_overlapping_rounds(void **state)
 static void reopen_fifo(struct fx *x)
 {
 	struct cerr err = {0};
-	assert_int_equal(fifo_close(x->f, deadline(10000)), 0);
+	assert_int_equal(fifo_close_wait(x->f, deadline(10000)), 0);
 	assert_int_equal(uv_run(&x->loop, UV_RUN_DEFAULT), 0);
 	if (!(x->f = fifo_new(&x->loop, x->root, &err)))
 		fail_msg("fifo_new: %s", err.msg);
@@ -979,11 +979,11 @@ static void test_flush(void **state)
 	post(x, hist("B", 2, "fb", 1), &c[1]);
 	post(x, hist("A", 4, "fa2", 1), &c[2]);
 	uint64_t past = deadline(-5);
-	assert_int_equal(fifo_flush(x->f, "A", past), 1);
-	assert_int_equal(fifo_flush(x->f, NULL, past), 1);
-	assert_int_equal(fifo_flush(x->f, "nobody", past), 0); /* nothing posted for it */
+	assert_int_equal(fifo_flush_wait(x->f, "A", past), 1);
+	assert_int_equal(fifo_flush_wait(x->f, NULL, past), 1);
+	assert_int_equal(fifo_flush_wait(x->f, "nobody", past), 0); /* nothing posted for it */
 	uint64_t t0 = clock_mono_ns();
-	assert_int_equal(fifo_flush(x->f, "B", deadline(80)), 1);
+	assert_int_equal(fifo_flush_wait(x->f, "B", deadline(80)), 1);
 	assert_true(clock_mono_ns() - t0 >= 70 * 1000000ull);
 	assert_int_equal(next_seq_of(x, "A"), 2);
 	uv_run(&x->loop, UV_RUN_NOWAIT);
@@ -991,12 +991,12 @@ static void test_flush(void **state)
 		assert_int_equal(c[i].calls, 0);
 
 	fifo_pause(x->f, false);
-	assert_int_equal(fifo_flush(x->f, "A", deadline(10000)), 0);
+	assert_int_equal(fifo_flush_wait(x->f, "A", deadline(10000)), 0);
 	struct scan *s = scan_of(x, "A"); /* durable before any delivery */
 	assert_int_equal(s->next_seq, 5);
 	assert_string_equal(text_at(s, 4), "fa2 0");
 	scan_free(s);
-	assert_int_equal(fifo_flush(x->f, NULL, deadline(10000)), 0);
+	assert_int_equal(fifo_flush_wait(x->f, NULL, deadline(10000)), 0);
 	assert_int_equal(next_seq_of(x, "B"), 3);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(c[i].calls, 0);
@@ -1017,13 +1017,13 @@ static void test_close_timeout_and_post_after_close(void **state)
 	step(x, create("A", NULL, "a", 1), &setup);
 	fifo_pause(x->f, true);
 	post(x, hist("A", 2, "pending", 1), &c);
-	assert_int_equal(fifo_close(x->f, deadline(-1)), 1);
-	assert_int_equal(fifo_close(x->f, deadline(30)), 1);
+	assert_int_equal(fifo_close_wait(x->f, deadline(-1)), 1);
+	assert_int_equal(fifo_close_wait(x->f, deadline(30)), 1);
 	uv_run(&x->loop, UV_RUN_NOWAIT);
 	assert_int_equal(c.calls, 0);
 	assert_int_equal(next_seq_of(x, "A"), 2);
 	fifo_pause(x->f, false);
-	assert_int_equal(fifo_close(x->f, deadline(10000)), 0);
+	assert_int_equal(fifo_close_wait(x->f, deadline(10000)), 0);
 	assert_int_equal(c.calls, 1); /* delivered by the close, on this thread */
 	assert_true(c.on_loop);
 	want_ok(&c, "pending item");

@@ -323,7 +323,7 @@ static void judge(size_t i)
 /* Flush, run the loop until every item posted so far completed, judge. */
 static void settle(void)
 {
-	if (fifo_flush(R.f, NULL, deadline(30000)) != 0)
+	if (fifo_flush_wait(R.f, NULL, deadline(30000)) != 0)
 		fail_msg("%s: flush timed out", R.what);
 	uint64_t until = deadline(30000);
 	for (;;) {
@@ -613,7 +613,7 @@ static bool run_one(const struct fault *f, unsigned long n)
 	recover();
 	settle();
 
-	if (fifo_close(R.f, deadline(30000)) != 0)
+	if (fifo_close_wait(R.f, deadline(30000)) != 0)
 		fail_msg("%s: fifo_close timed out", R.what);
 	assert_int_equal(uv_run(&R.loop, UV_RUN_DEFAULT), 0);
 	assert_int_equal(uv_loop_close(&R.loop), 0);
@@ -719,7 +719,7 @@ static void open_plain(const char *what)
 
 static void close_plain(void)
 {
-	assert_int_equal(fifo_close(R.f, deadline(30000)), 0);
+	assert_int_equal(fifo_close_wait(R.f, deadline(30000)), 0);
 	assert_int_equal(uv_run(&R.loop, UV_RUN_DEFAULT), 0);
 	assert_int_equal(uv_loop_close(&R.loop), 0);
 	for (size_t i = 0; i < R.n; i++)
