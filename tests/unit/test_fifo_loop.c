@@ -253,9 +253,11 @@ static void test_null_barrier_waits_for_all_sessions(void **state)
 	assert_true(c[4].order < c[5].order);
 }
 
-/* A barrier posted while the round in flight cannot sync (its fdatasync
- * stalls) does not complete before that round: nothing completes until the
- * sync is let go, and then the round's items come first. */
+/* A barrier that reaches the writer while the round in flight cannot sync
+ * (its fdatasync stalls) does not complete before that round: one item per
+ * batch makes the first item's round fly while the writer takes the
+ * barriers; nothing completes until the sync is let go, and then in post
+ * order. */
 static void test_barrier_waits_for_round_in_flight(void **state)
 {
 	struct lx *x = *state;
@@ -263,14 +265,17 @@ static void test_barrier_waits_for_round_in_flight(void **state)
 	create_all(x, ids, 1);
 	struct rec c[4];
 	atomic_store(&stall, true);
+	fifo_set_batch_limit(x->f, 1);
+	fifo_pause(x->f, true);
 	post(x, hist("A", 2, false), &c[0]);
-	uint64_t until = deadline(10000);
-	while (atomic_load(&stalled) == 0 && clock_mono_ns() / 1000000 < until)
-		run_for(x, 1);
-	assert_int_not_equal(atomic_load(&stalled), 0); /* its round is committed, syncing */
 	barrier(x, "A", &c[1]);
 	barrier(x, NULL, &c[2]);
 	post(x, hist("A", 3, false), &c[3]);
+	fifo_pause(x->f, false);
+	uint64_t until = deadline(10000);
+	while (atomic_load(&stalled) == 0 && clock_mono_ns() / 1000000 < until)
+		run_for(x, 1);
+	assert_int_not_equal(atomic_load(&stalled), 0); /* the first round is committed, syncing */
 	run_for(x, 150);
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(c[i].calls, 0);
