@@ -445,7 +445,7 @@ static void bench_fifo(int n, int depth, const char *metric, const char *target,
 	}
 
 	if (fifo_close_wait(f, clock_mono_ns() / 1000000 + 30000) != 0)
-		die("fifo_close timed out");
+		die("fifo_close_wait timed out");
 	uv_run(&loop, UV_RUN_DEFAULT);
 	uv_loop_close(&loop);
 	base_close(&b, n);
@@ -558,7 +558,7 @@ static void inline_open(struct inline_ctx *x, int variant)
 		post_save(f, &x->s);
 		wait_all(&loop);
 		if (fifo_close_wait(f, clock_mono_ns() / 1000000 + 30000) != 0)
-			die("fifo_close timed out");
+			die("fifo_close_wait timed out");
 		uv_run(&loop, UV_RUN_DEFAULT);
 		uv_loop_close(&loop);
 	}

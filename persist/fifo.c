@@ -1,6 +1,7 @@
 /* fifo.c — the persistence FIFO: a queue guarded by a mutex, one writer
  * thread that drains it in batches (fifo_writer.c executes them), and a
- * uv_async that hands completions back to the loop thread in order. */
+ * uv_async that hands completions back to the loop thread in order, and
+ * signals an asynchronous close its progress. */
 #include "persist/fifo.h"
 #include "base/clock.h"
 #include "base/xalloc.h"

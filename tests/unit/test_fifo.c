@@ -1006,7 +1006,7 @@ static void test_flush(void **state)
 	assert_int_equal(c[1].r.next_seq, 3);
 }
 
-/* fifo_close on a paused writer times out and keeps ownership; once let go
+/* fifo_close_wait on a paused writer times out and keeps ownership; once let go
  * it closes, delivering what was pending; a post after that fails and its
  * callback never runs. */
 static void test_close_timeout_and_post_after_close(void **state)

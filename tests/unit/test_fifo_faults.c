@@ -614,7 +614,7 @@ static bool run_one(const struct fault *f, unsigned long n)
 	settle();
 
 	if (fifo_close_wait(R.f, deadline(30000)) != 0)
-		fail_msg("%s: fifo_close timed out", R.what);
+		fail_msg("%s: fifo_close_wait timed out", R.what);
 	assert_int_equal(uv_run(&R.loop, UV_RUN_DEFAULT), 0);
 	assert_int_equal(uv_loop_close(&R.loop), 0);
 	faultfs_set_sync_hook(NULL, NULL);
