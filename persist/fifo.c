@@ -149,6 +149,18 @@ void fifo_deliver(struct fifo *f, struct fifo_item *batch)
 	pthread_mutex_unlock(&f->mu);
 }
 
+/* Stop the helpers, close the catalog and the store (what the writer
+ * thread uses; whoever ends it). */
+static void close_parts(struct fifo *f)
+{
+	pool_free(f->pool);
+	catalog_close(f->cat);
+	store_close(f->st);
+	f->pool = NULL;
+	f->cat = NULL;
+	f->st = NULL;
+}
+
 static void *writer_main(void *arg)
 {
 	struct fifo *f = arg;
@@ -188,12 +200,7 @@ static void *writer_main(void *arg)
 	/* The teardown runs here, not on the loop: closing the logs and the
 	 * catalog touches the disk. */
 	fifo_writer_free(f);
-	pool_free(f->pool);
-	catalog_close(f->cat);
-	store_close(f->st);
-	f->pool = NULL;
-	f->cat = NULL;
-	f->st = NULL;
+	close_parts(f);
 	pthread_mutex_lock(&f->mu);
 	f->exited = true;
 	uv_async_send(&f->async); /* an asynchronous close waits for this */
@@ -258,12 +265,7 @@ struct fifo *fifo_new(uv_loop_t *loop, const char *root, struct cerr *err)
 	int perr = pthread_create(&f->thread, NULL, writer_main, f);
 	if (perr != 0) {
 		cerr_set(err, CERR_IO, perr, "cannot start the persistence writer");
-		pool_free(f->pool);
-		catalog_close(f->cat);
-		store_close(f->st);
-		f->pool = NULL;
-		f->cat = NULL;
-		f->st = NULL;
+		close_parts(f);
 		f->stopping = true; /* a post before the loop closes it is refused */
 		/* The handle lives in f: the loop frees f when it closes it. */
 		uv_close((uv_handle_t *)&f->async, close_cb);
@@ -276,9 +278,7 @@ fail_sync:
 	pthread_cond_destroy(&f->done_cv);
 	pthread_mutex_destroy(&f->mu);
 fail:
-	pool_free(f->pool);
-	catalog_close(f->cat);
-	store_close(f->st);
+	close_parts(f);
 	strmap_release(&f->last_ticket);
 	free(f);
 	return NULL;
