@@ -83,8 +83,11 @@ int safefs_opendir(int dirfd, const char *name, bool create, bool *created, stru
 		}
 		/* A restrictive umask may have cut the mode so far that we could
 		 * not even open the new directory to fix it through its fd. */
-		if (fchmodat(dirfd, name, 0700, 0) < 0)
+		if (fchmodat(dirfd, name, 0700, 0) < 0) {
+			if (errno == ENOENT)
+				continue; /* a cleanup took it already: make it again */
 			return cerr_set(err, CERR_IO, errno, "cannot set mode of '%s'", name);
+		}
 		if (safefs_fsync_dir(dirfd, name, err) < 0)
 			return -1;
 		synced = true;

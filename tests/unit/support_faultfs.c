@@ -37,6 +37,8 @@ static unsigned long dir_syncs;
 static unsigned skipped;
 static faultfs_sync_cb sync_cb;
 static void *sync_ctx;
+static faultfs_mkdir_cb mkdir_cb;
+static void *mkdir_ctx;
 
 static const char *const op_names[FF_NOPS] = {
 	[FF_OPENAT] = "openat",	      [FF_CREATE] = "openat(O_CREAT)", [FF_CLOSE] = "close",
@@ -114,6 +116,12 @@ void faultfs_set_sync_hook(faultfs_sync_cb cb, void *ctx)
 {
 	sync_cb = cb;
 	sync_ctx = ctx;
+}
+
+void faultfs_set_mkdir_hook(faultfs_mkdir_cb cb, void *ctx)
+{
+	mkdir_cb = cb;
+	mkdir_ctx = ctx;
 }
 
 /* Count a call; return the fault armed for it, or NULL. */
@@ -549,6 +557,8 @@ static int ff_mkdirat_(int dirfd, const char *path, mode_t mode)
 	struct stat st;
 	if (r == 0 && tracking && fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		node_created(&st);
+	if (r == 0 && mkdir_cb)
+		mkdir_cb(mkdir_ctx, dirfd, path);
 	return r;
 }
 
@@ -661,6 +671,8 @@ void faultfs_install(void)
 	dir_syncs = 0;
 	sync_cb = NULL;
 	sync_ctx = NULL;
+	mkdir_cb = NULL;
+	mkdir_ctx = NULL;
 	fsops = &faultfs_ops;
 }
 
@@ -670,5 +682,7 @@ void faultfs_uninstall(void)
 	faultfs_disarm();
 	sync_cb = NULL;
 	sync_ctx = NULL;
+	mkdir_cb = NULL;
+	mkdir_ctx = NULL;
 	model_free();
 }

@@ -115,5 +115,10 @@ unsigned long faultfs_dir_syncs(void);
  * hook runs with fsops still pointing at faultfs_ops. NULL removes it. */
 typedef void (*faultfs_sync_cb)(void *ctx, enum faultfs_op op, bool after);
 void faultfs_set_sync_hook(faultfs_sync_cb cb, void *ctx);
+/* Called right after every successful mkdirat, with its arguments, inside
+ * the fault table's lock (use plain system calls there, as another process
+ * would). NULL removes it. */
+typedef void (*faultfs_mkdir_cb)(void *ctx, int dirfd, const char *path);
+void faultfs_set_mkdir_hook(faultfs_mkdir_cb cb, void *ctx);
 
 #endif

@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <glob.h>
 #include <pthread.h>
 #include <signal.h>
@@ -266,6 +267,37 @@ static void test_cleanup_holds_the_lock_a_moment(void **state)
 	creation_survives(*state, true, true, 1);
 }
 
+/* A cleanup removes the id folder right after the creator made it, before
+ * the creator set its mode (a cleanup sees an empty folder there): the
+ * creator makes it again. */
+static int removed_after_mkdir;
+
+static void remove_after_mkdir(void *ctx, int dirfd, const char *path)
+{
+	(void)ctx;
+	if (strcmp(path, ID) == 0 && removed_after_mkdir < 3 &&
+	    unlinkat(dirfd, path, AT_REMOVEDIR) == 0)
+		removed_after_mkdir++;
+}
+
+static void test_cleanup_removes_the_folder_just_made(void **state)
+{
+	struct fx *f = *state;
+	struct cerr err;
+	removed_after_mkdir = 0;
+	faultfs_install();
+	faultfs_set_mkdir_hook(remove_after_mkdir, NULL);
+	int r = create(f->st, ID, &err);
+	faultfs_uninstall();
+	assert_int_equal(removed_after_mkdir, 3);
+	if (r < 0)
+		fail_msg("creation failed while a cleanup ran: %s", err.msg);
+	struct log *lg;
+	assert_int_equal(log_open(f->st, ID, &lg, &err), 0);
+	assert_int_equal(log_next_seq(lg), 2);
+	log_close(lg);
+}
+
 /* A leftover whose lock a live writer holds is left whole. */
 static void test_held_leftover_left_alone(void **state)
 {
@@ -307,6 +339,7 @@ int main(void)
 		T(test_cleanup_removes_a_fresh_folder),
 		T(test_cleanup_removes_an_opened_folder),
 		T(test_cleanup_holds_the_lock_a_moment),
+		T(test_cleanup_removes_the_folder_just_made),
 		T(test_held_leftover_left_alone),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
