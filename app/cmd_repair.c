@@ -7,6 +7,7 @@
 #include "base/xalloc.h"
 #include "persist/log.h"
 #include "persist/repair.h"
+#include "persist/vocab.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +68,7 @@ static void print_report(const struct repair_report *r, const char *id, const ch
 		const char *type = cJSON_GetObjectItemCaseSensitive(e, "type")->valuestring;
 		const char *turn = cJSON_GetObjectItemCaseSensitive(e, "turn")->valuestring;
 		long long seq = (long long)cJSON_GetObjectItemCaseSensitive(e, "seq")->valuedouble;
-		if (strcmp(type, "tool/result") == 0)
+		if (vocab_type_of(type) == VT_TOOL_RESULT)
 			cli_printf(stdout, "  appended seq %lld: tool/result %s %s (turn %s)\n", seq,
 					   cJSON_GetObjectItemCaseSensitive(d, "call_id")->valuestring,
 					   cJSON_GetObjectItemCaseSensitive(d, "status")->valuestring, turn);

@@ -473,16 +473,27 @@ static bool turn_open(const struct row *r, const char *turn)
 }
 
 /* Apply one event to the row (and collect its text and claims). */
-void row_apply(struct row *r, uint64_t seq, int64_t t, const char *type, const char *turn,
-	       const cJSON *data, bool known)
+void row_apply(struct row *r, uint64_t seq, int64_t t, enum vocab_type type, const char *turn,
+	       const cJSON *data)
 {
 	r->next_seq = seq + 1;
 	if (t > r->updated_at)
 		r->updated_at = t;
-	if (!known)
-		return; /* an unknown ignorable event counts, but says nothing */
 	const char *tk = turn ? turn : "";
-	if (strcmp(type, "session/header") == 0) {
+	switch (type) {
+	case VT_UNKNOWN: /* an unknown ignorable event counts, but says nothing */
+	case VT_REQUEST_PREPARED: /* these change nothing the catalog keeps */
+	case VT_ASSISTANT_REASONING:
+	case VT_TOOL_CALL:
+	case VT_INTERACTION_REQUEST:
+	case VT_INTERACTION_ANSWER:
+	case VT_TOOL_STARTED:
+	case VT_STEP_END:
+	case VT_BRANCH_REWIND:
+	case VT_INPUT_QUEUED:
+	case VT_INPUT_DEQUEUED:
+		break;
+	case VT_SESSION_HEADER: {
 		set_str(&r->cwd, str_field(data, "cwd"));
 		set_str(&r->provider, str_field(data, "provider"));
 		set_str(&r->model, str_field(data, "model"));
@@ -493,7 +504,9 @@ void row_apply(struct row *r, uint64_t seq, int64_t t, const char *type, const c
 		const cJSON *fork = cJSON_GetObjectItemCaseSensitive(data, "forked_from");
 		set_str(&r->forked_from, str_field(fork, "session"));
 		set_str(&r->forked_turn, str_field(fork, "turn"));
-	} else if (strcmp(type, "session/meta") == 0) {
+		break;
+	}
+	case VT_SESSION_META: {
 		const cJSON *title = cJSON_GetObjectItemCaseSensitive(data, "title");
 		if (cJSON_IsString(title)) {
 			char *norm = catalog_title_of(title->valuestring, 200);
@@ -505,12 +518,15 @@ void row_apply(struct row *r, uint64_t seq, int64_t t, const char *type, const c
 		const cJSON *pin = cJSON_GetObjectItemCaseSensitive(data, "pinned");
 		if (cJSON_IsBool(pin))
 			r->pinned = cJSON_IsTrue(pin);
-	} else if (strcmp(type, "session/settings") == 0) {
+		break;
+	}
+	case VT_SESSION_SETTINGS:
 		if (cJSON_GetObjectItemCaseSensitive(data, "provider"))
 			set_str(&r->provider, str_field(data, "provider"));
 		if (cJSON_GetObjectItemCaseSensitive(data, "model"))
 			set_str(&r->model, str_field(data, "model"));
-	} else if (strcmp(type, "turn/start") == 0) {
+		break;
+	case VT_TURN_START: {
 		r->turns++;
 		open_turn_remove(r, tk);
 		cJSON_AddItemToArray(r->open_turns, cJSON_CreateString(tk));
@@ -519,12 +535,16 @@ void row_apply(struct row *r, uint64_t seq, int64_t t, const char *type, const c
 			r->claims = xreallocarray(r->claims, r->n_claims + 1, sizeof *r->claims);
 			r->claims[r->n_claims++] = (struct claim){xstrdup(claim), xstrdup(tk), NULL};
 		}
-	} else if (strcmp(type, "turn/end") == 0) {
+		break;
+	}
+	case VT_TURN_END: {
 		open_turn_remove(r, tk);
 		const char *outcome = str_field(data, "outcome");
 		r->ends = xreallocarray(r->ends, r->n_ends + 1, sizeof *r->ends);
 		r->ends[r->n_ends++] = (struct claim){NULL, xstrdup(tk), xstrdup(outcome ? outcome : "")};
-	} else if (strcmp(type, "user/message") == 0) {
+		break;
+	}
+	case VT_USER_MESSAGE: {
 		const char *text = str_field(data, "text");
 		char *prompt = catalog_title_of(text, CATALOG_PREVIEW_MAX);
 		if (!r->auto_title && *prompt) {
@@ -535,9 +555,12 @@ void row_apply(struct row *r, uint64_t seq, int64_t t, const char *type, const c
 		set_str(&r->last_prompt, prompt);
 		free(prompt);
 		add_doc(r, tk, "user", text);
-	} else if (strcmp(type, "assistant/text") == 0) {
+		break;
+	}
+	case VT_ASSISTANT_TEXT:
 		add_doc(r, tk, "assistant", str_field(data, "text"));
-	} else if (strcmp(type, "tool/result") == 0) {
+		break;
+	case VT_TOOL_RESULT: {
 		const cJSON *out = cJSON_GetObjectItemCaseSensitive(data, "output");
 		if (cJSON_IsString(out)) {
 			add_doc(r, tk, "tool", out->valuestring);
@@ -546,6 +569,8 @@ void row_apply(struct row *r, uint64_t seq, int64_t t, const char *type, const c
 			add_doc(r, tk, "tool", s);
 			free(s);
 		}
+		break;
+	}
 	}
 }
 
@@ -706,7 +731,7 @@ static int do_project_scan(struct catalog *c, void *arg, struct cerr *err)
 	r.ctime_ns = s->ctime_ns;
 	for (size_t i = 0; i < s->n_events; i++) {
 		const struct event *ev = &s->events[i];
-		row_apply(&r, ev->seq, ev->t, ev->type, ev->turn, ev->data, ev->kind != NULL);
+		row_apply(&r, ev->seq, ev->t, ev->vtype, ev->turn, ev->data);
 	}
 	if (s->status == SCAN_CORRUPT || s->status == SCAN_UNSUPPORTED) {
 		set_str(&r.proj_status, scan_status_name(s->status));
@@ -818,8 +843,8 @@ static int do_project_batch(struct catalog *c, void *arg, struct cerr *err)
 		const struct log_event *e = &a->evs[i];
 		cJSON *empty = NULL;
 		const cJSON *data = e->data ? e->data : (empty = cJSON_CreateObject());
-		row_apply(&r, a->first_seq + i, e->t ? e->t : a->batch_t, e->type, e->turn, data,
-			  vocab_find(e->type) != NULL);
+		row_apply(&r, a->first_seq + i, e->t ? e->t : a->batch_t, vocab_type_of(e->type),
+			  e->turn, data);
 		cJSON_Delete(empty);
 	}
 	if (a->wm && a->wm->known) {

@@ -6,6 +6,7 @@
 
 #include "base/buf.h"
 #include "persist/catalog.h"
+#include "persist/vocab.h"
 
 #define CAT_CACHE 48 /* prepared statements kept per connection */
 
@@ -144,8 +145,8 @@ int cat_rank_stats(struct catalog *c, const struct cat_query *q, struct cat_rank
 /* Does s[0..n) hold a character of a script written without spaces? */
 bool cat_has_cjk(const char *s, size_t n);
 
-void row_apply(struct row *r, uint64_t seq, int64_t t, const char *type, const char *turn,
-	       const cJSON *data, bool known);
+void row_apply(struct row *r, uint64_t seq, int64_t t, enum vocab_type type, const char *turn,
+	       const cJSON *data);
 int row_load(struct catalog *c, const char *id, struct row *r, bool *found, struct cerr *err);
 void row_release(struct row *r);
 void row_release_claims(struct row *r);

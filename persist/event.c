@@ -87,6 +87,7 @@ int event_parse(const char *line, size_t n, uint64_t expect_seq, struct event *e
 	ev->seq = (uint64_t)seq;
 	ev->t = t;
 	ev->type = jtype->valuestring;
+	ev->vtype = ve ? ve->id : VT_UNKNOWN;
 	ev->turn = jturn ? jturn->valuestring : NULL;
 	ev->ignorable = ignorable;
 	ev->kind = ve;

@@ -22,6 +22,7 @@ struct event {
 	uint64_t seq;
 	int64_t t;
 	const char *type;              /* points into root */
+	enum vocab_type vtype;         /* VT_UNKNOWN for an unknown ignorable type */
 	const char *turn;              /* points into root; NULL when absent */
 	bool ignorable;
 	const struct vocab_entry *kind; /* NULL for an unknown ignorable type */
@@ -33,7 +34,8 @@ struct event {
 
 /* Parse and validate line[0..n) (valid UTF-8, no LF) expecting seq
  * expect_seq. On success fills ev (release with event_release); a known
- * type has ev->kind set, an unknown ignorable one has kind NULL. On failure
+ * type has ev->kind and ev->vtype set, an unknown ignorable one has kind
+ * NULL and vtype VT_UNKNOWN. On failure
  * returns -1 with CERR_CORRUPT or CERR_UNSUPPORTED and ev untouched. */
 int event_parse(const char *line, size_t n, uint64_t expect_seq, struct event *ev,
 		struct cerr *err);

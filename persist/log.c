@@ -441,10 +441,11 @@ static int build_batch(struct buf *content, uint64_t seq, const struct log_event
 		const struct log_event *e = &evs[i];
 		if (!e->type || !vocab_valid_type_name(e->type))
 			return cerr_set(err, CERR_USAGE, 0, "event %zu: invalid type", i + 1);
-		if (strcmp(e->type, "session/header") == 0)
+		enum vocab_type vt = vocab_type_of(e->type);
+		if (vt == VT_SESSION_HEADER)
 			return cerr_set(err, CERR_USAGE, 0, "event %zu: the header is written by the store",
 					i + 1);
-		if (!vocab_find(e->type) && !e->ignorable)
+		if (vt == VT_UNKNOWN && !e->ignorable)
 			return cerr_set(err, CERR_USAGE, 0,
 					"event %zu: unknown type '%s' (mark it \"ignorable\":true)",
 					i + 1, e->type);
@@ -493,7 +494,8 @@ static void header_line(struct log *lg, struct buf *out)
 	for (const cJSON *c = lg->extra ? lg->extra->child : NULL; c; c = c->next)
 		if (!cJSON_GetObjectItemCaseSensitive(data, c->string))
 			cJSON_AddItemToObject(data, c->string, cJSON_Duplicate(c, 1));
-	event_format(out, 0, lg->created_at, "session/header", NULL, false, data);
+	event_format(out, 0, lg->created_at, vocab_type_name(VT_SESSION_HEADER), NULL, false,
+		     data);
 	cJSON_Delete(data);
 }
 

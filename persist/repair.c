@@ -1,14 +1,15 @@
 /* repair.c — torn-tail cut and interrupted-turn closers. */
 #include "persist/repair.h"
 #include "base/xalloc.h"
+#include "persist/vocab.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static cJSON *closer(const char *type, const char *turn, cJSON *data)
+static cJSON *closer(enum vocab_type type, const char *turn, cJSON *data)
 {
 	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "type", type);
+	cJSON_AddStringToObject(o, "type", vocab_type_name(type));
 	cJSON_AddStringToObject(o, "turn", turn);
 	cJSON_AddItemToObject(o, "data", data);
 	return o;
@@ -36,13 +37,13 @@ cJSON *repair_closers(const struct scan *s)
 			cJSON_AddBoolToObject(d, "synthetic", 1);
 			cJSON *seqs = cJSON_AddArrayToObject(d, "source_seqs");
 			cJSON_AddItemToArray(seqs, cJSON_CreateNumber((double)c->seq));
-			cJSON_AddItemToArray(out, closer("tool/result", turn, d));
+			cJSON_AddItemToArray(out, closer(VT_TOOL_RESULT, turn, d));
 		}
 		cJSON *d = cJSON_CreateObject();
 		cJSON_AddStringToObject(d, "outcome", "interrupted");
 		cJSON_AddBoolToObject(d, "synthetic", 1);
 		cJSON_AddStringToObject(d, "error", "the session stopped before this turn ended");
-		cJSON_AddItemToArray(out, closer("turn/end", turn, d));
+		cJSON_AddItemToArray(out, closer(VT_TURN_END, turn, d));
 	}
 	return out;
 }
@@ -64,13 +65,14 @@ int repair_log(struct log *lg, struct repair_report *rep, struct cerr *err)
 	size_t n = (size_t)cJSON_GetArraySize(closers);
 	struct log_event *evs = xcalloc(n ? n : 1, sizeof *evs);
 	size_t i = 0;
-	for (cJSON *c = closers->child; c; c = c->next, i++) {
-		evs[i].type = cJSON_GetObjectItemCaseSensitive(c, "type")->valuestring;
-		evs[i].turn = cJSON_GetObjectItemCaseSensitive(c, "turn")->valuestring;
-		evs[i].data = cJSON_GetObjectItemCaseSensitive(c, "data");
-	}
+	int ret = 0;
+	/* The closers take the path every appended event takes: the same
+	 * reader as `log append` and the FIFO, then the store's checks. */
+	for (cJSON *c = closers->child; c && ret == 0; c = c->next, i++)
+		ret = log_event_from_json(c, &evs[i], err);
 	rep->first_seq = log_next_seq(lg);
-	int ret = log_append(lg, rep->first_seq, evs, n, &rep->next_seq, err);
+	if (ret == 0)
+		ret = log_append(lg, rep->first_seq, evs, n, &rep->next_seq, err);
 	free(evs);
 	if (ret < 0) {
 		cJSON_Delete(closers);

@@ -97,7 +97,7 @@ static int check_header(struct scan *s, const char *line, size_t len, struct eve
 		const cJSON *data = cJSON_GetObjectItemCaseSensitive(pre, "data");
 		const cJSON *type = cJSON_GetObjectItemCaseSensitive(pre, "type");
 		int64_t fmt;
-		bool is_header = cJSON_IsString(type) && strcmp(type->valuestring, "session/header") == 0;
+		bool is_header = cJSON_IsString(type) && vocab_type_of(type->valuestring) == VT_SESSION_HEADER;
 		if (is_header &&
 		    json_get_int(cJSON_GetObjectItemCaseSensitive(data, "format"), INT64_MIN + 1,
 				 INT64_MAX, &fmt) &&
@@ -194,7 +194,7 @@ static int interpret(struct scan *s, size_t *ev_cap, char *content, size_t size,
 				p = nl + 1;
 				continue;
 			}
-			if (ev.kind && strcmp(ev.type, "session/header") == 0) {
+			if (ev.vtype == VT_SESSION_HEADER) {
 				event_release(&ev);
 				corrupt(s, offset, "session/header after frame 0");
 				goto fail;
@@ -239,41 +239,58 @@ static void summarize(struct scan *s)
 	size_t call_cap = 0, open_cap = 0;
 	for (size_t i = 0; i < s->n_events; i++) {
 		const struct event *ev = &s->events[i];
-		const char *type = ev->type;
-		if (!ev->kind) {
-			s->n_skipped++;
-			continue; /* unknown ignorable event: skipped by readers */
-		}
-		if (strncmp(type, "turn/", 5) == 0) {
-			if (strcmp(type + 5, "start") == 0) {
-				s->turns++;
-				remove_open(s, ev->turn); /* a restarted id counts once */
-				if (s->n_open_turns == open_cap) {
-					open_cap = open_cap ? open_cap * 2 : 4;
-					s->open_turns = xreallocarray(s->open_turns, open_cap,
-								      sizeof *s->open_turns);
-				}
-				s->open_turns[s->n_open_turns++] = ev->turn;
-			} else if (strcmp(type + 5, "end") == 0) {
-				remove_open(s, ev->turn);
+		const char *id = NULL;
+		size_t k;
+		switch (ev->vtype) {
+		case VT_UNKNOWN:
+			s->n_skipped++; /* unknown ignorable event: skipped by readers */
+			break;
+		case VT_SESSION_HEADER: /* nothing that is open or unmatched */
+		case VT_SESSION_META:
+		case VT_SESSION_SETTINGS:
+		case VT_USER_MESSAGE:
+		case VT_REQUEST_PREPARED:
+		case VT_ASSISTANT_TEXT:
+		case VT_ASSISTANT_REASONING:
+		case VT_INTERACTION_REQUEST:
+		case VT_INTERACTION_ANSWER:
+		case VT_STEP_END:
+		case VT_BRANCH_REWIND:
+		case VT_INPUT_QUEUED:
+		case VT_INPUT_DEQUEUED:
+			break;
+		case VT_TURN_START:
+			s->turns++;
+			remove_open(s, ev->turn); /* a restarted id counts once */
+			if (s->n_open_turns == open_cap) {
+				open_cap = open_cap ? open_cap * 2 : 4;
+				s->open_turns =
+					xreallocarray(s->open_turns, open_cap, sizeof *s->open_turns);
 			}
-		} else if (strncmp(type, "tool/", 5) == 0) {
-			const char *id = cJSON_GetObjectItemCaseSensitive(ev->data, "call_id")->valuestring;
-			size_t k;
-			if (strcmp(type + 5, "call") == 0) {
-				if (s->n_calls == call_cap) {
-					call_cap = call_cap ? call_cap * 2 : 8;
-					s->calls = xreallocarray(s->calls, call_cap, sizeof *s->calls);
-				}
-				s->calls[s->n_calls] = (struct scan_call){id, ev->turn, ev->seq, false, false};
-				strmap_put(&calls, id, s->n_calls++);
-			} else if (strcmp(type + 5, "started") == 0) {
-				if (strmap_get(&calls, id, &k))
-					s->calls[k].started = true;
-			} else if (strcmp(type + 5, "result") == 0) {
-				if (strmap_get(&calls, id, &k))
-					s->calls[k].resulted = true;
+			s->open_turns[s->n_open_turns++] = ev->turn;
+			break;
+		case VT_TURN_END:
+			remove_open(s, ev->turn);
+			break;
+		case VT_TOOL_CALL:
+			id = cJSON_GetObjectItemCaseSensitive(ev->data, "call_id")->valuestring;
+			if (s->n_calls == call_cap) {
+				call_cap = call_cap ? call_cap * 2 : 8;
+				s->calls = xreallocarray(s->calls, call_cap, sizeof *s->calls);
 			}
+			s->calls[s->n_calls] = (struct scan_call){id, ev->turn, ev->seq, false, false};
+			strmap_put(&calls, id, s->n_calls++);
+			break;
+		case VT_TOOL_STARTED:
+			id = cJSON_GetObjectItemCaseSensitive(ev->data, "call_id")->valuestring;
+			if (strmap_get(&calls, id, &k))
+				s->calls[k].started = true;
+			break;
+		case VT_TOOL_RESULT:
+			id = cJSON_GetObjectItemCaseSensitive(ev->data, "call_id")->valuestring;
+			if (strmap_get(&calls, id, &k))
+				s->calls[k].resulted = true;
+			break;
 		}
 	}
 	strmap_release(&calls);

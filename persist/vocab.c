@@ -71,33 +71,53 @@ static const struct vocab_field f_dequeued[] = {
 	{"input_id", VK_STR, false, NULL},
 	END};
 
+/* Per type: whether the envelope needs "turn", and the data fields. */
+#define F_VT_SESSION_HEADER false, f_header
+#define F_VT_SESSION_META false, f_meta
+#define F_VT_SESSION_SETTINGS false, f_settings
+#define F_VT_TURN_START true, f_turn_start
+#define F_VT_USER_MESSAGE false, f_text
+#define F_VT_REQUEST_PREPARED true, f_none
+#define F_VT_ASSISTANT_TEXT false, f_text
+#define F_VT_ASSISTANT_REASONING false, f_text
+#define F_VT_TOOL_CALL true, f_tool_call
+#define F_VT_INTERACTION_REQUEST true, f_none
+#define F_VT_INTERACTION_ANSWER true, f_none
+#define F_VT_TOOL_STARTED true, f_call_id
+#define F_VT_TOOL_RESULT true, f_tool_result
+#define F_VT_STEP_END true, f_none
+#define F_VT_TURN_END true, f_turn_end
+#define F_VT_BRANCH_REWIND false, f_rewind
+#define F_VT_INPUT_QUEUED false, f_queued
+#define F_VT_INPUT_DEQUEUED false, f_dequeued
+
+/* Indexed by enum vocab_type; a type listed in VOCAB_TYPES without its
+ * F_ line above does not compile. */
 static const struct vocab_entry table[] = {
-	{"session/header", false, f_header},
-	{"session/meta", false, f_meta},
-	{"session/settings", false, f_settings},
-	{"turn/start", true, f_turn_start},
-	{"user/message", false, f_text},
-	{"request/prepared", true, f_none},
-	{"assistant/text", false, f_text},
-	{"assistant/reasoning", false, f_text},
-	{"tool/call", true, f_tool_call},
-	{"interaction/request", true, f_none},
-	{"interaction/answer", true, f_none},
-	{"tool/started", true, f_call_id},
-	{"tool/result", true, f_tool_result},
-	{"step/end", true, f_none},
-	{"turn/end", true, f_turn_end},
-	{"branch/rewind", false, f_rewind},
-	{"input/queued", false, f_queued},
-	{"input/dequeued", false, f_dequeued},
+#define VOCAB_ROW(e, name) [e] = {e, name, F_##e},
+	VOCAB_TYPES(VOCAB_ROW)
+#undef VOCAB_ROW
 };
+
+_Static_assert(sizeof table / sizeof table[0] == VOCAB_N_TYPES, "one table row per type");
 
 const struct vocab_entry *vocab_find(const char *type)
 {
-	for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+	enum vocab_type t = vocab_type_of(type);
+	return t == VT_UNKNOWN ? NULL : &table[t];
+}
+
+enum vocab_type vocab_type_of(const char *type)
+{
+	for (size_t i = 0; i < VOCAB_N_TYPES; i++)
 		if (strcmp(table[i].type, type) == 0)
-			return &table[i];
-	return NULL;
+			return (enum vocab_type)i;
+	return VT_UNKNOWN;
+}
+
+const char *vocab_type_name(enum vocab_type t)
+{
+	return (size_t)t < VOCAB_N_TYPES ? table[t].type : NULL;
 }
 
 bool vocab_valid_type_name(const char *s)
