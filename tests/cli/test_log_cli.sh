@@ -224,6 +224,11 @@ unstorable=(
 for b in "${unstorable[@]}"; do
 	rejects "${b%%|*}" "${b#*|}" "${b%%|*}"
 done
+# A data that is not an object is refused, even for a type whose fields
+# are all optional (it is not read as {}).
+for d in null '[]' '"x"' 7 true; do
+	rejects "session/meta data $d" "{\"type\":\"session/meta\",\"data\":$d}" 'invalid "data"'
+done
 printf '\xff\xfe\n' >"$T/bad"
 expect_code 2 "append rejects input that is not UTF-8" "$CAIRN" log append "$id" --expect-seq 8 <"$T/bad"
 check "... log unchanged" cmp -s "$f" "$T/before"

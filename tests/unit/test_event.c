@@ -107,6 +107,7 @@ static void test_every_type_parses(void **state)
 		assert_string_equal(ev.turn, "turn-1");
 		assert_false(ev.ignorable);
 		assert_ptr_equal(ev.kind, ve);
+		assert_int_equal(ev.vtype, ve->id);
 		assert_non_null(ev.root);
 		assert_true(cJSON_IsObject(ev.data));
 		assert_ptr_equal(ev.line, s);
@@ -324,6 +325,7 @@ static void test_unknown_types(void **state)
 			"\"data\":{\"anything\":[1,{\"deep\":null}]}}";
 	assert_int_equal(parse(s, 2, &ev, &e), 0);
 	assert_null(ev.kind);
+	assert_int_equal(ev.vtype, VT_UNKNOWN);
 	assert_true(ev.ignorable);
 	assert_string_equal(ev.type, "future/thing");
 	assert_null(ev.turn);
@@ -336,8 +338,41 @@ static void test_unknown_types(void **state)
 	s = "{\"seq\":2,\"t\":1,\"type\":\"user/message\",\"ignorable\":true,\"data\":{\"text\":\"a\"}}";
 	assert_int_equal(parse(s, 2, &ev, &e), 0);
 	assert_non_null(ev.kind);
+	assert_int_equal(ev.vtype, VT_USER_MESSAGE);
 	assert_true(ev.ignorable);
 	event_release(&ev);
+}
+
+/* Every type of the vocabulary round-trips name -> enum -> name, the
+ * enum has exactly one value per type of the list above (a type added to
+ * the table without a test entry fails here), and a name not in the
+ * table maps to VT_UNKNOWN, which has no name. */
+static void test_type_enum_roundtrip(void **state)
+{
+	(void)state;
+	assert_int_equal(VOCAB_N_TYPES, N_TYPES);
+	bool seen[VOCAB_N_TYPES] = {false};
+	for (size_t i = 0; i < N_TYPES; i++) {
+		enum vocab_type t = vocab_type_of(types[i].type);
+		assert_true(t != VT_UNKNOWN);
+		assert_true((size_t)t < VOCAB_N_TYPES);
+		assert_false(seen[t]);
+		seen[t] = true;
+		assert_string_equal(vocab_type_name(t), types[i].type);
+		assert_int_equal(vocab_find(types[i].type)->id, t);
+	}
+	for (size_t t = 0; t < VOCAB_N_TYPES; t++) {
+		const char *name = vocab_type_name((enum vocab_type)t);
+		assert_non_null(name);
+		assert_int_equal(vocab_type_of(name), t);
+	}
+	assert_null(vocab_type_name(VT_UNKNOWN));
+	static const char *const unknown[] = {"future/thing", "", "Turn/Start", "turn/start ",
+					      "turn", "tool/results", "session/header/x"};
+	for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+		assert_int_equal(vocab_type_of(unknown[i]), VT_UNKNOWN);
+		assert_null(vocab_find(unknown[i]));
+	}
 }
 
 static void test_line_length(void **state)
@@ -542,6 +577,7 @@ int main(void)
 		cmocka_unit_test(test_envelope_errors),
 		cmocka_unit_test(test_vocabulary_errors),
 		cmocka_unit_test(test_unknown_types),
+		cmocka_unit_test(test_type_enum_roundtrip),
 		cmocka_unit_test(test_line_length),
 		cmocka_unit_test(test_key_order_free),
 		cmocka_unit_test(test_format_roundtrip),

@@ -836,8 +836,8 @@ static void test_merge_keeps_items_apart(void **state)
 
 /* Events the log cannot store as given fail their item with a usage
  * error naming the field, and nothing is written: a number JSON cannot
- * carry (it used to be written as null) and a null turn (it used to be
- * dropped). */
+ * carry (it used to be written as null), a null turn (it used to be
+ * dropped) and a data that is not an object. */
 static void test_unstorable_events_refused(void **state)
 {
 	struct fx *x = *state;
@@ -858,6 +858,15 @@ static void test_unstorable_events_refused(void **state)
 	step_err(x, fifo_history("A", 3, evs), &c, CERR_USAGE, "a null turn");
 	if (!strstr(c.err.msg, "\"turn\""))
 		fail_msg("the field is not named: %s", c.err.msg);
+	/* A data that is not an object is refused, not turned into {}. */
+	const char *const not_obj[] = {"\"x\"", "[]", "1", "null", "true"};
+	for (size_t i = 0; i < sizeof not_obj / sizeof not_obj[0]; i++) {
+		evs = msgs_typed("session/meta", "bad data", 1);
+		cJSON_ReplaceItemInObject(evs->child, "data", cJSON_Parse(not_obj[i]));
+		step_err(x, fifo_history("A", 3, evs), &c, CERR_USAGE, "a data that is not an object");
+		if (!strstr(c.err.msg, "\"data\""))
+			fail_msg("the field is not named: %s", c.err.msg);
+	}
 	assert_same_bytes(x, "A", before, n);
 	free(before);
 	step_ok(x, hist("A", 3, "fine", 1), &c, "a valid item after them");

@@ -20,6 +20,7 @@
 #include "persist/repair.h"
 #include "persist/scan.h"
 #include "persist/store.h"
+#include "persist/vocab.h"
 #include "tests/unit/support_fixture.h"
 
 struct fx {
@@ -273,6 +274,23 @@ static void test_open_turn_with_calls(void **state)
 	check_result(cJSON_GetArrayItem(c, 0), "t1", "c1", "not_executed", 2);
 	check_result(cJSON_GetArrayItem(c, 1), "t1", "c2", "outcome_unknown", 3);
 	check_end(cJSON_GetArrayItem(c, 2), "t1");
+	/* The closers are in the shape `log append` and the FIFO take: repair
+	 * appends them through the same reader, which refuses a data that is
+	 * not an object. */
+	for (cJSON *e = c->child; e; e = e->next) {
+		struct log_event ev;
+		struct cerr err;
+		if (log_event_from_json(e, &ev, &err) < 0)
+			fail_msg("closer refused: %s", err.msg);
+		assert_ptr_equal(ev.data, cJSON_GetObjectItem(e, "data"));
+		assert_true(vocab_type_of(ev.type) == VT_TOOL_RESULT ||
+			    vocab_type_of(ev.type) == VT_TURN_END);
+		cJSON *copy = cJSON_Duplicate(e, 1);
+		cJSON_ReplaceItemInObject(copy, "data", cJSON_CreateString("x"));
+		assert_int_equal(log_event_from_json(copy, &ev, &err), -1);
+		assert_int_equal(err.cls, CERR_USAGE);
+		cJSON_Delete(copy);
+	}
 	cJSON_Delete(c);
 	log_close(lg);
 
