@@ -84,13 +84,13 @@ static bool reconcile(struct catalog *cat, struct store *st, const char *id,
 	       (!wm->known || catalog_set_watermark(cat, id, wm, err) == 0);
 }
 
-bool cli_note_durable(struct store *st, const char *id, struct log_revision dur)
+bool cli_note_durable(struct store *st, const char *id, struct log_mark dur)
 {
 	return cli_note_append(st, id, 0, 0, NULL, 0, dur);
 }
 
 bool cli_note_append(struct store *st, const char *id, uint64_t first_seq, int64_t batch_t,
-		     const struct log_event *evs, size_t n, struct log_revision dur)
+		     const struct log_event *evs, size_t n, struct log_mark dur)
 {
 	if (!st || !id)
 		return false;

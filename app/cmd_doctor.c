@@ -93,7 +93,7 @@ static void heal(struct report *r, struct store *st, struct catalog *cat,
 		const struct scan *now = rc == 0 ? log_scan(lg) : NULL;
 		if (now && catalog_get_watermark(cat, e->ref.id, &wm, &err) == 0 && wm.known &&
 		    now->head_known && memcmp(wm.head, now->head, SHA256_LEN) == 0 &&
-		    wm.len >= now->good_len) {
+		    wm.rev.len >= now->good_len) {
 			log_close(lg);
 			return;
 		}
@@ -104,7 +104,7 @@ static void heal(struct report *r, struct store *st, struct catalog *cat,
 		}
 		if (up.known && catalog_set_watermark(cat, e->ref.id, &up, &err) == 0) {
 			snprintf(msg, sizeof msg, "raised from %s to %llu bytes (the log is synced)", had,
-				 (unsigned long long)up.len);
+				 (unsigned long long)up.rev.len);
 			note(r, e->ref.id, "watermark", msg);
 			log_close(lg);
 			return;
@@ -171,7 +171,7 @@ static void verify(struct report *r, struct store *st, struct catalog *cat,
 		return;
 	}
 	fs_close_quiet(fd);
-	seen->next_seq = s->next_seq;
+	seen->next_seq = s->rev.next_seq;
 	seen->last_t = s->n_events ? s->events[s->n_events - 1].t : 0;
 	char msg[600];
 	if (s->status == SCAN_CORRUPT || s->status == SCAN_UNSUPPORTED) {
@@ -187,7 +187,7 @@ static void verify(struct report *r, struct store *st, struct catalog *cat,
 			heal(r, st, cat, e, s);
 		if (s->status == SCAN_TORN) {
 			snprintf(msg, sizeof msg, "%llu bytes of torn tail ('cairn repair' cuts them)",
-				 (unsigned long long)(s->file_len - s->good_len));
+				 (unsigned long long)(s->rev.len - s->good_len));
 			note(r, e->ref.id, "torn", msg);
 		}
 		if (scan_open_turn(s)) {

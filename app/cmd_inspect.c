@@ -32,7 +32,7 @@ cJSON *inspect_json(const struct scan *s, const char *path)
 	else
 		cJSON_AddNullToObject(o, "id");
 	cJSON_AddNumberToObject(o, "events", (double)(s->n_events - s->n_skipped));
-	cJSON_AddNumberToObject(o, "next_seq", (double)s->next_seq);
+	cJSON_AddNumberToObject(o, "next_seq", (double)s->rev.next_seq);
 	cJSON_AddNumberToObject(o, "turns", (double)s->turns);
 	const char *open = scan_open_turn(s);
 	if (open)
@@ -40,8 +40,8 @@ cJSON *inspect_json(const struct scan *s, const char *path)
 	else
 		cJSON_AddNullToObject(o, "open_turn");
 	cJSON_AddNumberToObject(o, "torn_bytes",
-				(double)(s->status == SCAN_TORN ? s->file_len - s->good_len : 0));
-	cJSON_AddNumberToObject(o, "file_bytes", (double)s->file_len);
+				(double)(s->status == SCAN_TORN ? s->rev.len - s->good_len : 0));
+	cJSON_AddNumberToObject(o, "file_bytes", (double)s->rev.len);
 	cJSON *wm = cJSON_AddObjectToObject(o, "watermark");
 	cJSON_AddStringToObject(wm, "state", wm_state(s));
 	if (s->wm_applied)
@@ -111,10 +111,10 @@ int cmd_inspect(struct cli *c, int argc, char **argv)
 		cli_printf(stdout, "events: %zu\n", s->n_events - s->n_skipped);
 		if (s->n_skipped)
 			cli_printf(stdout, "skipped: %zu ignorable events of unknown types\n", s->n_skipped);
-		cli_printf(stdout, "next_seq: %llu\n", (unsigned long long)s->next_seq);
+		cli_printf(stdout, "next_seq: %llu\n", (unsigned long long)s->rev.next_seq);
 		cli_printf(stdout, "turns: %zu\n", s->turns);
 		cli_printf(stdout, "open_turn: %s\n", scan_open_turn(s) ? scan_open_turn(s) : "-");
-		cli_printf(stdout, "bytes: %llu\n", (unsigned long long)s->file_len);
+		cli_printf(stdout, "bytes: %llu\n", (unsigned long long)s->rev.len);
 		if (!s->wm_applied)
 			cli_printf(stdout, "watermark: missing (a writer of this session records it)\n");
 		else
@@ -122,7 +122,7 @@ int cmd_inspect(struct cli *c, int argc, char **argv)
 				   wm_state(s), scan_wm_lags(s) ? ": a writer of this session raises it" : "");
 		if (s->status == SCAN_TORN)
 			cli_printf(stdout, "torn_bytes: %llu (run 'cairn repair' to cut them)\n",
-					   (unsigned long long)(s->file_len - s->good_len));
+					   (unsigned long long)(s->rev.len - s->good_len));
 		cli_printf(stdout, "unmatched_tool_calls:");
 		for (size_t i = 0; i < s->n_calls; i++)
 			if (!s->calls[i].resulted)

@@ -240,7 +240,7 @@ static int log_cat_cmd(struct cli *c, int argc, char **argv)
 	buf_release(&out);
 	if (s->status == SCAN_TORN)
 		cli_printf(stderr, "cairn: note: %llu bytes of torn tail were ignored\n",
-			   (unsigned long long)(s->file_len - s->good_len));
+			   (unsigned long long)(s->rev.len - s->good_len));
 	scan_free(s);
 	return fflush(stdout) == 0 ? 0 : cerr_exit_code(CERR_IO);
 }

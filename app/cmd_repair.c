@@ -113,7 +113,7 @@ static int salvage(struct cli *c, const char *arg, bool json)
 			cJSON_AddItemToObject(extra, f->string, cJSON_Duplicate(f, 1));
 	cJSON *from = cJSON_AddObjectToObject(extra, "salvaged_from");
 	cJSON_AddStringToObject(from, "id", s->id);
-	cJSON_AddNumberToObject(from, "next_seq", (double)s->next_seq);
+	cJSON_AddNumberToObject(from, "next_seq", (double)s->rev.next_seq);
 	cJSON_AddNumberToObject(from, "damage_at", (double)s->damage_at);
 	if (cli_open_store(c, true, &st, &err) < 0 || log_create(st, NULL, s->cwd, extra, &lg, &err) < 0)
 		goto fail;
@@ -154,7 +154,7 @@ static int salvage(struct cli *c, const char *arg, bool json)
 		cli_printf(stderr,
 			"cairn: salvaged %zu events (seq 0..%llu) from '%s' into new session %s; "
 			"the original is unchanged%s\n",
-			s->n_events - s->n_skipped, (unsigned long long)s->next_seq - 1, path, id,
+			s->n_events - s->n_skipped, (unsigned long long)s->rev.next_seq - 1, path, id,
 			rep.appended ? "; its interrupted turn was closed" : "");
 	}
 	cJSON_Delete(rep.closers);

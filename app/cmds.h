@@ -45,14 +45,14 @@ bool cli_heal(struct log *lg, const char *sid);
 /* After a durable write: reconcile the catalog and record the watermark.
  * A failure is the catalog-behind warning (cli_warn_behind), never an
  * error: the log is the truth, the catalog lags. True when behind. */
-bool cli_note_durable(struct store *st, const char *id, struct log_revision dur);
+bool cli_note_durable(struct store *st, const char *id, struct log_mark dur);
 struct log_event;
 /* The same after a durable append of evs[0..n) at seqs first_seq.. (t of
  * events without one: batch_t): projected onto the session's row without
  * reading the log again when the row is at first_seq, else as
  * cli_note_durable. */
 bool cli_note_append(struct store *st, const char *id, uint64_t first_seq, int64_t batch_t,
-		     const struct log_event *evs, size_t n, struct log_revision dur);
+		     const struct log_event *evs, size_t n, struct log_mark dur);
 /* Open the store and its catalog without the reconciliation (the catalog
  * as writes left it), read only when it cannot be opened for writing. */
 int cli_open_catalog_nosync(struct cli *c, struct store **st, struct catalog **cat,

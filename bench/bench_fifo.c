@@ -632,7 +632,7 @@ static void inline_save(struct inline_ctx *x)
 		cat_session_release(&row);
 	}
 	t[5] = clock_mono_ns();
-	struct log_revision d = log_durable(x->lg);
+	struct log_mark d = log_durable(x->lg);
 	struct cat_watermark wm = catalog_watermark_of(d);
 	if (catalog_project_batch(cat, s->id, s->seq, log_batch_time(x->lg), ev, nev, &wm, &version,
 				  &e) < 0)

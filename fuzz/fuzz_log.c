@@ -38,17 +38,17 @@ static void check_scan(const struct scan *s, size_t file_len)
 {
 	REQUIRE(s->status == SCAN_OK || s->status == SCAN_TORN || s->status == SCAN_CORRUPT ||
 		s->status == SCAN_UNSUPPORTED);
-	REQUIRE(s->file_len == file_len);
-	REQUIRE(s->good_len <= s->file_len);
+	REQUIRE(s->rev.len == file_len);
+	REQUIRE(s->good_len <= s->rev.len);
 	REQUIRE(s->n_events >= s->n_skipped);
 	REQUIRE(s->n_open_turns <= s->turns);
 	if (s->status == SCAN_OK)
-		REQUIRE(s->good_len == s->file_len);
+		REQUIRE(s->good_len == s->rev.len);
 	if (s->status == SCAN_TORN)
-		REQUIRE(s->good_len < s->file_len);
+		REQUIRE(s->good_len < s->rev.len);
 	if (s->status == SCAN_CORRUPT) {
 		REQUIRE(s->err.cls == CERR_CORRUPT);
-		REQUIRE(s->damage_at <= s->file_len);
+		REQUIRE(s->damage_at <= s->rev.len);
 	}
 	if (s->status == SCAN_UNSUPPORTED)
 		REQUIRE(s->err.cls == CERR_UNSUPPORTED);
@@ -72,7 +72,7 @@ static void check_scan(const struct scan *s, size_t file_len)
 		REQUIRE(memchr(ev->line, '\n', ev->line_len) == NULL);
 	}
 	if (s->n_frames)
-		REQUIRE(s->next_seq == s->n_events);
+		REQUIRE(s->rev.next_seq == s->n_events);
 	/* Frames tile the good prefix and the event array in order. */
 	uint64_t off = 0, seq = 0;
 	size_t ev = 0;

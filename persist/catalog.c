@@ -725,9 +725,9 @@ static int do_project_scan(struct catalog *c, void *arg, struct cerr *err)
 	snprintf(r.key, sizeof r.key, "%s", a->ref->key);
 	r.open_turns = cJSON_CreateArray();
 	r.deleted_at = a->deleted_at;
-	r.dev = s->dev;
-	r.ino = s->ino;
-	r.len = s->file_len;
+	r.dev = s->rev.dev;
+	r.ino = s->rev.ino;
+	r.len = s->rev.len;
 	r.ctime_ns = s->ctime_ns;
 	for (size_t i = 0; i < s->n_events; i++) {
 		const struct event *ev = &s->events[i];
@@ -737,7 +737,7 @@ static int do_project_scan(struct catalog *c, void *arg, struct cerr *err)
 		set_str(&r.proj_status, scan_status_name(s->status));
 		set_str(&r.error, s->err.msg);
 	}
-	r.next_seq = s->next_seq;
+	r.next_seq = s->rev.next_seq;
 	int ret = row_store(c, &r, true, err);
 	if (ret == 0 && (s->status == SCAN_OK || s->status == SCAN_TORN)) {
 		/* What was read whole and valid up to good_len is durable on
@@ -848,9 +848,9 @@ static int do_project_batch(struct catalog *c, void *arg, struct cerr *err)
 		cJSON_Delete(empty);
 	}
 	if (a->wm && a->wm->known) {
-		r.dev = a->wm->dev;
-		r.ino = a->wm->ino;
-		r.len = a->wm->len;
+		r.dev = a->wm->rev.dev;
+		r.ino = a->wm->rev.ino;
+		r.len = a->wm->rev.len;
 		r.ctime_ns = a->wm->ctime_ns;
 	} else {
 		/* Not durable yet: until catalog_set_durable, any sync reads

@@ -63,15 +63,13 @@ struct cat_hit {
 
 /* The durable watermark of one session's log: keyed by the session id and
  * the digest of the log's header frame (head), so it survives a copy of
- * the data root and no other log can take it (docs/catalog.md). dev, ino
- * and ctime_ns name the file the projection matches; they are not part of
- * the watermark. */
+ * the data root and no other log can take it (docs/catalog.md). rev.dev,
+ * rev.ino and ctime_ns name the file the projection matches; they are not
+ * part of the watermark. */
 struct cat_watermark {
 	bool known;
-	uint64_t len, next_seq;
+	struct revision rev; /* len and next_seq: the watermark; dev, ino: the file */
 	uint8_t head[SHA256_LEN];
-	dev_t dev;
-	ino_t ino;
 	int64_t ctime_ns; /* the file's ctime at that point, when known (else 0) */
 };
 
@@ -159,7 +157,7 @@ int catalog_get_version(struct catalog *c, const char *id, uint64_t *version, bo
 struct scan_opts catalog_scan_opts(const struct cat_watermark *wm);
 /* The watermark a log acknowledged as durable (log_durable; unknown when
  * it acknowledged nothing). */
-struct cat_watermark catalog_watermark_of(struct log_revision d);
+struct cat_watermark catalog_watermark_of(struct log_mark d);
 /* The recorded watermark of id (wm->known false when none). */
 int catalog_get_watermark(struct catalog *c, const char *id, struct cat_watermark *wm,
 			  struct cerr *err);

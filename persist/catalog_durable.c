@@ -27,8 +27,8 @@ int cat_write_watermark(struct catalog *c, const char *id, const struct cat_wate
 	if (!st)
 		return -1;
 	cat_bind_str(st, 1, id);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)wm->len);
-	sqlite3_bind_int64(st, 3, (sqlite3_int64)wm->next_seq);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)wm->rev.len);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)wm->rev.next_seq);
 	sqlite3_bind_blob(st, 4, wm->head, SHA256_LEN, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
 	cat_done(c, st);
@@ -81,9 +81,9 @@ static int do_set_durable(struct catalog *c, void *arg, struct cerr *err)
 		return -1;
 	cat_bind_str(st, 1, a->id);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)a->version);
-	sqlite3_bind_int64(st, 3, (sqlite3_int64)a->wm->dev);
-	sqlite3_bind_int64(st, 4, (sqlite3_int64)a->wm->ino);
-	sqlite3_bind_int64(st, 5, (sqlite3_int64)a->wm->len);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)a->wm->rev.dev);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)a->wm->rev.ino);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)a->wm->rev.len);
 	sqlite3_bind_int64(st, 6, a->wm->ctime_ns);
 	int rc = sqlite3_step(st);
 	cat_done(c, st);
@@ -99,7 +99,7 @@ int catalog_set_durable(struct catalog *c, const char *id, uint64_t version,
 	struct durable_args a = {id, version, wm, false};
 	if (applied)
 		*applied = false;
-	if (!wm || !wm->known || wm->next_seq != version)
+	if (!wm || !wm->known || wm->rev.next_seq != version)
 		return 0;
 	if (cat_in_tx(c, err, do_set_durable, &a) < 0)
 		return -1;
@@ -134,8 +134,8 @@ void cat_read_watermark(sqlite3_stmt *st, int col, struct cat_watermark *wm)
 		    sqlite3_column_bytes(st, col + 2) == SHA256_LEN;
 	if (!wm->known)
 		return;
-	wm->len = (uint64_t)sqlite3_column_int64(st, col);
-	wm->next_seq = (uint64_t)sqlite3_column_int64(st, col + 1);
+	wm->rev.len = (uint64_t)sqlite3_column_int64(st, col);
+	wm->rev.next_seq = (uint64_t)sqlite3_column_int64(st, col + 1);
 	memcpy(wm->head, sqlite3_column_blob(st, col + 2), SHA256_LEN);
 }
 
@@ -143,15 +143,15 @@ struct scan_opts catalog_scan_opts(const struct cat_watermark *wm)
 {
 	struct scan_opts o = {0};
 	if (wm && wm->known) {
-		o = (struct scan_opts){true, wm->len, wm->next_seq, {0}};
+		o = (struct scan_opts){true, wm->rev.len, wm->rev.next_seq, {0}};
 		memcpy(o.head, wm->head, SHA256_LEN);
 	}
 	return o;
 }
 
-struct cat_watermark catalog_watermark_of(struct log_revision d)
+struct cat_watermark catalog_watermark_of(struct log_mark d)
 {
-	struct cat_watermark wm = {d.len > 0, d.len, d.next_seq, {0}, d.dev, d.ino, d.ctime_ns};
+	struct cat_watermark wm = {d.rev.len > 0, d.rev, {0}, d.ctime_ns};
 	memcpy(wm.head, d.head, SHA256_LEN);
 	return wm;
 }
@@ -239,8 +239,8 @@ int cat_migrate_5(struct catalog *c, struct cerr *err)
 		const char *id = (const char *)sqlite3_column_text(q, 0);
 		const char *key = (const char *)sqlite3_column_text(q, 1);
 		struct cat_watermark wm = {.known = true};
-		wm.len = (uint64_t)sqlite3_column_int64(q, 3);
-		wm.next_seq = (uint64_t)sqlite3_column_int64(q, 4);
+		wm.rev.len = (uint64_t)sqlite3_column_int64(q, 3);
+		wm.rev.next_seq = (uint64_t)sqlite3_column_int64(q, 4);
 		/* A watermark whose file is gone or replaced applied to no
 		 * log: it is dropped (the next writer records a new one). */
 		if (!id || !key || !pathkey_valid_id(id) || !pathkey_valid_key(key) ||

@@ -184,7 +184,7 @@ static int reproject(struct fifo *f, struct wsess *w, uint64_t *version, struct 
 	if (catalog_project_scan(f->cat, &ref, log_scan(w->lg), 0, &wm, err) < 0)
 		return -1;
 	if (version)
-		*version = log_scan(w->lg)->next_seq;
+		*version = log_scan(w->lg)->rev.next_seq;
 	return 0;
 }
 

@@ -25,12 +25,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Where the next append goes: the revision this handle wrote last. */
 struct cursor {
 	bool valid;
-	dev_t dev;
-	ino_t ino;
-	uint64_t len;
-	uint64_t next_seq;
+	struct revision rev;
 };
 
 struct log {
@@ -89,7 +87,7 @@ void log_close(struct log *lg)
 
 uint64_t log_next_seq(const struct log *lg)
 {
-	return lg->published ? lg->cur.next_seq : 1;
+	return lg->published ? lg->cur.rev.next_seq : 1;
 }
 
 const char *log_id(const struct log *lg)
@@ -107,21 +105,18 @@ const struct scan *log_scan(const struct log *lg)
 	return lg->scan;
 }
 
-struct log_revision log_durable(const struct log *lg)
+struct log_mark log_durable(const struct log *lg)
 {
-	struct log_revision r = {0};
+	struct log_mark m = {0};
 	if (lg->published && lg->synced_known && !lg->poisoned && lg->cur.valid &&
-	    lg->synced_len == lg->cur.len && lg->head_known) {
-		memcpy(r.head, lg->head, SHA256_LEN);
-		r.dev = lg->cur.dev;
-		r.ino = lg->cur.ino;
-		r.len = lg->cur.len;
-		r.next_seq = lg->cur.next_seq;
+	    lg->synced_len == lg->cur.rev.len && lg->head_known) {
+		memcpy(m.head, lg->head, SHA256_LEN);
+		m.rev = lg->cur.rev;
 		struct stat st;
-		if (fsops->fstat(lg->fd, &st) == 0 && (uint64_t)st.st_size == r.len)
-			r.ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+		if (fsops->fstat(lg->fd, &st) == 0 && (uint64_t)st.st_size == m.rev.len)
+			m.ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
 	}
-	return r;
+	return m;
 }
 
 int64_t log_batch_time(const struct log *lg)
@@ -134,16 +129,9 @@ uint64_t log_cut_bytes(const struct log *lg)
 	return lg->cut_bytes;
 }
 
-struct log_revision log_revision_of(const struct log *lg)
+struct revision log_revision_of(const struct log *lg)
 {
-	struct log_revision r = {0};
-	if (lg->scan) {
-		r.dev = lg->scan->dev;
-		r.ino = lg->scan->ino;
-		r.len = lg->scan->file_len;
-		r.next_seq = lg->scan->next_seq;
-	}
-	return r;
+	return lg->scan ? lg->scan->rev : (struct revision){0};
 }
 
 /* (Re)open the file and read it in full; set the cursor from the read.
@@ -170,7 +158,7 @@ static int reread(struct log *lg, struct cerr *err)
 	 * got (their pages can be marked clean anyway). They were never
 	 * acknowledged: cut back to what this handle last synced rather
 	 * than build on them. */
-	if (lg->poisoned && lg->synced_known && s->file_len > lg->synced_len) {
+	if (lg->poisoned && lg->synced_known && s->rev.len > lg->synced_len) {
 		int cut_failed = fsops->ftruncate(lg->fd, (off_t)lg->synced_len) < 0 ||
 				 fsops->fsync(lg->fd) < 0;
 		int e = errno;
@@ -198,9 +186,9 @@ static int reread(struct log *lg, struct cerr *err)
 	lg->poisoned = false;
 	lg->head_known = s->head_known;
 	memcpy(lg->head, s->head, SHA256_LEN);
-	lg->cur = (struct cursor){true, s->dev, s->ino, s->file_len, s->next_seq};
+	lg->cur = (struct cursor){true, s->rev};
 	if (s->status == SCAN_TORN)
-		lg->cur.len = s->good_len; /* appends go after the cut */
+		lg->cur.rev.len = s->good_len; /* appends go after the cut */
 	return 0;
 }
 
@@ -208,7 +196,7 @@ int log_refresh(struct log *lg, struct cerr *err)
 {
 	/* Only this handle's own staleness: a change made by anyone else is
 	 * for the caller's revision fence to report, not to absorb. */
-	if (lg->published && lg->scan && !lg->poisoned && lg->scan->next_seq == lg->cur.next_seq)
+	if (lg->published && lg->scan && !lg->poisoned && lg->scan->rev.next_seq == lg->cur.rev.next_seq)
 		return 0;
 	return log_reread(lg, err);
 }
@@ -251,7 +239,7 @@ static int start_at_watermark(struct log *lg, bool *started, struct cerr *err)
 	snprintf(lg->id, sizeof lg->id, "%s", lg->ref.id);
 	lg->published = true;
 	lg->head_known = true;
-	lg->cur = (struct cursor){true, st.st_dev, st.st_ino, lg->wm.wm_len, lg->wm.wm_seq};
+	lg->cur = (struct cursor){true, {st.st_dev, st.st_ino, lg->wm.wm_len, lg->wm.wm_seq}};
 	lg->synced_known = true;
 	lg->synced_len = lg->wm.wm_len;
 	*started = true;
@@ -312,13 +300,13 @@ int log_settle(struct log *lg, struct cerr *err)
 {
 	const struct scan *s = lg->scan;
 	if (!lg->published || lg->pending || lg->syncing || lg->poisoned || !s ||
-	    s->status != SCAN_OK || !lg->cur.valid || lg->cur.len != s->file_len ||
-	    (lg->synced_known && lg->synced_len == lg->cur.len))
+	    s->status != SCAN_OK || !lg->cur.valid || lg->cur.rev.len != s->rev.len ||
+	    (lg->synced_known && lg->synced_len == lg->cur.rev.len))
 		return 0;
 	if (fsops->fdatasync(lg->fd) < 0)
 		return cerr_set(err, CERR_IO, errno, "cannot sync '%s'", lg->path);
 	lg->synced_known = true;
-	lg->synced_len = lg->cur.len;
+	lg->synced_len = lg->cur.rev.len;
 	return 0;
 }
 
@@ -572,7 +560,7 @@ static int publish(struct log *lg, const struct buf *frames, size_t head_len, ui
 	lg->published = true;
 	lg->head_known = true;
 	sha256(frames->p, head_len, lg->head);
-	lg->cur = (struct cursor){true, st.st_dev, st.st_ino, frames->len, next_seq};
+	lg->cur = (struct cursor){true, {st.st_dev, st.st_ino, frames->len, next_seq}};
 	lg->synced_known = true; /* the staging file was synced in full */
 	lg->synced_len = frames->len;
 	if (safefs_fsync_dir(lg->dirfd, lg->path, err) < 0) {
@@ -598,8 +586,8 @@ static bool cursor_matches(struct log *lg)
 	if (fsops->fstat(lg->fd, &a) < 0 ||
 	    fsops->fstatat(lg->dirfd, lg->fname, &b, AT_SYMLINK_NOFOLLOW) < 0)
 		return false;
-	return a.st_dev == lg->cur.dev && a.st_ino == lg->cur.ino && b.st_dev == a.st_dev &&
-	       b.st_ino == a.st_ino && (uint64_t)a.st_size == lg->cur.len;
+	return a.st_dev == lg->cur.rev.dev && a.st_ino == lg->cur.rev.ino && b.st_dev == a.st_dev &&
+	       b.st_ino == a.st_ino && (uint64_t)a.st_size == lg->cur.rev.len;
 }
 
 /* Truncate to len and make it durable; the handle is poisoned if not. */
@@ -609,7 +597,7 @@ static void roll_back(struct log *lg, uint64_t len)
 		lg->poisoned = true;
 }
 
-int log_cut_torn_tail(struct log *lg, const struct log_revision *rev, uint64_t *cut,
+int log_cut_torn_tail(struct log *lg, const struct revision *rev, uint64_t *cut,
 		      struct cerr *err)
 {
 	*cut = 0;
@@ -621,8 +609,7 @@ int log_cut_torn_tail(struct log *lg, const struct log_revision *rev, uint64_t *
 		return cerr_set(err, CERR_IO, errno, "cannot stat '%s'", lg->path);
 	if (a.st_dev != rev->dev || a.st_ino != rev->ino || b.st_dev != a.st_dev ||
 	    b.st_ino != a.st_ino || (uint64_t)a.st_size != rev->len ||
-	    lg->scan->next_seq != rev->next_seq || lg->scan->dev != rev->dev ||
-	    lg->scan->ino != rev->ino || lg->scan->file_len != rev->len)
+	    !revision_same(&lg->scan->rev, rev))
 		return cerr_set(err, CERR_CONFLICT, 0, "'%s' changed since it was read", lg->path);
 	uint64_t good = lg->scan->good_len;
 	if (fsops->ftruncate(lg->fd, (off_t)good) < 0) {
@@ -640,8 +627,8 @@ int log_cut_torn_tail(struct log *lg, const struct log_revision *rev, uint64_t *
 	lg->synced_known = true;
 	lg->synced_len = good;
 	lg->scan->status = SCAN_OK;
-	lg->scan->file_len = good;
-	lg->cur = (struct cursor){true, a.st_dev, a.st_ino, good, lg->scan->next_seq};
+	lg->scan->rev.len = good;
+	lg->cur = (struct cursor){true, {a.st_dev, a.st_ino, good, lg->scan->rev.next_seq}};
 	return 0;
 }
 
@@ -663,7 +650,7 @@ int log_write(struct log *lg, uint64_t expected, const struct log_event *evs, si
 		if (reread(lg, err) < 0)
 			return -1;
 		if (lg->scan->status == SCAN_TORN) {
-			struct log_revision rev = log_revision_of(lg);
+			struct revision rev = log_revision_of(lg);
 			uint64_t cut;
 			if (log_cut_torn_tail(lg, &rev, &cut, err) < 0)
 				return -1;
@@ -696,17 +683,17 @@ int log_write(struct log *lg, uint64_t expected, const struct log_event *evs, si
 			lg->batch_t = now;
 		goto out;
 	}
-	if (fs_pwrite_all(lg->fd, frames.p, frames.len, (off_t)lg->cur.len) < 0) {
+	if (fs_pwrite_all(lg->fd, frames.p, frames.len, (off_t)lg->cur.rev.len) < 0) {
 		cerr_set(err, CERR_IO, errno, "cannot append to '%s'", lg->path);
-		roll_back(lg, lg->cur.len);
+		roll_back(lg, lg->cur.rev.len);
 		goto out;
 	}
 	if (!lg->pending) {
 		lg->pending = true;
 		lg->pending_from = lg->cur;
 	}
-	lg->cur.len += frames.len;
-	lg->cur.next_seq = seq + n;
+	lg->cur.rev.len += frames.len;
+	lg->cur.rev.next_seq = seq + n;
 	lg->batch_t = now;
 	ret = 0;
 	goto out;
@@ -714,7 +701,7 @@ encode_failed:
 	cerr_set(err, CERR_IO, 0, "cannot compress batch for '%s'", lg->path);
 out:
 	if (ret == 0 && next_seq)
-		*next_seq = lg->cur.next_seq;
+		*next_seq = lg->cur.rev.next_seq;
 	buf_release(&content);
 	buf_release(&frames);
 	return ret;
@@ -727,7 +714,7 @@ bool log_sync_begin(struct log *lg)
 	lg->pending = false;
 	lg->syncing = true;
 	lg->sync_from = lg->pending_from;
-	lg->sync_upto = lg->cur.len;
+	lg->sync_upto = lg->cur.rev.len;
 	return true;
 }
 
@@ -748,7 +735,7 @@ int log_sync_end(struct log *lg, int errnum, struct cerr *err)
 		err->outcome_unknown = true;
 		lg->cur = lg->sync_from;
 		lg->pending = false;
-		roll_back(lg, lg->cur.len);
+		roll_back(lg, lg->cur.rev.len);
 		lg->poisoned = true;
 		return -1;
 	}

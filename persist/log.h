@@ -20,6 +20,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/err.h"
+#include "persist/revision.h"
 #include "persist/scan.h"
 #include "persist/store.h"
 
@@ -40,14 +41,13 @@ struct log_event {
  * CERR_USAGE; the rest is checked when the batch is appended. */
 int log_event_from_json(const cJSON *o, struct log_event *ev, struct cerr *err);
 
-/* The revision a read saw: file identity, length and next seq. */
-struct log_revision {
-	dev_t dev;
-	ino_t ino;
-	uint64_t len;
-	uint64_t next_seq;
-	int64_t ctime_ns; /* log_durable only: the file's ctime then (0: unknown) */
-	uint8_t head[SHA256_LEN]; /* log_durable only: the digest of frame 0 */
+/* What a handle acknowledged as durable: the revision it synced, the
+ * file's ctime then (0: unknown) and the digest of frame 0 (the key the
+ * catalog's watermark is stored under). */
+struct log_mark {
+	struct revision rev;
+	int64_t ctime_ns;
+	uint8_t head[SHA256_LEN];
 };
 
 /* Start a new session under st (id NULL: a new ULID). extra (borrowed, may
@@ -118,7 +118,7 @@ int log_sync_fd(struct log *lg);
 int log_sync_end(struct log *lg, int errnum, struct cerr *err);
 /* Cut the torn tail seen at open, fenced by rev (anything changed:
  * CERR_CONFLICT). *cut gets the bytes removed (0 when there was none). */
-int log_cut_torn_tail(struct log *lg, const struct log_revision *rev, uint64_t *cut,
+int log_cut_torn_tail(struct log *lg, const struct revision *rev, uint64_t *cut,
 		      struct cerr *err);
 
 /* Re-read the log in full now, failing closed as log_open does; afterwards
@@ -140,12 +140,11 @@ const char *log_path(const struct log *lg);
  * handle that published the log itself has none until log_refresh);
  * owned by lg and replaced by a later re-read. */
 const struct scan *log_scan(const struct log *lg);
-/* The revision of the last full read. */
-struct log_revision log_revision_of(const struct log *lg);
-/* What this handle last acknowledged as durable (file identity, length,
- * next seq): the durable watermark to record in the catalog. len 0 when it
- * acknowledged nothing yet. */
-struct log_revision log_durable(const struct log *lg);
+/* The revision of the last full read (zero before any). */
+struct revision log_revision_of(const struct log *lg);
+/* What this handle last acknowledged as durable: the durable watermark
+ * to record in the catalog. rev.len 0 when it acknowledged nothing yet. */
+struct log_mark log_durable(const struct log *lg);
 /* The t the last successful append gave its events that had none. */
 int64_t log_batch_time(const struct log *lg);
 /* Bytes of torn tail this handle has cut so far. */

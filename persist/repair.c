@@ -58,7 +58,7 @@ int repair_log(struct log *lg, struct repair_report *rep, struct cerr *err)
 	if (log_refresh(lg, err) < 0)
 		return -1;
 	s = log_scan(lg);
-	struct log_revision rev = log_revision_of(lg);
+	struct revision rev = log_revision_of(lg);
 	if (log_cut_torn_tail(lg, &rev, &rep->cut_bytes, err) < 0)
 		return -1;
 	cJSON *closers = repair_closers(s);

@@ -154,8 +154,8 @@ static int interpret(struct scan *s, size_t *ev_cap, char *content, size_t size,
 	}
 	size_t first = s->n_events;
 	fr->first_event = first;
-	fr->first_seq = s->next_seq;
-	uint64_t seq = s->next_seq;
+	fr->first_seq = s->rev.next_seq;
+	uint64_t seq = s->rev.next_seq;
 	const char *p = content, *end = content + size;
 	size_t lines = 0;
 	struct cerr unsupported = {0}; /* the first unknown line, if any */
@@ -213,7 +213,7 @@ static int interpret(struct scan *s, size_t *ev_cap, char *content, size_t size,
 	}
 	fr->n_events = s->n_events - first;
 	fr->end_seq = seq;
-	s->next_seq = seq;
+	s->rev.next_seq = seq;
 	return 0;
 fail:
 	drop_events_from(s, first);
@@ -336,7 +336,7 @@ struct scan *scan_buffer_opts(const uint8_t *p, size_t n, const struct scan_opts
 	struct frame_codec *fc = frame_codec_new();
 	size_t ev_cap = 0, fr_cap = 0, ct_cap = 0;
 	bool interpreting = true;
-	s->file_len = n;
+	s->rev.len = n;
 	s->status = SCAN_OK;
 	size_t pos = 0;
 	s->head_known = scan_head(p, n, s->head);
@@ -347,10 +347,10 @@ struct scan *scan_buffer_opts(const uint8_t *p, size_t n, const struct scan_opts
 	s->wm_applied = wm;
 	s->wm_len = wm ? o->wm_len : 0;
 	while (pos < n && s->status != SCAN_CORRUPT) {
-		if (wm && pos == o->wm_len && s->next_seq != o->wm_seq && s->status == SCAN_OK) {
+		if (wm && pos == o->wm_len && s->rev.next_seq != o->wm_seq && s->status == SCAN_OK) {
 			char msg[128];
 			snprintf(msg, sizeof msg, "seq %llu at the durable watermark, where %llu was acknowledged",
-				 (unsigned long long)s->next_seq, (unsigned long long)o->wm_seq);
+				 (unsigned long long)s->rev.next_seq, (unsigned long long)o->wm_seq);
 			corrupt(s, pos, msg);
 			break;
 		}
@@ -407,10 +407,10 @@ struct scan *scan_buffer_opts(const uint8_t *p, size_t n, const struct scan_opts
 	/* The loop checks the seq at the watermark only while bytes follow
 	 * it; a watermark at the very end is checked here. */
 	if (wm && n > 0 && pos == n && pos == o->wm_len && s->status == SCAN_OK &&
-	    s->next_seq != o->wm_seq) {
+	    s->rev.next_seq != o->wm_seq) {
 		char msg[128];
 		snprintf(msg, sizeof msg, "seq %llu at the durable watermark, where %llu was acknowledged",
-			 (unsigned long long)s->next_seq, (unsigned long long)o->wm_seq);
+			 (unsigned long long)s->rev.next_seq, (unsigned long long)o->wm_seq);
 		corrupt(s, pos, msg);
 	}
 	/* A file that ends (on a frame boundary) before its watermark lost
@@ -450,9 +450,9 @@ int scan_fd_opts(int fd, const struct scan_opts *o, struct scan **out, struct ce
 	/* A file that shrank while we read is scanned as what we got. */
 	struct scan *s = scan_buffer_opts(p, (size_t)got, o);
 	free(p);
-	s->dev = st.st_dev;
+	s->rev.dev = st.st_dev;
 	s->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
-	s->ino = st.st_ino;
+	s->rev.ino = st.st_ino;
 	*out = s;
 	return 0;
 }

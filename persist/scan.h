@@ -20,6 +20,7 @@
 #include "base/err.h"
 #include "base/sha256.h"
 #include "persist/event.h"
+#include "persist/revision.h"
 
 enum scan_status { SCAN_OK, SCAN_TORN, SCAN_CORRUPT, SCAN_UNSUPPORTED };
 
@@ -40,12 +41,10 @@ struct scan_call {
 struct scan {
 	enum scan_status status;
 	struct cerr err;        /* why, for corrupt and unsupported */
-	uint64_t file_len;
+	struct revision rev;    /* the file read, its whole length, and the
+				 * seq after the last valid event */
 	uint64_t good_len;      /* end of the last complete valid frame */
 	uint64_t damage_at;     /* offset of the first damage (corrupt) */
-	uint64_t next_seq;      /* seq after the last valid event */
-	dev_t dev;              /* identity of the file read (0 for buffers) */
-	ino_t ino;
 	int64_t ctime_ns;       /* its ctime when read: any rewrite changes it */
 	/* The log's own identity: the digest of its header frame (frame 0),
 	 * written once when the log was created and copied with it. */

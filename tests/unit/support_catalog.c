@@ -206,7 +206,7 @@ void expect_row(struct fx *f, const char *id, const char *want)
 }
 
 /* The watermark to record after an append: what log_durable vouches for. */
-struct cat_watermark wm_of(struct log_revision d)
+struct cat_watermark wm_of(struct log_mark d)
 {
 	struct cat_watermark wm = catalog_watermark_of(d);
 	wm.known = true;

@@ -233,8 +233,8 @@ static void test_schema_5_watermarks(void **state)
 		 "UPDATE sessions SET wm_len = %lld, wm_seq = %llu, wm_dev = %lld, wm_ino = %lld"
 		 " WHERE id = 's2';"
 		 "PRAGMA user_version=5",
-		 (long long)b1.st_size, (unsigned long long)s1->next_seq, (long long)b1.st_dev,
-		 (long long)b1.st_ino, (long long)b2.st_size, (unsigned long long)s2->next_seq,
+		 (long long)b1.st_size, (unsigned long long)s1->rev.next_seq, (long long)b1.st_dev,
+		 (long long)b1.st_ino, (long long)b2.st_size, (unsigned long long)s2->rev.next_seq,
 		 (long long)b2.st_dev, (long long)b2.st_ino + 1);
 	sqlite3 *db = raw_open(f->root);
 	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
@@ -248,8 +248,8 @@ static void test_schema_5_watermarks(void **state)
 	struct cat_watermark wm;
 	assert_int_equal(catalog_get_watermark(f->cat, "s1", &wm, &err), 0);
 	assert_true(wm.known);
-	assert_int_equal(wm.len, (uint64_t)b1.st_size);
-	assert_int_equal(wm.next_seq, s1->next_seq);
+	assert_int_equal(wm.rev.len, (uint64_t)b1.st_size);
+	assert_int_equal(wm.rev.next_seq, s1->rev.next_seq);
 	assert_true(s1->head_known);
 	assert_memory_equal(wm.head, s1->head, SHA256_LEN);
 	assert_int_equal(catalog_get_watermark(f->cat, "s2", &wm, &err), 0);
@@ -379,7 +379,7 @@ static int writer(const char *root, const char *id, int rounds)
 		return fprintf(stderr, "%s: open: %s\n", id, e.msg), 100;
 	struct session_ref ref = {"", "-p"};
 	snprintf(ref.id, sizeof ref.id, "%s", id);
-	struct log_revision d = log_revision_of(lg);
+	struct log_mark d = {log_revision_of(lg), 0, {0}};
 	struct cat_watermark wm = wm_of(d);
 	if (catalog_project_scan(c, &ref, log_scan(lg), 0, &wm, &e) < 0)
 		bad++, fprintf(stderr, "%s: project_scan: %s\n", id, e.msg);

@@ -183,16 +183,16 @@ static uint64_t add_projected(struct fx *f, struct log *lg, const char *key, con
 		struct scan *all = scan_buffer(bytes, n);
 		struct scan *hdr = scan_buffer(bytes, all->frames[0].len);
 		assert_int_equal(hdr->status, SCAN_OK);
-		assert_int_equal(hdr->next_seq, 1);
+		assert_int_equal(hdr->rev.next_seq, 1);
 		if (catalog_project_scan(cat(f), &ref, hdr, 0, NULL, &err) < 0)
 			fail_msg("project header: %s", err.msg);
 		scan_free(hdr);
 		scan_free(all);
 		free(bytes);
 	}
-	struct log_revision d = log_durable(lg);
-	assert_int_equal(d.next_seq, next);
-	assert_true(d.len > 0);
+	struct log_mark d = log_durable(lg);
+	assert_int_equal(d.rev.next_seq, next);
+	assert_true(d.rev.len > 0);
 	struct cat_watermark wm = wm_of(d);
 	if (catalog_project_batch(cat(f), log_id(lg), first, 0, b.evs, b.n, &wm, &ver, &err) < 0)
 		fail_msg("project batch at %llu: %s", (unsigned long long)first, err.msg);
@@ -209,10 +209,10 @@ static void test_project_batch(void **state)
 	assert_int_equal(log_create(f->st, "sB", "/p", NULL, &lg, &err), 0);
 	assert_int_equal(add_projected(f, lg, "-p", "[" START("t1") "," USER("hello batch") "]"), 3);
 	assert_int_equal(add_projected(f, lg, "-p", "[" END("t1", "completed") "]"), 4);
-	struct log_revision d = log_durable(lg);
+	struct log_mark d = log_durable(lg);
 	char w[128];
 	snprintf(w, sizeof w, "version=4|wm=%llu/4|title=hello batch|status=idle|turns=1",
-		 (unsigned long long)d.len);
+		 (unsigned long long)d.rev.len);
 	expect_row(f, "sB", w);
 	/* Only at content_version == first_seq. */
 	struct batch b;
@@ -274,7 +274,7 @@ static void test_project_before_sync(void **state)
 	assert_int_equal(catalog_set_durable(cat(f), "sD", 5, &wm, &applied, &err), 0);
 	assert_true(applied);
 	char w[64];
-	snprintf(w, sizeof w, "version=5|wm=%llu/5", (unsigned long long)wm.len);
+	snprintf(w, sizeof w, "version=5|wm=%llu/5", (unsigned long long)wm.rev.len);
 	expect_row(f, "sD", w);
 	assert_int_equal(sync_ok(f), 0); /* clean: nothing to read again */
 	batch_free(&b);
@@ -473,8 +473,8 @@ static void test_rebuild_equivalence(void **state)
 	for (size_t i = 0; i < 3; i++) {
 		assert_int_equal(catalog_get_watermark(cat(f), ids[i], &none, &err), 0);
 		assert_true(none.known);
-		assert_int_equal(none.len, wm[i].len);
-		assert_int_equal(none.next_seq, wm[i].next_seq);
+		assert_int_equal(none.rev.len, wm[i].rev.len);
+		assert_int_equal(none.rev.next_seq, wm[i].rev.next_seq);
 		assert_memory_equal(none.head, wm[i].head, SHA256_LEN);
 	}
 	char *re = dump(f->root);

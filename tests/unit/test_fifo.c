@@ -248,7 +248,7 @@ static struct scan *scan_of(const struct fx *x, const char *id)
 static uint64_t next_seq_of(const struct fx *x, const char *id)
 {
 	struct scan *s = scan_of(x, id);
-	uint64_t n = s->next_seq;
+	uint64_t n = s->rev.next_seq;
 	scan_free(s);
 	return n;
 }
@@ -387,7 +387,7 @@ static void test_order_and_thread(void **state)
 	for (int k = 0; k < 2; k++) {
 		assert_int_equal(version_of(x, ids[k]), c[N - 2 + k].r.content_version);
 		struct scan *s = scan_of(x, ids[k]); /* events in post order */
-		assert_int_equal(s->next_seq, seq[k]);
+		assert_int_equal(s->rev.next_seq, seq[k]);
 		size_t e = 1;
 		for (int i = k; i < N; i += 2)
 			for (int j = 0; j < 1 + i % 3; j++) {
@@ -425,7 +425,7 @@ static void test_create(void **state)
 	struct scan *s = scan_file(xstrdup(p));
 	assert_string_equal(s->id, id);
 	assert_string_equal(s->cwd, cwd);
-	assert_int_equal(s->next_seq, 3);
+	assert_int_equal(s->rev.next_seq, 3);
 	scan_free(s);
 	struct cat_session row = row_of(x, id);
 	assert_string_equal(row.project_key, key);
@@ -496,7 +496,7 @@ static void test_coalescing_and_boundaries(void **state)
 	for (int i = 0; i < 6; i++)
 		assert_int_equal(s->frames[frames + (size_t)i].first_seq, starts[i]);
 	assert_int_equal(s->frames[frames + 1].n_events, 3);
-	assert_int_equal(s->next_seq, 28);
+	assert_int_equal(s->rev.next_seq, 28);
 	scan_free(s);
 }
 
@@ -718,7 +718,7 @@ static void test_open_heals_watermark(void **state)
 	struct rec c[2];
 	struct cerr err;
 	step_ok(x, create("H", NULL, "h", 2), &c[0], "create");
-	struct cat_watermark wm = {.known = true, .len = 10, .next_seq = 1};
+	struct cat_watermark wm = {.known = true, .rev.len = 10, .rev.next_seq = 1};
 	memset(wm.head, 0xAB, sizeof wm.head);
 	assert_int_equal(catalog_set_watermark(x->cat, "H", &wm, &err), 0);
 	reopen_fifo(x);
@@ -728,8 +728,8 @@ static void test_open_heals_watermark(void **state)
 	uint8_t *bytes = log_bytes(x, "H", &n);
 	struct scan *s = scan_of(x, "H");
 	assert_true(wm.known);
-	assert_int_equal(wm.len, n);
-	assert_int_equal(wm.next_seq, 3);
+	assert_int_equal(wm.rev.len, n);
+	assert_int_equal(wm.rev.next_seq, 3);
 	assert_memory_equal(wm.head, s->head, SHA256_LEN);
 	scan_free(s);
 	free(bytes);
@@ -1002,7 +1002,7 @@ static void test_flush(void **state)
 	fifo_pause(x->f, false);
 	assert_int_equal(fifo_flush_wait(x->f, "A", deadline(10000)), 0);
 	struct scan *s = scan_of(x, "A"); /* durable before any delivery */
-	assert_int_equal(s->next_seq, 5);
+	assert_int_equal(s->rev.next_seq, 5);
 	assert_string_equal(text_at(s, 4), "fa2 0");
 	scan_free(s);
 	assert_int_equal(fifo_flush_wait(x->f, NULL, deadline(10000)), 0);

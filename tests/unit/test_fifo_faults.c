@@ -490,17 +490,17 @@ static void check_catalog(bool before_recovery)
 			continue;
 		}
 		struct scan *s = read_log(R.root, R.s[k].deleted ? STORE_TRASH : STORE_SESSIONS, k);
-		if (before_recovery && s && row.content_version > s->next_seq)
+		if (before_recovery && s && row.content_version > s->rev.next_seq)
 			fail_msg("%s: the catalog has '%s' at version %llu, its log ends at %llu", R.what,
 				 ids[k], (unsigned long long)row.content_version,
-				 (unsigned long long)s->next_seq);
+				 (unsigned long long)s->rev.next_seq);
 		if (!before_recovery && R.s[k].acked && row.content_version != R.s[k].version)
 			fail_msg("%s: catalog has '%s' at version %llu, last receipt %llu", R.what,
 				 ids[k], (unsigned long long)row.content_version,
 				 (unsigned long long)R.s[k].version);
-		if (s && row.durable_seq > s->next_seq)
+		if (s && row.durable_seq > s->rev.next_seq)
 			fail_msg("%s: the watermark of '%s' (%llu) leads its log (%llu)", R.what, ids[k],
-				 (unsigned long long)row.durable_seq, (unsigned long long)s->next_seq);
+				 (unsigned long long)row.durable_seq, (unsigned long long)s->rev.next_seq);
 		if (R.s[k].deleted && row.deleted_at == 0)
 			fail_msg("%s: deleted '%s' is live in the catalog", R.what, ids[k]);
 		scan_free(s);
@@ -529,7 +529,7 @@ static void recover(void)
 			uint64_t next = S->next;
 			if (S->failed) {
 				struct scan *s = read_log(R.root, STORE_SESSIONS, k);
-				next = s ? s->next_seq : 1;
+				next = s ? s->rev.next_seq : 1;
 				scan_free(s);
 				fsave(k, next, S->version, 1, attempt);
 				next++;
@@ -731,7 +731,7 @@ static uint64_t next_on_disk(void)
 {
 	struct scan *s = read_log(R.root, STORE_SESSIONS, 0);
 	assert_non_null(s);
-	uint64_t n = s->next_seq;
+	uint64_t n = s->rev.next_seq;
 	scan_free(s);
 	return n;
 }

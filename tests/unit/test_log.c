@@ -146,7 +146,7 @@ static void test_create_writes_nothing(void **state)
 	assert_int_equal(strlen(log_id(lg)), 26);
 	assert_int_equal(log_next_seq(lg), 1);
 	assert_null(log_scan(lg));
-	struct log_revision r = log_revision_of(lg);
+	struct revision r = log_revision_of(lg);
 	assert_int_equal(r.len, 0);
 	assert_int_equal(r.next_seq, 0);
 	char want[1024];
@@ -191,7 +191,7 @@ static void test_first_append_publishes(void **state)
 	assert_int_equal(s->frames[0].n_events, 1);
 	assert_int_equal(s->frames[1].n_events, 2);
 	assert_int_equal(s->frames[1].offset, s->frames[0].len);
-	assert_int_equal(s->good_len, s->file_len);
+	assert_int_equal(s->good_len, s->rev.len);
 	assert_string_equal(s->id, "sess1");
 	assert_string_equal(s->cwd, "/w/p");
 	assert_int_equal(s->format, 1);
@@ -209,14 +209,14 @@ static void test_first_append_publishes(void **state)
 	assert_in_range(s->events[2].t, before, clock_unix_ms());
 	assert_string_equal(s->events[2].type, "user/message");
 	assert_string_equal(scan_open_turn(s), "t1");
-	size_t len = (size_t)s->file_len;
+	size_t len = (size_t)s->rev.len;
 	scan_free(s);
 
 	log_close(lg);
 	assert_int_equal(log_open(f->st, "sess1", &lg, &err), 0);
 	assert_int_equal(log_next_seq(lg), 3);
 	assert_string_equal(log_id(lg), "sess1");
-	struct log_revision r = log_revision_of(lg);
+	struct revision r = log_revision_of(lg);
 	assert_int_equal(r.len, len);
 	assert_int_equal(r.next_seq, 3);
 	struct stat st;
@@ -460,7 +460,7 @@ static void test_unknown_ignorable_accepted(void **state)
 	assert_string_equal(s->events[3].type, "x.future/thing");
 	assert_non_null(s->events[4].kind);
 	assert_int_equal(s->n_skipped, 1);
-	assert_int_equal(s->next_seq, 5);
+	assert_int_equal(s->rev.next_seq, 5);
 	scan_free(s);
 	assert_int_equal(log_open(f->st, "ign", &lg, &err), 0);
 	assert_int_equal(log_next_seq(lg), 5);
@@ -518,26 +518,26 @@ static void test_write_then_sync(void **state)
 	/* A first publication is durable at once: nothing pending. */
 	assert_int_equal(write_only(lg, 1, B_TURN, &err), 0);
 	assert_false(log_pending(lg));
-	assert_int_equal(log_durable(lg).next_seq, 3);
+	assert_int_equal(log_durable(lg).rev.next_seq, 3);
 	assert_int_equal(log_sync(lg, &err), 0);
 	assert_int_equal(write_only(lg, 3, B_TEXT, &err), 0);
 	assert_int_equal(write_only(lg, 4, B_TEXT, &err), 0);
 	assert_true(log_pending(lg));
 	assert_int_equal(log_next_seq(lg), 5);
-	assert_int_equal(log_durable(lg).len, 0); /* not durable yet: no watermark */
+	assert_int_equal(log_durable(lg).rev.len, 0); /* not durable yet: no watermark */
 	/* The seq check sees the unsynced frames. */
 	assert_int_equal(write_only(lg, 4, B_TEXT, &err), -1);
 	assert_int_equal(err.cls, CERR_CONFLICT);
 	assert_int_equal(log_sync(lg, &err), 0);
 	assert_false(log_pending(lg));
-	struct log_revision d = log_durable(lg);
-	assert_int_equal(d.next_seq, 5);
+	struct log_mark d = log_durable(lg);
+	assert_int_equal(d.rev.next_seq, 5);
 	assert_int_equal(log_sync(lg, &err), 0); /* nothing pending: a no-op */
 	log_close(lg);
 	struct scan *s = scan_path(P(f, "root/sessions/_no-cwd/two/session.jsonl.zst"));
 	assert_int_equal(s->status, SCAN_OK);
-	assert_int_equal(s->next_seq, 5);
-	assert_int_equal(s->file_len, d.len);
+	assert_int_equal(s->rev.next_seq, 5);
+	assert_int_equal(s->rev.len, d.rev.len);
 	scan_free(s);
 }
 
@@ -558,9 +558,9 @@ static void test_sync_in_steps(void **state)
 	assert_int_equal(write_only(lg, 4, B_TEXT, &err), 0); /* during the sync */
 	assert_int_equal(log_sync_end(lg, log_sync_fd(lg), &err), 0);
 	assert_true(log_pending(lg));
-	assert_int_equal(log_durable(lg).len, 0); /* seq 4 is not synced yet */
+	assert_int_equal(log_durable(lg).rev.len, 0); /* seq 4 is not synced yet */
 	assert_int_equal(log_sync(lg, &err), 0);
-	assert_int_equal(log_durable(lg).next_seq, 5);
+	assert_int_equal(log_durable(lg).rev.next_seq, 5);
 	assert_false(log_sync_begin(lg)); /* nothing to take */
 
 	assert_int_equal(write_only(lg, 5, B_TEXT, &err), 0);
@@ -574,11 +574,11 @@ static void test_sync_in_steps(void **state)
 	assert_int_equal(log_next_seq(lg), 5);
 	struct scan *s = scan_path(P(f, "root/sessions/_no-cwd/steps/session.jsonl.zst"));
 	assert_int_equal(s->status, SCAN_OK);
-	assert_int_equal(s->next_seq, 5); /* both frames taken back */
+	assert_int_equal(s->rev.next_seq, 5); /* both frames taken back */
 	scan_free(s);
 	assert_int_equal(write_only(lg, 5, B_TEXT, &err), 0);
 	assert_int_equal(log_sync(lg, &err), 0);
-	assert_int_equal(log_durable(lg).next_seq, 6);
+	assert_int_equal(log_durable(lg).rev.next_seq, 6);
 	log_close(lg);
 }
 
@@ -617,7 +617,7 @@ static void test_cursor_avoids_rereads(void **state)
 	fsops = &fsops_real;
 	struct scan *s = scan_path(P(f, "root/sessions/_no-cwd/cur/session.jsonl.zst"));
 	assert_int_equal(s->status, SCAN_OK);
-	assert_int_equal(s->next_seq, 22);
+	assert_int_equal(s->rev.next_seq, 22);
 	assert_string_equal(s->events[20].data->child->valuestring, "from elsewhere");
 	scan_free(s);
 }
@@ -645,7 +645,7 @@ static void test_cursor_after_truncate(void **state)
 	struct scan *t = scan_path(path);
 	assert_int_equal(t->status, SCAN_OK);
 	assert_int_equal(t->n_frames, 4);
-	assert_int_equal(t->next_seq, 5);
+	assert_int_equal(t->rev.next_seq, 5);
 	scan_free(t);
 }
 
@@ -666,7 +666,7 @@ static void test_cursor_after_replace(void **state)
 	add_ok(lg, 3, B_TEXT, 4); /* lands in the new file */
 	assert_int_equal(log_revision_of(lg).ino, st.st_ino);
 	struct scan *s = scan_path(path);
-	assert_int_equal(s->next_seq, 4);
+	assert_int_equal(s->rev.next_seq, 4);
 	scan_free(s);
 	/* replaced by another session's log: refuse */
 	free(bytes);
@@ -713,7 +713,7 @@ static void test_torn_tail_cut_by_append(void **state)
 	assert_int_equal(s->status, SCAN_OK);
 	assert_int_equal(s->n_frames, 4);
 	assert_int_equal(s->frames[3].offset, good);
-	assert_int_equal(s->next_seq, 5);
+	assert_int_equal(s->rev.next_seq, 5);
 	scan_free(s);
 }
 
@@ -775,7 +775,7 @@ static void test_open_path_anywhere(void **state)
 	lock_release(lk);
 	close(dfd);
 	struct scan *s = scan_path(path);
-	assert_int_equal(s->next_seq, 4);
+	assert_int_equal(s->rev.next_seq, 4);
 	scan_free(s);
 	FAILS(log_open_path(P(f, "elsewhere/none.log"), &lg, &err), CERR_MISSING);
 	FAILS(log_open_path(P(f, "nodir/x.log"), &lg, &err), CERR_MISSING);

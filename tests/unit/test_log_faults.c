@@ -181,7 +181,7 @@ static void snap_read(const char *path, struct snap *s)
 	s->exists = true;
 	s->status = sc->status;
 	s->n = sc->n_events;
-	s->next_seq = sc->next_seq;
+	s->next_seq = sc->rev.next_seq;
 	s->open_turns = sc->n_open_turns;
 	s->lines = xcalloc(s->n + 1, sizeof *s->lines);
 	s->types = xcalloc(s->n + 1, sizeof *s->types);
@@ -758,7 +758,7 @@ static void test_poisoned_handle_rereads(void **state)
 	log_close(lg);
 	tear(x.path);
 	assert_int_equal(log_open(x.st, SID, &lg, &err), 0);
-	struct log_revision rev = log_revision_of(lg);
+	struct revision rev = log_revision_of(lg);
 	uint64_t cut;
 	faultfs_fail(FF_FSYNC, 1, EIO);
 	assert_int_equal(log_cut_torn_tail(lg, &rev, &cut, &err), -1);

@@ -119,7 +119,7 @@ static void assert_repair_idempotent(struct fx *f)
 	size_t n;
 	uint8_t *before = slurp(f->path, &n);
 	struct scan *s = scan_path(f->path);
-	uint64_t next = s->next_seq;
+	uint64_t next = s->rev.next_seq;
 	scan_free(s);
 	struct repair_report rep = repair(f);
 	assert_int_equal(rep.appended, 0);
@@ -396,7 +396,7 @@ static void test_torn_tail_and_open_turn(void **state)
 	assert_int_equal(s->status, SCAN_OK);
 	assert_int_equal(s->n_frames, 3);
 	assert_int_equal(s->frames[2].offset, good);
-	assert_int_equal(s->good_len, s->file_len);
+	assert_int_equal(s->good_len, s->rev.len);
 	scan_free(s);
 	assert_repair_idempotent(f);
 }
@@ -427,12 +427,12 @@ static void test_cut_torn_tail_fenced(void **state)
 	assert_int_equal(make(f, b, 2), 4);
 	size_t half = tear(f->path, 4);
 	struct log *lg = open_s(f);
-	struct log_revision rev = log_revision_of(lg);
+	struct revision rev = log_revision_of(lg);
 	size_t n;
 	uint8_t *before = slurp(f->path, &n);
 	uint64_t cut = 99;
 	struct cerr err;
-	struct log_revision bad[4] = {rev, rev, rev, rev};
+	struct revision bad[4] = {rev, rev, rev, rev};
 	bad[0].len++;
 	bad[1].next_seq++;
 	bad[2].ino++;
@@ -567,7 +567,7 @@ static void test_corrupted_under_open_handle(void **state)
 		struct scan *s = scan_path(path);
 		assert_int_equal(s->status, SCAN_OK);
 		assert_int_equal(s->frames[2].offset, good);
-		assert_int_equal(s->next_seq, 3);
+		assert_int_equal(s->rev.next_seq, 3);
 		scan_free(s);
 	}
 	log_close(l2);

@@ -159,9 +159,9 @@ static void test_ok_and_header_only(void **state)
 	expect_status(s, SCAN_OK);
 	assert_int_equal(scan_class(s), CERR_OK);
 	assert_int_equal(s->n_events, 13);
-	assert_int_equal(s->next_seq, 13);
+	assert_int_equal(s->rev.next_seq, 13);
 	assert_int_equal(s->n_frames, 5);
-	assert_int_equal(s->file_len, l.bytes.len);
+	assert_int_equal(s->rev.len, l.bytes.len);
 	assert_int_equal(s->good_len, l.bytes.len);
 	assert_int_equal(s->n_skipped, 0);
 	assert_string_equal(s->id, SID);
@@ -197,7 +197,7 @@ static void test_ok_and_header_only(void **state)
 	s = scan_of(&l);
 	expect_status(s, SCAN_OK);
 	assert_int_equal(s->n_events, 1);
-	assert_int_equal(s->next_seq, 1);
+	assert_int_equal(s->rev.next_seq, 1);
 	assert_int_equal(s->n_frames, 1);
 	assert_int_equal(s->good_len, l.bytes.len);
 	assert_int_equal(s->turns, 0);
@@ -222,7 +222,7 @@ static void check_every_cut(const struct logb *l, size_t from)
 		while (k < l->n_frames &&
 		       (k + 1 < l->n_frames ? l->off[k + 1] : l->bytes.len) <= cut)
 			k++;
-		assert_int_equal(s->file_len, cut);
+		assert_int_equal(s->rev.len, cut);
 		if (k == 0) {
 			expect_status(s, SCAN_CORRUPT);
 			assert_int_equal(s->n_events, 0);
@@ -232,7 +232,7 @@ static void check_every_cut(const struct logb *l, size_t from)
 			assert_int_equal(scan_class(s), CERR_OK);
 			assert_int_equal(s->n_frames, k);
 			assert_int_equal(s->good_len, l->off[k]);
-			assert_int_equal(s->next_seq, ref->frames[k - 1].end_seq);
+			assert_int_equal(s->rev.next_seq, ref->frames[k - 1].end_seq);
 			expect_events(s, ref, ref->frames[k - 1].first_event + ref->frames[k - 1].n_events);
 		}
 		scan_free(s);
@@ -279,7 +279,7 @@ static void test_torn_multiblock_last_frame(void **state)
 		struct scan *s = scan_buffer(p, cut);
 		expect_status(s, cut == last ? SCAN_OK : SCAN_TORN);
 		assert_int_equal(s->good_len, last);
-		assert_int_equal(s->next_seq, 13);
+		assert_int_equal(s->rev.next_seq, 13);
 		expect_events(s, ref, 13);
 		scan_free(s);
 		tried++;
@@ -318,7 +318,7 @@ static void flip_every_bit(struct logb *l, size_t upto)
 						 scan_status_name(s->status), s->err.msg);
 				same++;
 				expect_events(s, ref, ref->n_events);
-				assert_int_equal(s->next_seq, ref->next_seq);
+				assert_int_equal(s->rev.next_seq, ref->rev.next_seq);
 				assert_int_equal(s->good_len, l->bytes.len);
 			}
 			scan_free(s);
@@ -355,7 +355,7 @@ static void append_bytes_expect_corrupt(const struct logb *l, const void *tail, 
 	assert_int_equal(scan_class(s), CERR_CORRUPT);
 	assert_int_equal(s->good_len, l->bytes.len);
 	assert_int_equal(s->damage_at, l->bytes.len);
-	assert_int_equal(s->next_seq, l->seq);
+	assert_int_equal(s->rev.next_seq, l->seq);
 	assert_int_equal(s->n_events, l->seq);
 	assert_true(s->err.msg[0] != '\0');
 	scan_free(s);
@@ -440,7 +440,7 @@ static void with_last_frame(const char *content, size_t n, enum scan_status st)
 	expect_status(s, st);
 	if (st == SCAN_CORRUPT || st == SCAN_UNSUPPORTED) {
 		assert_int_equal(s->good_len, good);
-		assert_int_equal(s->next_seq, 3);
+		assert_int_equal(s->rev.next_seq, 3);
 		assert_int_equal(s->n_events, 3);
 		assert_int_equal(s->n_frames, 2);
 		assert_int_equal(s->err.cls, st == SCAN_CORRUPT ? CERR_CORRUPT : CERR_UNSUPPORTED);
@@ -606,7 +606,7 @@ static void test_unsupported(void **state)
 	s = scan_of(&l);
 	expect_status(s, SCAN_UNSUPPORTED);
 	assert_int_equal(s->n_events, 1);
-	assert_int_equal(s->next_seq, 1);
+	assert_int_equal(s->rev.next_seq, 1);
 	scan_free(s);
 	l.bytes.p[l.bytes.len - 1] ^= 0x01; /* a later frame is damaged */
 	s = scan_of(&l);
@@ -633,7 +633,7 @@ static void test_ignorable_unknown_type(void **state)
 	expect_status(s, SCAN_OK);
 	assert_int_equal(s->n_skipped, 2);
 	assert_int_equal(s->n_events, 6);
-	assert_int_equal(s->next_seq, 6);
+	assert_int_equal(s->rev.next_seq, 6);
 	assert_null(s->events[2].kind);
 	assert_true(s->events[2].ignorable);
 	assert_string_equal(s->events[2].type, "future/thing");
@@ -728,24 +728,24 @@ static void test_log_written_by_store(void **state)
 	assert_int_equal(scan_fd(fd, &s, &e), 0);
 	expect_status(s, SCAN_OK);
 	assert_int_equal(s->n_events, 5);
-	assert_int_equal(s->next_seq, 5);
+	assert_int_equal(s->rev.next_seq, 5);
 	assert_int_equal(s->n_frames, 3);
 	assert_int_equal(s->n_skipped, 1);
 	assert_string_equal(s->id, log_id(lg));
 	assert_string_equal(s->cwd, "/tmp/proj");
-	assert_true(s->ino != 0);
-	assert_int_equal(s->good_len, s->file_len);
+	assert_true(s->rev.ino != 0);
+	assert_int_equal(s->good_len, s->rev.len);
 	assert_string_equal(scan_open_turn(s), "t1");
 
 	/* the same bytes scanned from memory, and torn at every offset */
 	struct logb l;
 	lb_init(&l);
-	buf_grow(&l.bytes, s->file_len);
-	l.bytes.len = (size_t)pread(fd, l.bytes.p, s->file_len, 0);
-	assert_int_equal(l.bytes.len, s->file_len);
+	buf_grow(&l.bytes, s->rev.len);
+	l.bytes.len = (size_t)pread(fd, l.bytes.p, s->rev.len, 0);
+	assert_int_equal(l.bytes.len, s->rev.len);
 	for (size_t f = 0; f < s->n_frames; f++)
 		l.off[l.n_frames++] = s->frames[f].offset;
-	l.seq = s->next_seq;
+	l.seq = s->rev.next_seq;
 	struct scan *m = scan_of(&l);
 	expect_status(m, SCAN_OK);
 	expect_events(m, s, s->n_events);

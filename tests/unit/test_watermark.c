@@ -86,8 +86,8 @@ static int setup(void **state)
 		" {'type':'tool/call','turn':'t2','data':{'call_id':'c1','name':'sh','args':{'cmd':'ls -la /tmp'}}}]"};
 	for (int i = 0; i < 3; i++) {
 		add(lg, batches[i]);
-		struct log_revision d = log_durable(lg);
-		f->wm[i + 1] = (struct scan_opts){true, d.len, d.next_seq, {0}};
+		struct log_mark d = log_durable(lg);
+		f->wm[i + 1] = (struct scan_opts){true, d.rev.len, d.rev.next_seq, {0}};
 		memcpy(f->wm[i + 1].head, d.head, SHA256_LEN);
 	}
 	log_close(lg);
@@ -99,7 +99,7 @@ static int setup(void **state)
 		f->off[i] = s->frames[i].offset, f->seq_at[i] = s->frames[i].first_seq;
 	f->nfr = s->n_frames;
 	f->off[f->nfr] = f->n;
-	f->seq_at[f->nfr] = s->next_seq;
+	f->seq_at[f->nfr] = s->rev.next_seq;
 	scan_free(s);
 	*state = f;
 	return 0;
@@ -159,7 +159,7 @@ static void test_clean(void **state)
 	for (int k = 1; k <= 3; k++) {
 		struct scan *s = expect_scan(f->p, f->n, &f->wm[k], SCAN_OK, NULL);
 		assert_int_equal(s->good_len, f->n);
-		assert_int_equal(s->next_seq, f->wm[3].wm_seq);
+		assert_int_equal(s->rev.next_seq, f->wm[3].wm_seq);
 		assert_int_equal(s->n_open_turns, 1);
 		scan_free(s);
 	}
@@ -192,12 +192,12 @@ static void test_bit_flips_below(void **state)
 				struct scan *plain = scan_buffer(b, f->n);
 				if (s->status == SCAN_OK) {
 					assert_int_equal(plain->status, SCAN_OK);
-					assert_int_equal(s->next_seq, f->wm[3].wm_seq);
+					assert_int_equal(s->rev.next_seq, f->wm[3].wm_seq);
 				} else {
 					scan_free(expect_scan(b, f->n, &f->wm[3], SCAN_CORRUPT, NULL));
 					assert_int_equal(s->damage_at, f->off[fr]);
 					assert_int_equal(s->good_len, f->off[fr]);
-					assert_int_equal(s->next_seq, f->seq_at[fr]);
+					assert_int_equal(s->rev.next_seq, f->seq_at[fr]);
 					assert_true(plain->status == SCAN_CORRUPT ||
 						    (plain->status == SCAN_TORN && fr == f->nfr - 1));
 					corrupt++;
@@ -260,8 +260,8 @@ static void test_garbage_above(void **state)
 		}
 		struct scan *s = expect_scan(b, f->n + lens[k], &f->wm[3], SCAN_TORN, NULL);
 		assert_int_equal(s->good_len, f->n);
-		assert_int_equal(s->next_seq, f->wm[3].wm_seq);
-		assert_int_equal(s->file_len, f->n + lens[k]);
+		assert_int_equal(s->rev.next_seq, f->wm[3].wm_seq);
+		assert_int_equal(s->rev.len, f->n + lens[k]);
 		scan_free(s);
 	}
 	/* Above an older watermark: the frames after it are kept, the
@@ -270,7 +270,7 @@ static void test_garbage_above(void **state)
 	memset(b + f->n, 0, 64);
 	struct scan *s = expect_scan(b, f->n + 64, &f->wm[1], SCAN_TORN, NULL);
 	assert_int_equal(s->good_len, f->n);
-	assert_int_equal(s->next_seq, f->wm[3].wm_seq);
+	assert_int_equal(s->rev.next_seq, f->wm[3].wm_seq);
 	scan_free(s);
 	/* A damaged complete frame above the watermark is where the tail
 	 * starts; below it, corruption. */
@@ -279,7 +279,7 @@ static void test_garbage_above(void **state)
 	b[f->n - 2] ^= 0x01;
 	s = expect_scan(b, f->n, &f->wm[2], SCAN_TORN, NULL);
 	assert_int_equal(s->good_len, f->wm[2].wm_len);
-	assert_int_equal(s->next_seq, f->wm[2].wm_seq);
+	assert_int_equal(s->rev.next_seq, f->wm[2].wm_seq);
 	scan_free(s);
 	scan_free(expect_scan(b, f->n, &f->wm[3], SCAN_CORRUPT, NULL));
 	/* A whole, checksummed frame above it that repeats seqs: the first
@@ -311,8 +311,8 @@ static void test_frames_above_kept(void **state)
 	ctx = "frames above";
 	struct scan *s = expect_scan(f->p, f->n, &f->wm[1], SCAN_OK, NULL);
 	assert_int_equal(s->good_len, f->n);
-	assert_true(s->next_seq > f->wm[1].wm_seq);
-	assert_int_equal(s->next_seq, f->wm[3].wm_seq);
+	assert_true(s->rev.next_seq > f->wm[1].wm_seq);
+	assert_int_equal(s->rev.next_seq, f->wm[3].wm_seq);
 	assert_int_equal(s->n_frames, 4);
 	scan_free(s);
 	struct scan_opts hdr = f->wm[1]; /* just the header */
@@ -445,7 +445,7 @@ static void test_log_open_and_repair(void **state)
 	assert_memory_equal(after, f->p, f->n); /* acknowledged bytes untouched */
 	struct scan *s = scan_buffer(after, n);
 	assert_int_equal(s->status, SCAN_OK);
-	assert_int_equal(s->next_seq, rep.next_seq);
+	assert_int_equal(s->rev.next_seq, rep.next_seq);
 	assert_int_equal(s->n_open_turns, 0);
 	scan_free(s);
 	free(after);
@@ -485,16 +485,16 @@ static void test_open_end(void **state)
 	assert_null(log_scan(lg)); /* not read */
 	assert_int_equal(log_next_seq(lg), f->wm[3].wm_seq);
 	add(lg, "[{'type':'user/message','turn':'t2','data':{'text':'more'}}]");
-	struct log_revision d = log_durable(lg);
+	struct log_mark d = log_durable(lg);
 	assert_memory_equal(d.head, f->wm[3].head, SHA256_LEN);
 	log_close(lg);
 	size_t n;
 	uint8_t *p = slurp(f->path, &n);
 	struct scan *s = scan_buffer_opts(p, n, &f->wm[3]);
 	assert_int_equal(s->status, SCAN_OK);
-	assert_int_equal(s->next_seq, f->wm[3].wm_seq + 1);
-	assert_int_equal(d.len, n);
-	assert_int_equal(d.next_seq, s->next_seq);
+	assert_int_equal(s->rev.next_seq, f->wm[3].wm_seq + 1);
+	assert_int_equal(d.rev.len, n);
+	assert_int_equal(d.rev.next_seq, s->rev.next_seq);
 	scan_free(s);
 	free(p);
 	/* The file is longer than the watermark now: read in full. */
@@ -523,7 +523,7 @@ static void test_catalog_sync_uses_watermark(void **state)
 	struct cat_session s;
 	assert_int_equal(catalog_open(f->st, &c, &err), 0);
 	assert_int_equal(catalog_sync(c, f->st, NULL, &err), 0);
-	struct cat_watermark wm = {.known = true, .len = f->wm[3].wm_len, .next_seq = f->wm[3].wm_seq};
+	struct cat_watermark wm = {.known = true, .rev.len = f->wm[3].wm_len, .rev.next_seq = f->wm[3].wm_seq};
 	memcpy(wm.head, f->wm[3].head, SHA256_LEN);
 	assert_int_equal(catalog_set_watermark(c, "s1", &wm, &err), 0);
 	uint8_t *b = calloc(1, f->n + 50);
@@ -561,8 +561,8 @@ static void expect_wm(struct catalog *c, const struct scan_opts *want)
 	struct cerr err;
 	assert_int_equal(catalog_get_watermark(c, "s1", &wm, &err), 0);
 	assert_true(wm.known);
-	assert_int_equal(wm.len, want->wm_len);
-	assert_int_equal(wm.next_seq, want->wm_seq);
+	assert_int_equal(wm.rev.len, want->wm_len);
+	assert_int_equal(wm.rev.next_seq, want->wm_seq);
 	assert_memory_equal(wm.head, want->head, SHA256_LEN);
 }
 
@@ -584,7 +584,7 @@ static void test_catalog_watermark_recording(void **state)
 	static const int order[] = {2, 3, 1, 2};
 	for (size_t i = 0; i < 5; i++) {
 		const struct scan_opts *o = i < 4 ? &f->wm[order[i]] : &other;
-		wm = (struct cat_watermark){.known = true, .len = o->wm_len, .next_seq = o->wm_seq};
+		wm = (struct cat_watermark){.known = true, .rev.len = o->wm_len, .rev.next_seq = o->wm_seq};
 		memcpy(wm.head, o->head, SHA256_LEN);
 		assert_int_equal(catalog_set_watermark(c, "s1", &wm, &err), 0);
 		expect_wm(c, i == 0 ? &f->wm[2] : i < 4 ? &f->wm[3] : &other);
