@@ -449,6 +449,20 @@ static int search_in_tx(struct catalog *c, const struct cat_query *q, size_t lim
 	else
 		free(est.stats);
 	if (ret == 0 && open) {
+		/* Open turns' text is always searched whole: count it in both. */
+		sqlite3_stmt *cnt = cat_prepare(c, "SELECT count(*) FROM docs WHERE indexed = 0", err);
+		if (!cnt)
+			ret = -1;
+		else if ((rc = sqlite3_step(cnt)) == SQLITE_ROW) {
+			info->messages += sqlite3_column_int64(cnt, 0);
+			info->searched += sqlite3_column_int64(cnt, 0);
+		}
+		if (cnt)
+			cat_done(c, cnt);
+		if (cnt && rc != SQLITE_ROW)
+			ret = cat_fail(c, err, rc, "search");
+	}
+	if (ret == 0 && open) {
 		size_t indexed = out->n;
 		ret = open_hits(c, &q->match, limit, with_deleted, out, err);
 		if (ret == 0 && indexed && out->n > indexed) {

@@ -461,6 +461,16 @@ static void test_open_turns(void **state)
 	expect(f, "\"rather than soil\"", "live/t1/assistant");
 	expect(f, "orchid window", "done/t1/assistant");
 	expect(f, "rain", "live/t1/assistant");
+	/* The open documents count among the messages searched. */
+	struct cat_search_info info;
+	struct cat_hit *ih;
+	size_t in;
+	struct cerr ierr;
+	assert_int_equal(catalog_search(f->cat, "orchid", 0, false, &ih, &in, &info, &ierr), 0);
+	cat_hits_free(ih, in);
+	assert_false(info.partial);
+	assert_int_equal(info.messages, 10);
+	assert_int_equal(info.searched, 10);
 	struct hits r = search(f, "orchid", 2, false); /* the limit spans both */
 	assert_int_equal(r.n, 2);
 	assert_string_equal(r.h[0].session, "live");
