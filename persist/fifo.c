@@ -35,6 +35,7 @@ static void item_free(struct fifo_item *it)
 	cJSON_Delete(it->events);
 	cJSON_Delete(it->meta);
 	free(it->cwd);
+	free(it->text);
 	free(it);
 }
 
@@ -75,6 +76,14 @@ struct fifo_item *fifo_restore(const char *session)
 struct fifo_item *fifo_purge(const char *session)
 {
 	return item_new(FIFO_PURGE, session);
+}
+
+struct fifo_item *fifo_draft(const char *cwd, const char *text)
+{
+	struct fifo_item *it = item_new(FIFO_DRAFT, NULL);
+	it->cwd = cwd ? xstrdup(cwd) : NULL;
+	it->text = xstrdup(text ? text : "");
+	return it;
 }
 
 void fifo_item_create(struct fifo_item *it, const char *cwd)

@@ -17,7 +17,7 @@
  * after a failed item the session's later items fail fast until a full
  * save recovers it, so nothing is ever written after a gap. Adjacent
  * history items of one session may be merged into one append; a full save
- * is never merged. Items that reach the writer together share one catalog
+ * is never merged. Drafts (FIFO_DRAFT) touch no log and no catalog. Items that reach the writer together share one catalog
  * transaction (group commit). */
 #ifndef CAIRN_FIFO_H
 #define CAIRN_FIFO_H
@@ -42,6 +42,7 @@ enum fifo_kind {
 	FIFO_RESTORE,   /* back from the trash */
 	FIFO_PURGE,     /* remove from the trash for good */
 	FIFO_BARRIER,   /* writes nothing: completes after the items posted before it */
+	FIFO_DRAFT,     /* replace a project's composer draft (draft.h), no session */
 };
 
 struct fifo_receipt {
@@ -73,6 +74,11 @@ struct fifo_item *fifo_meta(const char *session, cJSON *meta);
 struct fifo_item *fifo_delete(const char *session);
 struct fifo_item *fifo_restore(const char *session);
 struct fifo_item *fifo_purge(const char *session);
+/* Replace the draft of project cwd (NULL: no cwd) with a copy of text
+ * (empty: remove it); see draft.h. It belongs to no session (its session
+ * is ""). Adjacent drafts of one project are merged: only the newest is
+ * written, and all of them complete with its result. */
+struct fifo_item *fifo_draft(const char *cwd, const char *text);
 /* Let a history or full save create the session when it does not exist
  * yet (its first append publishes the header with this cwd, NULL: none). */
 void fifo_item_create(struct fifo_item *it, const char *cwd);

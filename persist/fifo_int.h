@@ -28,6 +28,7 @@ struct fifo_item {
 	uint64_t expected_seq, expected_version;
 	cJSON *events; /* array */
 	cJSON *meta;
+	char *text; /* FIFO_DRAFT (its project is cwd) */
 	fifo_done_cb cb;
 	void *ctx;
 	uint64_t ticket;
@@ -164,6 +165,13 @@ int lane_wait(struct wsess *w, uint64_t gen);
 bool lane_ended(struct wsess *w, uint64_t gen);
 void lane_quiesce(struct fifo *f, struct wsess *w);
 void lane_reset(struct fifo *f, struct wsess *w);
+
+/* Mark first..last (linked by next) failed with err (writer thread). */
+void fifo_fail_items(struct fifo_item *first, struct fifo_item *last, const struct cerr *err);
+/* Write the draft of `it` and of the drafts of its project that follow it
+ * at once, only the last one's text (fifo_draft.c; writer thread); every
+ * one of them ends with that write's result. Returns the last. */
+struct fifo_item *fifo_draft_run(struct fifo *f, struct fifo_item *it);
 
 /* Close every log handle and free the writer's state. */
 void fifo_writer_free(struct fifo *f);

@@ -190,7 +190,7 @@ static int reproject(struct fifo *f, struct wsess *w, uint64_t *version, struct 
 
 /* ---- failures ---- */
 
-static void fail_items(struct fifo_item *first, struct fifo_item *last, const struct cerr *err)
+void fifo_fail_items(struct fifo_item *first, struct fifo_item *last, const struct cerr *err)
 {
 	for (struct fifo_item *m = first;; m = m->next) {
 		m->failed = true;
@@ -436,7 +436,7 @@ static void settle(struct round *r, struct round *cur)
 		struct wsess *w = rs->w;
 		if (rs->sync_rc < 0) {
 			set_failed(w, &rs->sync_err);
-			fail_items(p->first, p->last, &rs->sync_err);
+			fifo_fail_items(p->first, p->last, &rs->sync_err);
 		} else {
 			/* Durable. A projection that failed (or a rebuild that
 			 * did) leaves the catalog behind, not the log: no gap, no
@@ -576,7 +576,7 @@ static void prepare(struct round *r, struct fifo_item *first, struct fifo_item *
 		/* Never a write after a gap: wait for a full save. */
 		cerr_set(&err, w->why.cls, 0, "session '%s' has a failed save before this one (%s); a full save must recover it first",
 			 w->id, w->why.msg);
-		fail_items(first, last, &err);
+		fifo_fail_items(first, last, &err);
 		return;
 	}
 	if (!w->acked) {
@@ -598,14 +598,14 @@ static void prepare(struct round *r, struct fifo_item *first, struct fifo_item *
 		commit_round(r, false);
 	if (r->tx_failed) {
 		err = r->tx_err; /* nothing written: no gap */
-		fail_items(first, last, &err);
+		fifo_fail_items(first, last, &err);
 		return;
 	}
 	if (!r->tx) {
 		if (catalog_begin(f->cat, &err) < 0) {
 			r->tx_failed = true;
 			r->tx_err = err;
-			fail_items(first, last, &err);
+			fifo_fail_items(first, last, &err);
 			return;
 		}
 		r->tx = true;
@@ -731,7 +731,7 @@ fail:
 		set_failed(w, &err);
 	if (full)
 		set_unsaved(f, w);
-	fail_items(first, last, &err);
+	fifo_fail_items(first, last, &err);
 }
 
 static bool running_elsewhere(struct fifo *f, const char *id)
@@ -789,7 +789,7 @@ static void run_move(struct fifo *f, struct fifo_item *it)
 	}
 	return;
 fail:
-	fail_items(it, it, &err);
+	fifo_fail_items(it, it, &err);
 }
 
 /* May `b` be merged into the history group ending at `a`? */
@@ -819,6 +819,8 @@ void fifo_writer_process(struct fifo *f, struct fifo_item *batch)
 			/* Nothing to do: it completes with its batch, which is
 			 * delivered after every earlier batch, the round in flight
 			 * included (commit_round settles it). */
+		} else if (it->kind == FIFO_DRAFT) {
+			next = fifo_draft_run(f, it)->next; /* no log: nothing to commit first */
 		} else if (it->kind == FIFO_DELETE || it->kind == FIFO_RESTORE || it->kind == FIFO_PURGE) {
 			commit_round(r, false);
 			run_move(f, it);

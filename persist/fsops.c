@@ -64,6 +64,7 @@ const struct fsops fsops_real = {
 	.fdatasync = real_fdatasync,
 	.ftruncate = ftruncate,
 	.rename_noreplace = real_rename_noreplace,
+	.rename = renameat,
 	.mkdirat = mkdirat,
 	.unlinkat = unlinkat,
 	.fstat = fstat,

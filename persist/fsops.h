@@ -21,6 +21,8 @@ struct fsops {
 	int (*ftruncate)(int fd, off_t len);
 	/* Rename that fails with EEXIST instead of replacing the target. */
 	int (*rename_noreplace)(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
+	/* Rename that atomically replaces the target (renameat). */
+	int (*rename)(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
 	int (*mkdirat)(int dirfd, const char *path, mode_t mode);
 	int (*unlinkat)(int dirfd, const char *path, int flags);
 	int (*fstat)(int fd, struct stat *st);

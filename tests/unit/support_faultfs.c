@@ -546,6 +546,18 @@ static int ff_rename_noreplace_(int od, const char *op, int nd, const char *np)
 	return fsops_real.rename_noreplace(od, op, nd, np);
 }
 
+/* Counted with rename_noreplace (FF_RENAME): a fault armed for the next
+ * rename fails whichever of the two comes. */
+static int ff_rename_(int od, const char *op, int nd, const char *np)
+{
+	struct armed *a = tick(FF_RENAME);
+	if (a) {
+		errno = a->errnum;
+		return -1;
+	}
+	return fsops_real.rename(od, op, nd, np);
+}
+
 static int ff_mkdirat_(int dirfd, const char *path, mode_t mode)
 {
 	struct armed *a = tick(FF_MKDIRAT);
@@ -636,6 +648,7 @@ LOCKED(int, fsync, (fd), int fd)
 LOCKED(int, fdatasync, (fd), int fd)
 LOCKED(int, ftruncate, (fd, len), int fd, off_t len)
 LOCKED(int, rename_noreplace, (od, op, nd, np), int od, const char *op, int nd, const char *np)
+LOCKED(int, rename, (od, op, nd, np), int od, const char *op, int nd, const char *np)
 LOCKED(int, mkdirat, (dirfd, path, mode), int dirfd, const char *path, mode_t mode)
 LOCKED(int, unlinkat, (dirfd, path, flags), int dirfd, const char *path, int flags)
 LOCKED(int, fstat, (fd, st), int fd, struct stat *st)
@@ -652,6 +665,7 @@ const struct fsops faultfs_ops = {
 	.fdatasync = ff_fdatasync,
 	.ftruncate = ff_ftruncate,
 	.rename_noreplace = ff_rename_noreplace,
+	.rename = ff_rename,
 	.mkdirat = ff_mkdirat,
 	.unlinkat = ff_unlinkat,
 	.fstat = ff_fstat,
