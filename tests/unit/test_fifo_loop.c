@@ -4,7 +4,9 @@
  * the asynchronous fifo_close with a deadline: a stalled fdatasync (the
  * fault file system) makes it time out with the items outstanding, keeping
  * the FIFO working, and a second close after the stall finishes; no post is
- * taken once a close began. Each test ends with uv_loop_close() == 0. */
+ * taken once a close began; drafts go through the FIFO in post order, adjacent
+ * drafts of one project written once with the newest text. Each test ends
+ * with uv_loop_close() == 0. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +25,9 @@
 
 #include "base/clock.h"
 #include "base/xalloc.h"
+#include "persist/draft.h"
 #include "persist/fifo.h"
+#include "persist/store.h"
 #include "tests/unit/support_faultfs.h"
 #include "tests/unit/support_fixture.h"
 
@@ -263,6 +268,7 @@ static void test_barrier_waits_for_round_in_flight(void **state)
 	struct lx *x = *state;
 	static const char *const ids[] = {"A"};
 	create_all(x, ids, 1);
+	order = 0;
 	struct rec c[4];
 	atomic_store(&stall, true);
 	fifo_set_batch_limit(x->f, 1);
@@ -298,6 +304,7 @@ static void test_close_times_out_then_closes(void **state)
 	struct lx *x = *state;
 	static const char *const ids[] = {"A"};
 	create_all(x, ids, 1);
+	order = 0;
 	struct rec c[3];
 	struct cerr err = {0};
 	atomic_store(&stall, true);
@@ -362,6 +369,75 @@ static void test_post_after_close_fails(void **state)
 	assert_int_equal(late_barrier.calls, 0);
 }
 
+/* The draft of cwd as a fresh store reads it. */
+static char *read_draft(struct lx *x, const char *cwd)
+{
+	struct store *st;
+	struct cerr err = {0};
+	char *text = NULL;
+	if (store_open(x->root, false, &st, &err) < 0 || draft_read(st, cwd, &text, &err) < 0)
+		fail_msg("draft_read: %s", err.msg);
+	store_close(st);
+	return text;
+}
+
+static void test_drafts_saved_in_order_adjacent_ones_merged(void **state)
+{
+	struct lx *x = *state;
+	struct rec d[5], b;
+	static const char *const ids[] = {"A"};
+	create_all(x, ids, 1);
+	order = 0;
+	/* Paused: the three drafts of /p reach the writer together, so they
+	 * are one write of the newest; /q's in between would split them. */
+	fifo_pause(x->f, true);
+	post(x, fifo_draft("/p", "one"), &d[0]);
+	post(x, fifo_draft("/p", "two"), &d[1]);
+	post(x, fifo_draft("/p", "three"), &d[2]);
+	post(x, fifo_draft("/q", "other"), &d[3]);
+	post(x, hist("A", 2, false), &d[4]); /* an append: no rename */
+	barrier(x, NULL, &b);
+	faultfs_reset_counts();
+	fifo_pause(x->f, false);
+	run_until(x, &b.calls, 1);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(d[i].calls, 1);
+		assert_true(d[i].ok);
+		assert_int_equal(d[i].order, i + 1);
+	}
+	assert_int_equal(faultfs_count(FF_RENAME), 2); /* /p once, /q once */
+	char *t = read_draft(x, "/p");
+	assert_string_equal(t, "three");
+	free(t);
+	t = read_draft(x, "/q");
+	assert_string_equal(t, "other");
+	free(t);
+
+	/* A merged run fails as a whole: the newest was not written. */
+	fifo_pause(x->f, true);
+	post(x, fifo_draft("/p", "four"), &d[0]);
+	post(x, fifo_draft("/p", "five"), &d[1]);
+	faultfs_fail(FF_RENAME, 1, EIO);
+	fifo_pause(x->f, false);
+	run_until(x, &d[1].calls, 1);
+	assert_false(d[0].ok);
+	assert_false(d[1].ok);
+	t = read_draft(x, "/p");
+	assert_string_equal(t, "three");
+	free(t);
+
+	/* An empty draft removes it; a usage error completes as a failure. */
+	post(x, fifo_draft("/p", ""), &d[0]);
+	post(x, fifo_draft("/q", "bad \xff"), &d[1]);
+	run_until(x, &d[1].calls, 1);
+	assert_true(d[0].ok);
+	assert_false(d[1].ok);
+	assert_false(exists(path_in(x->root, "drafts/-p")));
+	t = read_draft(x, "/q");
+	assert_string_equal(t, "other");
+	free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -370,6 +446,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_barrier_waits_for_round_in_flight, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_times_out_then_closes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_post_after_close_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_drafts_saved_in_order_adjacent_ones_merged, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
