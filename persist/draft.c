@@ -100,8 +100,12 @@ int draft_save(struct store *st, const char *cwd, const char *text, struct cerr 
 			goto drop;
 		}
 	}
-	if ((have || len) && safefs_fsync_dir(dfd, DRAFT_DIR, err) < 0)
+	if ((have || len) && safefs_fsync_dir(dfd, DRAFT_DIR, err) < 0) {
+		/* Renamed or removed, not durably: after a power loss the old
+		 * draft or the new state may be there. */
+		err->outcome_unknown = true;
 		goto out;
+	}
 	r = 0;
 	goto out;
 drop:

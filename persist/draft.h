@@ -27,7 +27,9 @@
 
 /* Replace the draft of project cwd (NULL: no cwd) with the string text;
  * an empty text removes it. Text over DRAFT_MAX bytes or not valid UTF-8
- * is a usage error. On failure the previous draft is still there, whole. */
+ * is a usage error. On failure the previous draft is still there, whole,
+ * unless err->outcome_unknown: the directory sync failed after the rename
+ * (or removal), so either state may survive a power loss. */
 int draft_save(struct store *st, const char *cwd, const char *text, struct cerr *err);
 /* The draft of project cwd in *text, a string the caller frees. No draft:
  * an empty string, not an error. A draft file over DRAFT_MAX or not UTF-8

@@ -147,6 +147,16 @@ static void test_failed_write_keeps_the_old_draft(void **state)
 	fail_replacement(x, FF_PWRITE, EIO);
 	fail_replacement(x, FF_FSYNC, EIO);
 	fail_replacement(x, FF_RENAME, EIO);
+	/* The directory sync after the rename: the outcome is unknown. */
+	struct cerr e2 = {0};
+	faultfs_install();
+	faultfs_fail(FF_FSYNC, 2, EIO); /* 1: the staging file, 2: drafts/ */
+	assert_int_equal(draft_save(x->st, CWD, "maybe", &e2), -1);
+	assert_int_equal(e2.cls, CERR_IO);
+	assert_true(e2.outcome_unknown);
+	faultfs_uninstall();
+	assert_draft(x, "maybe");
+	save(x, CWD, "old draft");
 	/* A short write then ENOSPC. */
 	struct cerr err = {0};
 	faultfs_install();
