@@ -150,9 +150,13 @@ static void test_failed_write_keeps_the_old_draft(void **state)
 	/* The directory sync after the rename: the outcome is unknown. */
 	struct cerr e2 = {0};
 	faultfs_install();
-	faultfs_fail(FF_FSYNC, 2, EIO); /* 1: the staging file, 2: drafts/ */
+	save(x, CWD, "old draft");
+	unsigned long syncs = faultfs_count(FF_FSYNC); /* drafts/ is the last */
+	faultfs_reset_counts();
+	faultfs_fail(FF_FSYNC, syncs, EIO);
 	assert_int_equal(draft_save(x->st, CWD, "maybe", &e2), -1);
 	assert_int_equal(e2.cls, CERR_IO);
+	assert_non_null(strstr(e2.msg, "directory"));
 	assert_true(e2.outcome_unknown);
 	faultfs_uninstall();
 	assert_draft(x, "maybe");
