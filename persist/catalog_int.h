@@ -66,8 +66,12 @@ int cat_write_watermark(struct catalog *c, const char *id, const struct cat_wate
 			struct cerr *err);
 int cat_exec(struct catalog *c, const char *sql, struct cerr *err);
 /* Create every table of this build's schema in an empty database and set
- * its version (catalog.c). */
+ * its version (catalog_schema.c). */
 int cat_create_schema(struct catalog *c, struct cerr *err);
+/* Bring a writable connection's index.db to this build's schema, in a
+ * transaction of its own (catalog_schema.c); a newer schema is
+ * CERR_UNSUPPORTED. */
+int cat_schema_upgrade(struct catalog *c, struct cerr *err);
 /* The WAL policy (catalog_wal.c). cat_wal_init on a new connection;
  * cat_wal_after_commit after each of its commits (an automatic checkpoint
  * when due and there is room); cat_wal_close before it closes. */
@@ -145,6 +149,7 @@ int cat_rank_stats(struct catalog *c, const struct cat_query *q, struct cat_rank
 /* Does s[0..n) hold a character of a script written without spaces? */
 bool cat_has_cjk(const char *s, size_t n);
 
+/* The projection's rows (catalog_project.c). */
 void row_apply(struct row *r, uint64_t seq, int64_t t, enum vocab_type type, const char *turn,
 	       const cJSON *data);
 int row_load(struct catalog *c, const char *id, struct row *r, bool *found, struct cerr *err);
