@@ -481,7 +481,7 @@ static const char *const phase_name[PH_N] = {
 	"catalog_commit"};
 #define N_VARIANTS 6
 
-/* What one full save prepares (persist/catalog.c, catalog_query.c; copied
+/* What one full save prepares (persist/catalog_project.c, catalog_query.c; copied
  * for this measurement): each is compiled anew per save, the docs UPSERT
  * with its four FTS trigger programs. */
 static const char *const save_sql[] = {
