@@ -205,6 +205,17 @@ static void clean_during_sync(void *ctx, enum faultfs_op op, bool after)
 	cleaner.busy = false;
 }
 
+/* The creation raced a cleanup and still made the session whole. */
+static void creation_won(struct fx *f, int r, struct cerr *err)
+{
+	if (r < 0)
+		fail_msg("creation failed while a cleanup ran: %s", err->msg);
+	struct log *lg;
+	assert_int_equal(log_open(f->st, ID, &lg, err), 0);
+	assert_int_equal(log_next_seq(lg), 2);
+	log_close(lg);
+}
+
 static void creation_survives(struct fx *f, bool leftover_first, bool hold, int max_runs)
 {
 	/* With a leftover folder there, the creator syncs the root, sessions/
@@ -234,12 +245,7 @@ static void creation_survives(struct fx *f, bool leftover_first, bool hold, int 
 		pthread_join(cleaner.holder, NULL);
 	/* The race really happened, and the creation won anyway. */
 	assert_true(cleaner.removed >= 1);
-	if (r < 0)
-		fail_msg("creation failed while a cleanup ran: %s", err.msg);
-	struct log *lg;
-	assert_int_equal(log_open(f->st, ID, &lg, &err), 0);
-	assert_int_equal(log_next_seq(lg), 2);
-	log_close(lg);
+	creation_won(f, r, &err);
 	struct leftover *v;
 	size_t n;
 	assert_int_equal(leftover_list(f->st, &v, &n, &err), 0);
@@ -290,12 +296,7 @@ static void test_cleanup_removes_the_folder_just_made(void **state)
 	int r = create(f->st, ID, &err);
 	faultfs_uninstall();
 	assert_int_equal(removed_after_mkdir, 3);
-	if (r < 0)
-		fail_msg("creation failed while a cleanup ran: %s", err.msg);
-	struct log *lg;
-	assert_int_equal(log_open(f->st, ID, &lg, &err), 0);
-	assert_int_equal(log_next_seq(lg), 2);
-	log_close(lg);
+	creation_won(f, r, &err);
 }
 
 /* A leftover whose lock a live writer holds is left whole. */
