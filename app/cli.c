@@ -1,5 +1,6 @@
 /* cli.c — shared subcommand plumbing. */
 #include "app/cli.h"
+#include "persist/readlog.h"
 #include "app/cmds.h"
 #include "base/json.h"
 #include "base/termsafe.h"
@@ -118,8 +119,7 @@ int cli_read_log(struct cli *c, const char *arg, struct scan **out, char **path_
 			store_close(st);
 			goto fail;
 		}
-		path = xasprintf("%s/%s/%s/%s/%s", store_root(st), STORE_SESSIONS, ref.key, ref.id,
-				 LOG_FILE);
+		path = store_log_path(st, &ref, false);
 		snprintf(want_id, sizeof want_id, "%s", ref.id);
 		fd = safefs_openfile(dirfd, LOG_FILE, O_RDONLY, err);
 		fs_close_quiet(dirfd);
@@ -128,28 +128,21 @@ int cli_read_log(struct cli *c, const char *arg, struct scan **out, char **path_
 		if (fd < 0)
 			goto fail;
 	}
-	struct scan_opts wm = {0};
+	struct cat_watermark wm = {0};
 	{
 		/* Under the root (by id or by path) the catalog's durable
 		 * watermark applies; anywhere else the structural rules alone. */
 		struct store *st = NULL;
 		struct cerr ignore;
 		if (cli_open_store(c, false, &st, &ignore) == 0) {
-			char *sid = *want_id ? xstrdup(want_id) : cli_session_of_path(st, arg);
+			char *sid = *want_id ? xstrdup(want_id) : store_session_of_path(st, arg);
 			cli_watermark(st, sid, &wm);
 			free(sid);
 			store_close(st);
 		}
 	}
-	if (scan_fd_opts(fd, &wm, out, err) < 0)
+	if (readlog_fd(fd, path, *want_id ? want_id : NULL, &wm, out, err) < 0)
 		goto fail;
-	struct scan *s = *out;
-	if (*want_id && s->id && strcmp(s->id, want_id) != 0) {
-		/* The directory name is the session id: a log holding another
-		 * session where this one belongs is damage, not this session. */
-		s->status = SCAN_CORRUPT;
-		cerr_set(&s->err, CERR_CORRUPT, 0, "'%s' holds session '%s'", path, s->id);
-	}
 	close(fd);
 	if (path_out)
 		*path_out = path;

@@ -14,44 +14,19 @@
 #include <string.h>
 #include <sys/stat.h>
 
-char *cli_session_of_path(struct store *st, const char *path)
-{
-	char root[PATH_MAX], file[PATH_MAX];
-	if (!st || !realpath(store_root(st), root) || !realpath(path, file))
-		return NULL;
-	size_t n = strlen(root);
-	/* <root>/sessions/<key>/<id>/<file> */
-	if (strncmp(file, root, n) != 0 || strncmp(file + n, "/" STORE_SESSIONS "/", 10) != 0)
-		return NULL;
-	const char *key = file + n + 10;
-	const char *id = strchr(key, '/');
-	const char *name = id ? strchr(id + 1, '/') : NULL;
-	if (!id || !name || strchr(name + 1, '/'))
-		return NULL;
-	char *sid = xstrndup(id + 1, (size_t)(name - id - 1));
-	if (!pathkey_valid_id(sid)) {
-		free(sid);
-		return NULL;
-	}
-	return sid;
-}
-
-void cli_watermark(struct store *st, const char *id, struct scan_opts *o)
+void cli_watermark(struct store *st, const char *id, struct cat_watermark *o)
 {
 	memset(o, 0, sizeof *o);
 	if (!st || !id)
 		return;
 	struct catalog *cat;
 	struct cerr err;
-	struct cat_watermark wm;
 	/* Read only: before a log append, nothing may take the space the
 	 * append needs (an open for writing would copy the WAL back when
 	 * it closes). */
 	int r = catalog_open_ro(st, &cat, &err);
 	if (r == 0) {
-		r = catalog_get_watermark(cat, id, &wm, &err);
-		if (r == 0)
-			*o = catalog_scan_opts(&wm);
+		r = catalog_get_watermark(cat, id, o, &err);
 		catalog_close(cat);
 	}
 	/* No catalog holds no watermark; one that cannot be read (its WAL

@@ -13,6 +13,7 @@
 #include "persist/leftover.h"
 #include "persist/fsops.h"
 #include "persist/log.h"
+#include "persist/readlog.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -152,25 +153,17 @@ static void verify(struct report *r, struct store *st, struct catalog *cat,
 	/* Listed a moment ago, maybe moved since by rm or restore: found
 	 * again wherever it is now, never reported missing for that. */
 	bool trash = e->trash;
-	int fd = store_open_log_moved(st, &e->ref, &trash, &err);
-	if (fd < 0) {
+	struct cat_watermark wm = {0};
+	if (shared || (cat && catalog_get_watermark(cat, e->ref.id, &wm, &err) < 0))
+		wm.known = false;
+	struct scan *s;
+	if (readlog_session(st, &e->ref, &trash, &wm, &s, &err) < 0) {
 		if (err.cls == CERR_MISSING)
 			note(r, e->ref.id, "gone", "removed while doctor ran");
 		else
 			problem(r, e->ref.id, err.cls, err.msg);
 		return;
 	}
-	struct cat_watermark wm = {0};
-	if (shared || (cat && catalog_get_watermark(cat, e->ref.id, &wm, &err) < 0))
-		wm.known = false;
-	struct scan_opts o = catalog_scan_opts(&wm);
-	struct scan *s;
-	if (scan_fd_opts(fd, &o, &s, &err) < 0) {
-		fs_close_quiet(fd);
-		problem(r, e->ref.id, err.cls, err.msg);
-		return;
-	}
-	fs_close_quiet(fd);
 	seen->next_seq = s->rev.next_seq;
 	seen->last_t = s->n_events ? s->events[s->n_events - 1].t : 0;
 	char msg[600];
@@ -178,9 +171,6 @@ static void verify(struct report *r, struct store *st, struct catalog *cat,
 		snprintf(msg, sizeof msg, "%s%s", s->err.msg,
 			 s->status == SCAN_CORRUPT ? " ('cairn repair --salvage' copies the valid prefix)" : "");
 		problem(r, e->ref.id, s->err.cls, msg);
-	} else if (s->id && strcmp(s->id, e->ref.id) != 0) {
-		snprintf(msg, sizeof msg, "log holds session '%s'", s->id);
-		problem(r, e->ref.id, CERR_CORRUPT, msg);
 	} else {
 		seen->valid = true;
 		if (cat && !shared && s->status == SCAN_OK && scan_wm_lags(s))

@@ -9,6 +9,7 @@
 #include "base/utf8.h"
 #include "base/xalloc.h"
 #include "persist/frame.h"
+#include "persist/event_batch.h"
 #include "persist/log.h"
 
 #include <errno.h>
@@ -39,13 +40,11 @@ static int read_stdin(struct buf *b, struct cerr *err)
 
 /* Parse stdin lines {"type","turn"?,"ignorable"?,"data"?} into events that
  * borrow from *roots (one parsed object per event; caller frees). */
-static int parse_batch(const struct buf *in, cJSON **roots, struct log_event **evs, size_t *n,
+static int parse_batch(const struct buf *in, cJSON **roots, struct event_batch *b,
 		       struct cerr *err)
 {
 	*roots = cJSON_CreateArray();
-	*evs = NULL;
-	*n = 0;
-	size_t cap = 0, lineno = 0, bad;
+	size_t lineno = 0, bad;
 	if (!utf8_valid(in->p, in->len, &bad))
 		return cerr_set(err, CERR_USAGE, 0, "input is not UTF-8 (byte %zu)", bad);
 	const char *p = in->p, *end = in->p + in->len;
@@ -65,16 +64,10 @@ static int parse_batch(const struct buf *in, cJSON **roots, struct log_event **e
 		if (!o)
 			return cerr_set(err, CERR_USAGE, 0, "line %zu: %s", lineno, why);
 		cJSON_AddItemToArray(*roots, o);
-		struct log_event ev;
-		if (log_event_from_json(o, &ev, err) < 0) {
+		if (event_batch_add_json(b, o, err) < 0) {
 			cerr_prefix(err, "line %zu", lineno);
 			return -1;
 		}
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			*evs = xreallocarray(*evs, cap, sizeof **evs);
-		}
-		(*evs)[(*n)++] = ev;
 		p = nl ? nl + 1 : end;
 	}
 	return 0;
@@ -136,14 +129,14 @@ static int log_append_cmd(struct cli *c, int argc, char **argv)
 	struct cerr err;
 	struct buf in = BUF_INIT;
 	cJSON *roots = NULL;
-	struct log_event *evs = NULL;
-	size_t n = 0;
+	struct event_batch b = EVENT_BATCH_INIT;
 	struct store *st = NULL;
 	struct log *lg = NULL;
 	char *cwd = NULL, *sid = NULL;
+	struct cat_watermark cw;
 	struct scan_opts wm;
 	int code = 0;
-	if (read_stdin(&in, &err) < 0 || parse_batch(&in, &roots, &evs, &n, &err) < 0)
+	if (read_stdin(&in, &err) < 0 || parse_batch(&in, &roots, &b, &err) < 0)
 		goto fail;
 	if (is_new) {
 		if (!no_cwd) {
@@ -157,8 +150,9 @@ static int log_append_cmd(struct cli *c, int argc, char **argv)
 	} else if (cli_is_path(target)) {
 		struct cerr ignore;
 		if (cli_open_store(c, false, &st, &ignore) == 0)
-			sid = cli_session_of_path(st, target);
-		cli_watermark(st, sid, &wm);
+			sid = store_session_of_path(st, target);
+		cli_watermark(st, sid, &cw);
+		wm = catalog_scan_opts(&cw);
 		if (log_open_path_opts(target, &wm, &lg, &err) < 0)
 			goto fail;
 	} else {
@@ -173,29 +167,30 @@ static int log_append_cmd(struct cli *c, int argc, char **argv)
 		sid = xstrdup(ref.id);
 		/* When the catalog's watermark matches the file, append from
 		 * its end without reading the log (as the FIFO does). */
-		cli_watermark(st, sid, &wm);
+		cli_watermark(st, sid, &cw);
+		wm = catalog_scan_opts(&cw);
 		if (log_open_end(st, ref.id, &wm, &lg, &err) < 0)
 			goto fail;
 	}
 	bool heal = !is_new && cli_heal(lg, sid);
 	uint64_t next;
-	if (log_append(lg, expect, evs, n, &next, &err) < 0)
+	if (log_append(lg, expect, b.evs, b.n, &next, &err) < 0)
 		goto fail;
-	bool behind = (n > 0 || heal) && cli_note_append(st, is_new ? log_id(lg) : sid, expect,
-							 log_batch_time(lg), evs, n, log_durable(lg));
+	bool behind = (b.n > 0 || heal) && cli_note_append(st, is_new ? log_id(lg) : sid, expect,
+							 log_batch_time(lg), b.evs, b.n, log_durable(lg));
 	if (log_cut_bytes(lg))
 		cli_printf(stderr, "cairn: cut a torn tail of %llu bytes before appending\n",
 			   (unsigned long long)log_cut_bytes(lg));
-	if (n == 0 && is_new)
+	if (b.n == 0 && is_new)
 		cli_printf(stderr, "cairn: empty batch: nothing was written\n");
 	if (json) {
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "id", log_id(lg));
-		cJSON_AddNumberToObject(o, "next_seq", (double)(n == 0 && is_new ? 0 : next));
+		cJSON_AddNumberToObject(o, "next_seq", (double)(b.n == 0 && is_new ? 0 : next));
 		cJSON_AddStringToObject(o, "catalog", behind ? "behind" : "current");
 		cli_print_json(o);
 	} else {
-		cli_printf(stdout, "%s %llu\n", log_id(lg), (unsigned long long)(n == 0 && is_new ? 0 : next));
+		cli_printf(stdout, "%s %llu\n", log_id(lg), (unsigned long long)(b.n == 0 && is_new ? 0 : next));
 	}
 	goto out;
 fail:
@@ -204,7 +199,7 @@ out:
 	log_close(lg);
 	store_close(st);
 	cJSON_Delete(roots);
-	free(evs);
+	event_batch_release(&b);
 	free(cwd);
 	free(sid);
 	buf_release(&in);

@@ -17,13 +17,15 @@
 static int open_for_write(struct cli *c, const char *arg, struct store **st, struct log **lg,
 			  char **sid, struct cerr *err)
 {
+	struct cat_watermark cw;
 	struct scan_opts wm;
 	*sid = NULL;
 	if (cli_is_path(arg)) {
 		struct cerr ignore;
 		if (cli_open_store(c, false, st, &ignore) == 0)
-			*sid = cli_session_of_path(*st, arg);
-		cli_watermark(*st, *sid, &wm);
+			*sid = store_session_of_path(*st, arg);
+		cli_watermark(*st, *sid, &cw);
+		wm = catalog_scan_opts(&cw);
 		return log_open_path_opts(arg, &wm, lg, err);
 	}
 	struct session_ref ref;
@@ -35,7 +37,8 @@ static int open_for_write(struct cli *c, const char *arg, struct store **st, str
 	if (store_resolve(*st, arg, &ref, err) < 0)
 		return -1;
 	*sid = xstrdup(ref.id);
-	cli_watermark(*st, *sid, &wm);
+	cli_watermark(*st, *sid, &cw);
+		wm = catalog_scan_opts(&cw);
 	return log_open_opts(*st, ref.id, &wm, lg, err);
 }
 

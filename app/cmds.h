@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 
 #include "app/cli.h"
+#include "persist/catalog.h"
 #include "persist/log.h"
 
 int cmd_log(struct cli *c, int argc, char **argv);
@@ -28,13 +29,10 @@ struct cat_session;
  * written or removed since its last update are missing or still shown. */
 int cli_open_catalog(struct cli *c, bool create, struct store **st, struct catalog **cat,
 		     struct cerr *err);
-/* The session id of a log path inside st's sessions/ (NULL otherwise);
- * caller frees. */
-char *cli_session_of_path(struct store *st, const char *path);
-/* The durable watermark the catalog holds for id (o->watermark false when
+/* The durable watermark the catalog holds for id (o->known false when
  * none or no catalog). Never fails: a catalog that exists but cannot be
  * read is a warning on stderr. */
-void cli_watermark(struct store *st, const char *id, struct scan_opts *o);
+void cli_watermark(struct store *st, const char *id, struct cat_watermark *o);
 struct log;
 /* Healing: lg (open, so its writer lock held) was read whole and every
  * frame is complete and valid, past a watermark that lags or is missing:

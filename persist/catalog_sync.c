@@ -6,6 +6,7 @@
 #include "persist/catalog_int.h"
 #include "base/xalloc.h"
 #include "persist/fsops.h"
+#include "persist/readlog.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -17,28 +18,20 @@ static struct scan *read_entry(struct store *st, const struct store_entry *e,
 			       const struct cat_watermark *wm)
 {
 	struct scan *s = NULL;
-	struct scan_opts o = catalog_scan_opts(wm);
 	struct cerr oe;
-	int ret = -1;
-	int fd = store_open_log(st, &e->ref, e->trash, &oe);
-	if (fd >= 0) {
-		ret = scan_fd_opts(fd, &o, &s, &oe);
-		fs_close_quiet(fd);
-	}
-	if (ret < 0) {
+	bool trash = e->trash;
+	if (readlog_session(st, &e->ref, &trash, wm, &s, &oe) < 0) {
 		if (oe.cls == CERR_MISSING)
 			return NULL; /* vanished meanwhile: the next sync sees it */
 		/* Listing is tolerant: a session that cannot be read is listed
 		 * with the reason, as a corrupt one. */
 		s = scan_buffer(NULL, 0);
 		cerr_set(&s->err, CERR_CORRUPT, 0, "%s", oe.msg);
-	}
-	if (!s->id || strcmp(s->id, e->ref.id) != 0) {
-		if (s->status == SCAN_OK || s->status == SCAN_TORN) {
-			s->status = SCAN_CORRUPT;
-			cerr_set(&s->err, CERR_CORRUPT, 0, "log holds session '%s', not '%s'",
-				 s->id ? s->id : "?", e->ref.id);
-		}
+	} else if (trash != e->trash) {
+		/* Deleted or restored since it was listed: projected where it
+		 * is now by the next sync, never under the area it left. */
+		scan_free(s);
+		return NULL;
 	}
 	return s;
 }

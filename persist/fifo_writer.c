@@ -17,6 +17,7 @@
  * does nothing here: batches are delivered in order, so it completes after
  * every item posted before it, those of the round in flight included. */
 #include "persist/fifo_int.h"
+#include "persist/event_batch.h"
 #include "base/xalloc.h"
 
 #include <stdlib.h>
@@ -218,22 +219,6 @@ static void set_unsaved(struct fifo *f, struct wsess *w)
 }
 
 /* ---- a round ---- */
-
-/* Events of a JSON array as log events borrowing from it; an event of
- * the wrong shape is CERR_USAGE, as from `log append`. */
-static int to_events(const cJSON *arr, struct log_event **evs, size_t *n, struct cerr *err)
-{
-	*n = (size_t)cJSON_GetArraySize(arr);
-	*evs = xcalloc(*n ? *n : 1, sizeof **evs);
-	size_t i = 0;
-	for (const cJSON *e = arr ? arr->child : NULL; e; e = e->next, i++) {
-		if (log_event_from_json(e, &(*evs)[i], err) < 0) {
-			cerr_prefix(err, "event %zu", i + 1);
-			return -1;
-		}
-	}
-	return 0;
-}
 
 /* Record the watermarks left from earlier rounds, in the open
  * transaction; a session this round writes again gets a newer one after
@@ -674,9 +659,10 @@ static void prepare(struct round *r, struct fifo_item *first, struct fifo_item *
 		cJSON_Delete(all);
 		goto fail;
 	}
-	size_t n;
-	struct log_event *evs;
-	int rc = to_events(arr, &evs, &n, &err);
+	struct event_batch b;
+	int rc = event_batch_from_json(arr, &b, &err);
+	size_t n = b.n;
+	struct log_event *evs = b.evs;
 	if (rc == 0)
 		rc = log_write(w->lg, expected, evs, n, NULL, &err);
 	if (rc == 0 && n == 0 && expected != log_next_seq(w->lg)) {

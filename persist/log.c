@@ -264,8 +264,7 @@ static int open_session(struct store *st, const char *id, const struct scan_opts
 		goto fail;
 	}
 	lg->fname = xstrdup(LOG_FILE);
-	lg->path = xasprintf("%s/%s/%s/%s/%s", store_root(st), STORE_SESSIONS, lg->ref.key,
-			     lg->ref.id, LOG_FILE);
+	lg->path = store_log_path(st, &lg->ref, false);
 	if (store_open_session_dir(st, &lg->ref, false, &lg->keyfd, &lg->dirfd, err) < 0)
 		goto fail;
 	lg->lockfd = lock_take(lg->keyfd, lg->ref.id, lg->dirfd, err);
@@ -385,37 +384,8 @@ int log_create(struct store *st, const char *id, const char *cwd, const cJSON *e
 	lg->created_at = clock_unix_ms();
 	lg->extra = extra ? cJSON_Duplicate(extra, 1) : NULL;
 	lg->fname = xstrdup(LOG_FILE);
-	lg->path = xasprintf("%s/%s/%s/%s/%s", store_root(st), STORE_SESSIONS, lg->ref.key,
-			     lg->ref.id, LOG_FILE);
+	lg->path = store_log_path(st, &lg->ref, false);
 	*out = lg;
-	return 0;
-}
-
-int log_event_from_json(const cJSON *o, struct log_event *ev, struct cerr *err)
-{
-	*ev = (struct log_event){0};
-	if (!cJSON_IsObject(o))
-		return cerr_set(err, CERR_USAGE, 0, "not a JSON object");
-	for (const cJSON *f = o->child; f; f = f->next) {
-		const char *k = f->string;
-		if (strcmp(k, "type") == 0 && cJSON_IsString(f))
-			ev->type = f->valuestring;
-		else if (strcmp(k, "turn") == 0 && cJSON_IsString(f))
-			ev->turn = f->valuestring; /* null is no turn id: refused below */
-		else if (strcmp(k, "ignorable") == 0 && cJSON_IsBool(f))
-			ev->ignorable = cJSON_IsTrue(f);
-		else if (strcmp(k, "data") == 0 && cJSON_IsObject(f))
-			ev->data = f;
-		else if (strcmp(k, "seq") == 0 || strcmp(k, "t") == 0)
-			return cerr_set(err, CERR_USAGE, 0, "\"%s\" is assigned by the store", k);
-		else if (strcmp(k, "turn") == 0 && cJSON_IsNull(f))
-			return cerr_set(err, CERR_USAGE, 0,
-					"\"turn\" is null (leave it out for an event outside a turn)");
-		else
-			return cerr_set(err, CERR_USAGE, 0, "unexpected or invalid \"%s\"", k);
-	}
-	if (!ev->type)
-		return cerr_set(err, CERR_USAGE, 0, "missing \"type\"");
 	return 0;
 }
 

@@ -35,12 +35,6 @@ struct log_event {
 	int64_t t;          /* unix ms; 0 means now */
 };
 
-/* Read one event to append from o, {"type","turn"?,"ignorable"?,"data"?}
- * (what `log append` and the FIFO take); ev borrows from o. Anything else
- * (a "turn" of null, "seq" or "t", another key, a wrong kind) is
- * CERR_USAGE; the rest is checked when the batch is appended. */
-int log_event_from_json(const cJSON *o, struct log_event *ev, struct cerr *err);
-
 /* What a handle acknowledged as durable: the revision it synced, the
  * file's ctime then (0: unknown) and the digest of frame 0 (the key the
  * catalog's watermark is stored under). */

@@ -1,6 +1,7 @@
 /* repair.c — torn-tail cut and interrupted-turn closers. */
 #include "persist/repair.h"
 #include "base/xalloc.h"
+#include "persist/event_batch.h"
 #include "persist/vocab.h"
 
 #include <stdlib.h>
@@ -62,18 +63,15 @@ int repair_log(struct log *lg, struct repair_report *rep, struct cerr *err)
 	if (log_cut_torn_tail(lg, &rev, &rep->cut_bytes, err) < 0)
 		return -1;
 	cJSON *closers = repair_closers(s);
-	size_t n = (size_t)cJSON_GetArraySize(closers);
-	struct log_event *evs = xcalloc(n ? n : 1, sizeof *evs);
-	size_t i = 0;
-	int ret = 0;
+	struct event_batch b;
 	/* The closers take the path every appended event takes: the same
 	 * reader as `log append` and the FIFO, then the store's checks. */
-	for (cJSON *c = closers->child; c && ret == 0; c = c->next, i++)
-		ret = log_event_from_json(c, &evs[i], err);
+	int ret = event_batch_from_json(closers, &b, err);
+	size_t n = b.n;
 	rep->first_seq = log_next_seq(lg);
 	if (ret == 0)
-		ret = log_append(lg, rep->first_seq, evs, n, &rep->next_seq, err);
-	free(evs);
+		ret = log_append(lg, rep->first_seq, b.evs, b.n, &rep->next_seq, err);
+	event_batch_release(&b);
 	if (ret < 0) {
 		cJSON_Delete(closers);
 		return -1;

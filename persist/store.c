@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -476,4 +477,33 @@ out:
 	fs_close_quiet(tkeyfd);
 	fs_close_quiet(trashfd);
 	return ret;
+}
+
+char *store_log_path(const struct store *st, const struct session_ref *ref, bool trash)
+{
+	return xasprintf("%s/%s/%s/%s/%s", store_root(st), trash ? STORE_TRASH : STORE_SESSIONS,
+			 ref->key, ref->id, LOG_FILE);
+}
+
+char *store_session_of_path(const struct store *st, const char *path)
+{
+	char root[PATH_MAX], file[PATH_MAX];
+	if (!st || !realpath(store_root(st), root) || !realpath(path, file))
+		return NULL;
+	/* <root>/sessions/<key>/<id>/<file>, nothing deeper */
+	static const char area[] = "/" STORE_SESSIONS "/";
+	size_t n = strlen(root);
+	if (strncmp(file, root, n) != 0 || strncmp(file + n, area, sizeof area - 1) != 0)
+		return NULL;
+	const char *key = file + n + sizeof area - 1;
+	const char *id = strchr(key, '/');
+	const char *name = id ? strchr(id + 1, '/') : NULL;
+	if (!id || id == key || !name || strchr(name + 1, '/'))
+		return NULL;
+	char *sid = xstrndup(id + 1, (size_t)(name - id - 1));
+	if (!pathkey_valid_id(sid)) {
+		free(sid);
+		return NULL;
+	}
+	return sid;
 }

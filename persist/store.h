@@ -86,6 +86,13 @@ int store_open_log(struct store *st, const struct session_ref *ref, bool trash, 
 int store_open_log_moved(struct store *st, const struct session_ref *ref, bool *trash,
 			 struct cerr *err);
 
+/* The path of ref's log in one area, for messages and for callers that
+ * open by path; caller frees. */
+char *store_log_path(const struct store *st, const struct session_ref *ref, bool trash);
+/* The session id of a log path inside st's sessions/ area (symlinks
+ * resolved), or NULL for any other path; caller frees. */
+char *store_session_of_path(const struct store *st, const char *path);
+
 /* Open sessions/<key>/ and sessions/<key>/<id>/ (creating both 0700 with
  * create). The caller closes *keyfd and *dirfd. */
 int store_open_session_dir(struct store *st, const struct session_ref *ref, bool create,

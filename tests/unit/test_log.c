@@ -24,6 +24,7 @@
 #include "persist/frame.h"
 #include "persist/fsops.h"
 #include "persist/lock.h"
+#include "persist/event_batch.h"
 #include "persist/log.h"
 #include "persist/scan.h"
 #include "persist/store.h"
@@ -379,10 +380,11 @@ static void test_event_from_json(void **state)
 	};
 	for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
 		cJSON *o = cJSON_Parse(refused[i]);
-		struct log_event ev;
+		struct event_batch b = EVENT_BATCH_INIT;
 		struct cerr err = {0};
-		if (log_event_from_json(o, &ev, &err) == 0)
+		if (event_batch_add_json(&b, o, &err) == 0)
 			fail_msg("accepted: %s", refused[i]);
+		assert_int_equal(b.n, 0);
 		assert_int_equal(err.cls, CERR_USAGE);
 		if (i == 0 && !strstr(err.msg, "\"turn\" is null"))
 			fail_msg("the null turn is not named: %s", err.msg);
@@ -390,15 +392,56 @@ static void test_event_from_json(void **state)
 	}
 	cJSON *o = cJSON_Parse("{\"type\":\"tool/started\",\"turn\":\"t1\",\"ignorable\":true,"
 			       "\"data\":{\"call_id\":\"c\"}}");
-	struct log_event ev;
+	struct event_batch b = EVENT_BATCH_INIT;
 	struct cerr err = {0};
-	assert_int_equal(log_event_from_json(o, &ev, &err), 0);
+	assert_int_equal(event_batch_add_json(&b, o, &err), 0);
+	assert_int_equal(b.n, 1);
+	struct log_event ev = b.evs[0];
+	event_batch_release(&b);
 	assert_string_equal(ev.type, "tool/started");
 	assert_string_equal(ev.turn, "t1");
 	assert_true(ev.ignorable);
 	assert_ptr_equal(ev.data, cJSON_GetObjectItem(o, "data"));
 	assert_int_equal(ev.t, 0);
 	cJSON_Delete(o);
+}
+
+/* A batch is a JSON array read event by event with that same reader: the
+ * first bad event fails the whole batch, is named by its position, and
+ * leaves the batch empty; anything but an array is refused. */
+static void test_event_batch_from_json_names_the_bad_event(void **state)
+{
+	(void)state;
+	cJSON *arr = cJSON_Parse("[{\"type\":\"user/message\",\"data\":{\"text\":\"a\"}},"
+				 "{\"type\":\"assistant/text\",\"turn\":\"t\",\"data\":{\"text\":\"b\"}},"
+				 "{\"type\":\"user/message\",\"data\":7}]");
+	struct event_batch b;
+	struct cerr err = {0};
+	assert_int_equal(event_batch_from_json(arr, &b, &err), -1);
+	assert_int_equal(err.cls, CERR_USAGE);
+	if (!strstr(err.msg, "event 3") || !strstr(err.msg, "data"))
+		fail_msg("the bad event is not named: %s", err.msg);
+	assert_int_equal(b.n, 0);
+	assert_null(b.evs);
+	cJSON_DeleteItemFromArray(arr, 2);
+	assert_int_equal(event_batch_from_json(arr, &b, &err), 0);
+	assert_int_equal(b.n, 2);
+	assert_string_equal(b.evs[1].type, "assistant/text");
+	assert_string_equal(b.evs[1].turn, "t");
+	assert_ptr_equal(b.evs[0].data, cJSON_GetObjectItem(arr->child, "data"));
+	event_batch_release(&b);
+	assert_int_equal(b.n, 0);
+	cJSON *obj = cJSON_Parse("{\"type\":\"user/message\"}");
+	assert_int_equal(event_batch_from_json(obj, &b, &err), -1);
+	assert_int_equal(err.cls, CERR_USAGE);
+	assert_int_equal(event_batch_from_json(NULL, &b, &err), -1);
+	cJSON *empty = cJSON_CreateArray();
+	assert_int_equal(event_batch_from_json(empty, &b, &err), 0);
+	assert_int_equal(b.n, 0);
+	event_batch_release(&b);
+	cJSON_Delete(empty);
+	cJSON_Delete(obj);
+	cJSON_Delete(arr);
 }
 
 /* One event line longer than EVENT_MAX_LINE; a batch of lines each under it
@@ -935,6 +978,7 @@ int main(void)
 		T(test_invalid_events_rejected),
 		T(test_unstorable_numbers_refused),
 		T(test_event_from_json),
+		T(test_event_batch_from_json_names_the_bad_event),
 		T(test_oversized_rejected),
 		T(test_unknown_ignorable_accepted),
 		T(test_write_then_sync),

@@ -16,6 +16,7 @@
 #include "base/buf.h"
 #include "persist/event.h"
 #include "persist/frame.h"
+#include "persist/event_batch.h"
 #include "persist/log.h"
 #include "persist/repair.h"
 #include "persist/scan.h"
@@ -278,17 +279,20 @@ static void test_open_turn_with_calls(void **state)
 	 * appends them through the same reader, which refuses a data that is
 	 * not an object. */
 	for (cJSON *e = c->child; e; e = e->next) {
-		struct log_event ev;
+		struct event_batch one = EVENT_BATCH_INIT;
 		struct cerr err;
-		if (log_event_from_json(e, &ev, &err) < 0)
+		if (event_batch_add_json(&one, e, &err) < 0)
 			fail_msg("closer refused: %s", err.msg);
+		struct log_event ev = one.evs[0];
 		assert_ptr_equal(ev.data, cJSON_GetObjectItem(e, "data"));
 		assert_true(vocab_type_of(ev.type) == VT_TOOL_RESULT ||
 			    vocab_type_of(ev.type) == VT_TURN_END);
 		cJSON *copy = cJSON_Duplicate(e, 1);
 		cJSON_ReplaceItemInObject(copy, "data", cJSON_CreateString("x"));
-		assert_int_equal(log_event_from_json(copy, &ev, &err), -1);
+		assert_int_equal(event_batch_add_json(&one, copy, &err), -1);
 		assert_int_equal(err.cls, CERR_USAGE);
+		assert_int_equal(one.n, 1);
+		event_batch_release(&one);
 		cJSON_Delete(copy);
 	}
 	cJSON_Delete(c);

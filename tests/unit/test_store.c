@@ -659,6 +659,50 @@ static void test_open_session_dir(void **state)
 	}
 }
 
+/* ---- the layout, owned by the store ---- */
+
+/* A log's path comes from the store, and the session of a path back from
+ * it: only <root>/sessions/<key>/<id>/<file>, reached by any spelling
+ * (a symlinked root, "..") — never a trashed log, a file outside the
+ * root, a deeper one, or a folder name that is not a session id. */
+static void test_log_path_and_session_of_path_round_trip(void **state)
+{
+	struct fx *f = *state;
+	mk_ok(f->st, "s1", "/w");
+	struct session_ref ref;
+	struct cerr err;
+	assert_int_equal(store_resolve(f->st, "s1", &ref, &err), 0);
+	char *live = store_log_path(f->st, &ref, false);
+	assert_string_equal(live, P(f, "root/sessions/-w/s1/session.jsonl.zst"));
+	char *sid = store_session_of_path(f->st, live);
+	assert_non_null(sid);
+	assert_string_equal(sid, "s1");
+	free(sid);
+	assert_int_equal(symlink(f->root, P(f, "alias")), 0);
+	sid = store_session_of_path(f->st, P(f, "alias/sessions/-w/../-w/s1/session.jsonl.zst"));
+	assert_non_null(sid);
+	assert_string_equal(sid, "s1");
+	free(sid);
+	char *trashed = store_log_path(f->st, &ref, true);
+	assert_string_equal(trashed, P(f, "root/trash/-w/s1/session.jsonl.zst"));
+	assert_int_equal(store_trash(f->st, &ref, NULL, &err), 0);
+	assert_null(store_session_of_path(f->st, trashed));
+	assert_null(store_session_of_path(f->st, live)); /* gone: nothing to resolve */
+	mk_ok(f->st, "s2", "/w");
+	assert_int_equal(mkdir(P(f, "root/sessions/-w/s2/deeper"), 0700), 0);
+	touch(P(f, "root/sessions/-w/s2/deeper/x"));
+	assert_null(store_session_of_path(f->st, P(f, "root/sessions/-w/s2/deeper/x")));
+	assert_int_equal(mkdir(P(f, "root/sessions/-w/bad.id"), 0700), 0);
+	touch(P(f, "root/sessions/-w/bad.id/session.jsonl.zst"));
+	assert_null(store_session_of_path(f->st, P(f, "root/sessions/-w/bad.id/session.jsonl.zst")));
+	touch(P(f, "elsewhere"));
+	assert_null(store_session_of_path(f->st, P(f, "elsewhere")));
+	touch(P(f, "root/sessionsX"));
+	assert_null(store_session_of_path(f->st, P(f, "root/sessionsX")));
+	free(live);
+	free(trashed);
+}
+
 /* ---- trash ---- */
 
 static void test_trash(void **state)
@@ -767,6 +811,7 @@ int main(void)
 		T(test_cwd_cannot_escape),
 		T(test_list),
 		T(test_open_session_dir),
+		T(test_log_path_and_session_of_path_round_trip),
 		T(test_trash),
 		T(test_trash_refused_while_locked),
 	};
