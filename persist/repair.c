@@ -43,7 +43,9 @@ cJSON *repair_closers(const struct scan *s)
 		cJSON *d = cJSON_CreateObject();
 		cJSON_AddStringToObject(d, "outcome", "interrupted");
 		cJSON_AddBoolToObject(d, "synthetic", 1);
-		cJSON_AddStringToObject(d, "error", "the session stopped before this turn ended");
+		cJSON *e = cJSON_AddObjectToObject(d, "error");
+		cJSON_AddStringToObject(e, "class", "interrupted");
+		cJSON_AddStringToObject(e, "message", "the session stopped before this turn ended");
 		cJSON_AddItemToArray(out, closer(VT_TURN_END, turn, d));
 	}
 	return out;

@@ -57,7 +57,24 @@ static const struct vocab_field f_tool_result[] = {
 	END};
 static const struct vocab_field f_turn_end[] = {
 	{"outcome", VK_ENUM, true, turn_outcome},
-	{"error", VK_ANY, false, NULL},
+	{"error", VK_ERROR, false, NULL},
+	{"usage", VK_OBJ, false, NULL},
+	{"synthetic", VK_BOOL, false, NULL},
+	END};
+/* Metadata of the request about to be sent, never the context itself:
+ * the log grows with the conversation, not with its square. */
+static const struct vocab_field f_request[] = {
+	{"provider", VK_STR, false, NULL},
+	{"model", VK_STR, false, NULL},
+	{"step", VK_INT, false, NULL},
+	{"attempt", VK_INT, false, NULL},
+	{"messages", VK_INT, false, NULL},
+	{"context_fp", VK_STR, false, NULL},
+	{"tools_fp", VK_STR, false, NULL},
+	END};
+static const struct vocab_field f_step_end[] = {
+	{"step", VK_INT, false, NULL},
+	{"finish_reason", VK_STR, false, NULL},
 	{"usage", VK_OBJ, false, NULL},
 	END};
 static const struct vocab_field f_rewind[] = {
@@ -77,7 +94,7 @@ static const struct vocab_field f_dequeued[] = {
 #define F_VT_SESSION_SETTINGS false, f_settings
 #define F_VT_TURN_START true, f_turn_start
 #define F_VT_USER_MESSAGE false, f_text
-#define F_VT_REQUEST_PREPARED true, f_none
+#define F_VT_REQUEST_PREPARED true, f_request
 #define F_VT_ASSISTANT_TEXT false, f_text
 #define F_VT_ASSISTANT_REASONING false, f_text
 #define F_VT_TOOL_CALL true, f_tool_call
@@ -85,7 +102,7 @@ static const struct vocab_field f_dequeued[] = {
 #define F_VT_INTERACTION_ANSWER true, f_none
 #define F_VT_TOOL_STARTED true, f_call_id
 #define F_VT_TOOL_RESULT true, f_tool_result
-#define F_VT_STEP_END true, f_none
+#define F_VT_STEP_END true, f_step_end
 #define F_VT_TURN_END true, f_turn_end
 #define F_VT_BRANCH_REWIND false, f_rewind
 #define F_VT_INPUT_QUEUED false, f_queued
@@ -146,6 +163,7 @@ static bool kind_ok(const struct vocab_field *f, const cJSON *v)
 	case VK_ARR: return cJSON_IsArray(v);
 	case VK_ANY: return true;
 	case VK_ENUM: return cJSON_IsString(v);
+	case VK_ERROR: return vocab_turn_error(v, NULL, NULL);
 	case VK_SEQ_ARR:
 		if (!cJSON_IsArray(v))
 			return false;
@@ -155,6 +173,33 @@ static bool kind_ok(const struct vocab_field *f, const cJSON *v)
 		return true;
 	}
 	return false;
+}
+
+bool vocab_turn_error(const cJSON *v, const char **cls, const char **message)
+{
+	const char *c = NULL, *m = NULL;
+	if (cJSON_IsString(v)) {
+		m = v->valuestring;
+	} else if (cJSON_IsObject(v)) {
+		const cJSON *vc = cJSON_GetObjectItemCaseSensitive(v, "class");
+		const cJSON *vm = cJSON_GetObjectItemCaseSensitive(v, "message");
+		const cJSON *vh = cJSON_GetObjectItemCaseSensitive(v, "http_status");
+		int64_t h;
+		/* The class list grows (a newer writer's class is still an
+		 * error with a message): it is not a closed enum. */
+		if (!cJSON_IsString(vc) || !cJSON_IsString(vm) ||
+		    (vh && !json_get_int(vh, 100, 599, &h)))
+			return false;
+		c = vc->valuestring;
+		m = vm->valuestring;
+	} else {
+		return false;
+	}
+	if (cls)
+		*cls = c;
+	if (message)
+		*message = m;
+	return true;
 }
 
 int vocab_check(const struct vocab_entry *ve, const cJSON *data, struct cerr *err)

@@ -23,6 +23,8 @@ enum vocab_kind {
 	VK_ANY,         /* any JSON value */
 	VK_ENUM,        /* string from a closed list (unknown value: unsupported) */
 	VK_SEQ_ARR,     /* array of non-negative integers */
+	VK_ERROR,       /* why a turn failed: {"class","message","http_status"?}, or
+			 * the plain string older logs carry */
 };
 
 struct vocab_field {
@@ -83,6 +85,10 @@ const char *vocab_type_name(enum vocab_type t);
 /* Check data against the entry: a missing or mistyped field is CERR_CORRUPT,
  * an unknown enum value CERR_UNSUPPORTED. */
 int vocab_check(const struct vocab_entry *ve, const cJSON *data, struct cerr *err);
+/* Read a turn/end "error" (either form; NULL: none): its class (NULL for
+ * the plain string of older logs) and message, both borrowed from v.
+ * false when v is not one of the two forms. */
+bool vocab_turn_error(const cJSON *v, const char **cls, const char **message);
 /* True when s is a well-formed type name: 1..64 bytes of [a-z0-9_./-]. */
 bool vocab_valid_type_name(const char *s);
 

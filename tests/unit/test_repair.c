@@ -159,7 +159,12 @@ static void check_end(const cJSON *c, const char *turn)
 {
 	assert_string_equal(sget(c, "type"), "turn/end");
 	assert_string_equal(sget(c, "turn"), turn);
-	assert_string_equal(sget(cJSON_GetObjectItem(c, "data"), "outcome"), "interrupted");
+	const cJSON *d = cJSON_GetObjectItem(c, "data");
+	assert_string_equal(sget(d, "outcome"), "interrupted");
+	/* The shape of every failed turn's error, with its own class. */
+	const cJSON *e = cJSON_GetObjectItem(d, "error");
+	assert_string_equal(sget(e, "class"), "interrupted");
+	assert_non_null(strstr(sget(e, "message"), "stopped"));
 }
 
 /* The closers the log on disk holds from `from` on, as JSON objects like
