@@ -1,0 +1,102 @@
+/* capture.h — a turn's history captured into durable batches while it
+ * runs (DESIGN §3, step 3).
+ *
+ * The runner hands its capture every observation of a turn: structural
+ * events (request/prepared, tool/call, tool/started, tool/result,
+ * step/end, ...) and streamed text. The capture builds batches and posts
+ * them to the persistence FIFO as history items, each expecting the next
+ * seq the one before it leaves:
+ * - consecutive text of one stream (answer or reasoning) becomes one
+ *   assistant/text or assistant/reasoning event, split at batch_max bytes
+ *   (on a character boundary) so no event nears the log's line limit;
+ * - a batch goes flush_ms after its first event, or at once when it holds
+ *   batch_max bytes of text;
+ * - capture_commit posts what is pending and calls back once everything
+ *   posted so far is acknowledged. The runner commits before each provider
+ *   request (request/prepared the last event) and before each tool body.
+ * A failed item poisons the capture: it posts nothing more, and every
+ * commit, waiting or later, fails with class capture_failed, so the runner
+ * makes no further request (effects already performed stay). What is
+ * still pending when the turn ends is taken for the full save
+ * (capture_take), never posted as a history item.
+ *
+ * Everything runs on the loop thread. States, with their transitions:
+ *   OPEN   --item failed-->   FAILED
+ *   OPEN   --capture_take-->  TAKEN
+ *   FAILED --capture_take-->  TAKEN   (the caller sees capture_failed)
+ *   any    --capture_close--> CLOSING --last item completed, timer closed--> freed
+ */
+#ifndef CAIRN_CAPTURE_H
+#define CAIRN_CAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+#include <uv.h>
+
+#include "base/err.h"
+#include "persist/fifo.h"
+#include "persist/vocab.h"
+
+struct capture;
+
+enum capture_state { CAPTURE_OPEN, CAPTURE_FAILED, CAPTURE_TAKEN, CAPTURE_CLOSING };
+
+enum capture_stream { CAPTURE_TEXT, CAPTURE_REASONING };
+
+struct capture_opts {
+	uint64_t flush_ms; /* a batch goes this long after its first event (100) */
+	size_t batch_max;  /* ... or once it holds this many bytes of text (16 KiB) */
+};
+
+/* Called once per commit on the loop: err NULL when every item posted
+ * before the commit is durable; else CERR_IO with class capture_failed in
+ * its message's subject (the item's own error said after it). */
+typedef void (*capture_commit_cb)(struct capture *c, void *ctx, const struct cerr *err);
+/* Called once per acknowledged batch, in order: events (borrowed for the
+ * call) with the seqs the log gave them, first at first_seq. */
+typedef void (*capture_durable_cb)(struct capture *c, void *ctx, const cJSON *events,
+				   uint64_t first_seq);
+
+/* A capture for session at next_seq (what the log expects next, from the
+ * BEFORE save's receipt) posting to f; opts NULL: the defaults. The caller
+ * ends it with capture_close. */
+struct capture *capture_new(uv_loop_t *loop, struct fifo *f, const char *session,
+			    uint64_t next_seq, const struct capture_opts *opts);
+/* Be told of each durable batch (NULL: no). */
+void capture_on_durable(struct capture *c, capture_durable_cb cb, void *ctx);
+
+/* Capture a structural event of turn (data copied; NULL: {}). Ignored
+ * unless OPEN. */
+void capture_event(struct capture *c, enum vocab_type type, const char *turn,
+		   const cJSON *data);
+/* Capture text[0..len) of a stream (valid UTF-8; copied). Ignored unless
+ * OPEN. */
+void capture_text(struct capture *c, enum capture_stream s, const char *turn, const char *text,
+		  size_t len);
+/* Post what is pending, then call cb once every item posted so far has
+ * completed. A FAILED capture calls cb with the error from the loop (never
+ * from inside this call). Returns -1 (cb never runs) once taken or closing. */
+int capture_commit(struct capture *c, capture_commit_cb cb, void *ctx);
+
+/* End capturing: the events still pending as a new JSON array the caller
+ * owns (for the full save), and the seq it must expect (*next_seq: after
+ * every posted item). Returns the state before the call: OPEN, or FAILED
+ * (then the turn's history has a gap: nothing may be appended after it
+ * until a full save recovers the session). */
+enum capture_state capture_take(struct capture *c, cJSON **events, uint64_t *next_seq);
+
+enum capture_state capture_state(const struct capture *c);
+/* The failure that poisoned the capture (class CERR_OK when none). */
+const struct cerr *capture_error(const struct capture *c);
+/* Items posted and not completed yet. */
+size_t capture_outstanding(const struct capture *c);
+
+/* Close like uv_close: nothing more is captured or posted; the capture is
+ * freed once its last item completed and its timer closed (commit
+ * callbacks still waiting run first, with their outcome). */
+void capture_close(struct capture *c);
+
+#endif
