@@ -149,6 +149,11 @@ int cat_rank_stats(struct catalog *c, const struct cat_query *q, struct cat_rank
 /* Does s[0..n) hold a character of a script written without spaces? */
 bool cat_has_cjk(const char *s, size_t n);
 
+/* A listed row's status as it stands now (catalog_live.c): `running`
+ * whose writer lock is free is "interrupted" (static); any other is
+ * s->status itself. Probes the lock of a running row only. */
+const char *cat_live_status(struct catalog *c, const struct cat_session *s);
+
 /* The projection's rows (catalog_project.c). */
 void row_apply(struct row *r, uint64_t seq, int64_t t, enum vocab_type type, const char *turn,
 	       const cJSON *data);

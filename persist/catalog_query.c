@@ -100,6 +100,7 @@ int catalog_list_each(struct catalog *c, bool with_deleted, bool only_deleted, c
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct cat_session s;
 		view_session(st, &s);
+		s.status = (char *)cat_live_status(c, &s);
 		fn(&s, ctx);
 	}
 	cat_done(c, st);
@@ -152,8 +153,14 @@ int catalog_get(struct catalog *c, const char *id, struct cat_session *out, stru
 	if (rc == SQLITE_ROW)
 		read_session(st, out);
 	cat_done(c, st);
-	if (rc == SQLITE_ROW)
+	if (rc == SQLITE_ROW) {
+		const char *live = cat_live_status(c, out);
+		if (live != out->status) {
+			free(out->status);
+			out->status = xstrdup(live);
+		}
 		return 0;
+	}
 	if (rc == SQLITE_DONE)
 		return cerr_set(err, CERR_MISSING, 0, "catalog has no session '%s'", id);
 	return cat_fail(c, err, rc, "read session");

@@ -45,6 +45,29 @@ moved:
 			name ? name : "");
 }
 
+int lock_probe(int dirfd, bool *held, struct cerr *err)
+{
+	*held = false;
+	int fd = fsops->openat(dirfd, LOCK_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0; /* never locked here */
+		return cerr_set(err, CERR_IO, errno, "cannot open '%s'", LOCK_FILE);
+	}
+	/* Shared: two probes never fail each other. */
+	if (fsops->flock(fd, LOCK_SH | LOCK_NB) < 0) {
+		int e = errno;
+		fs_close_quiet(fd);
+		if (e == EWOULDBLOCK) {
+			*held = true;
+			return 0;
+		}
+		return cerr_set(err, CERR_IO, e, "cannot probe '%s'", LOCK_FILE);
+	}
+	lock_release(fd);
+	return 0;
+}
+
 void lock_release(int lockfd)
 {
 	if (lockfd < 0)

@@ -8,6 +8,8 @@
 #ifndef CAIRN_LOCK_H
 #define CAIRN_LOCK_H
 
+#include <stdbool.h>
+
 #include "base/err.h"
 
 #define LOCK_FILE "session.lock"
@@ -17,6 +19,13 @@
  * caller releases it with lock_release) or -1 with CERR_LOCKED,
  * CERR_MISSING (moved away meanwhile) or CERR_IO. */
 int lock_take(int parentfd, const char *name, int dirfd, struct cerr *err);
+/* Is dirfd's session.lock held, by another process or by another
+ * descriptor of this one? *held false when there is no lock file. Creates
+ * nothing (works on a read-only root). It takes and drops a shared lock
+ * for the instant of one flock call: a lock_take in that instant gets
+ * CERR_LOCKED, as it would against any other holder. CERR_IO when it
+ * cannot tell. */
+int lock_probe(int dirfd, bool *held, struct cerr *err);
 /* Release and close a lock fd; -1 is ignored. */
 void lock_release(int lockfd);
 
