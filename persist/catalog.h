@@ -7,7 +7,17 @@
  * acknowledged after an fsync), which lets a reader tell damage from a torn
  * tail where zstd alone cannot. WAL mode, synchronous=NORMAL: a power loss
  * may lose the last commits, which only makes the catalog lag the logs.
- * Errors follow base/err.h; SQLite busy beyond the timeout is CERR_LOCKED. */
+ * Errors follow base/err.h; SQLite busy beyond the timeout is CERR_LOCKED.
+ *
+ * Threads: one connection per thread. A struct catalog is used by one
+ * thread at a time: it is opened without SQLite's mutex (NOMUTEX) and its
+ * statement cache and transaction state have no lock. Each thread that
+ * reads or writes opens its own: the FIFO's writer thread its write
+ * connection, a CLI command its own, each lane of catalog_worker.h its read
+ * connection (used by the one pool thread running that lane's request).
+ * Processes and connections meet only through SQLite's file locks and WAL.
+ * The one call from another thread is catalog_worker's sqlite3_interrupt,
+ * which SQLite allows on a connection that stays open meanwhile. */
 #ifndef CAIRN_CATALOG_H
 #define CAIRN_CATALOG_H
 
