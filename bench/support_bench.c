@@ -206,6 +206,7 @@ const char *const bench_words[BENCH_N_WORDS] = {
 	"if", "(n", "==", "0)", "+=", "ok", "let's", "now", "I'll", "look", "at", "déjà",
 	"naïve", "—", "→", "✓", "café", "über", "config", "index", "query", "cache",
 	"thread", "socket", "timeout", "retry", "request", "response", "handler", "schema",
+	"memory", "output", "input", "module",
 };
 
 /* Sessions written in Chinese mix these in (no spaces between them). */
