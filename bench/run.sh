@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run every bench binary built into BUILD/bench/ (make bench does this).
+# Run every bench binary built into BUILD/bench/ (make bench does this):
+# bench_log, bench_cli, bench_catalog, bench_fifo, bench_stall.
 # Usage: bench/run.sh [BUILD] [args for the binaries...]
 # The temp files go under $BENCH_DIR (default /tmp): point it at the disk
 # you want measured. Benches are informational: they exit 0 whatever the
