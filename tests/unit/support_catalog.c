@@ -10,9 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/buf.h"
 #include "base/clock.h"
+#include "persist/lock.h"
 #include "persist/store.h"
 #include "tests/unit/support_fixture.h"
 
@@ -41,6 +43,22 @@ int catfx_teardown(void **state)
 	rm_rf(f->dir);
 	free(f);
 	return 0;
+}
+
+int hold_lock(struct fx *f, const char *id)
+{
+	struct session_ref ref;
+	struct cerr err;
+	int keyfd, dirfd;
+	if (store_resolve(f->st, id, &ref, &err) < 0 ||
+	    store_open_session_dir(f->st, &ref, false, &keyfd, &dirfd, &err) < 0)
+		fail_msg("open session %s: %s", id, err.msg);
+	int fd = lock_take(keyfd, id, dirfd, &err);
+	close(keyfd);
+	close(dirfd);
+	if (fd < 0)
+		fail_msg("lock %s: %s", id, err.msg);
+	return fd;
 }
 
 struct catalog *cat(struct fx *f)

@@ -75,6 +75,9 @@ void list(struct fx *f, bool with_del, bool only_del, const char *project, size_
 void expect_row(struct fx *f, const char *id, const char *want);
 /* The watermark to record after an append: what log_durable vouches for (a value). */
 struct cat_watermark wm_of(struct log_mark d);
+/* Take session id's writer lock, as a writer running a turn holds it;
+ * returns the lock fd (release with lock_release), else the test fails. */
+int hold_lock(struct fx *f, const char *id);
 /* A plain SQLite connection to root's catalog file; the caller closes it (sqlite3_close). */
 sqlite3 *raw_open(const char *root);
 /* Fail unless the first column of sql's first row on root's catalog reads want (or "NULL"). */

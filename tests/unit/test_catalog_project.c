@@ -22,6 +22,7 @@
 #include "persist/catalog.h"
 #include "persist/event.h"
 #include "persist/frame.h"
+#include "persist/lock.h"
 #include "persist/log.h"
 #include "persist/scan.h"
 #include "persist/store.h"
@@ -315,10 +316,13 @@ static void test_claims_and_status(void **state)
 	expect_claim(f, "sub-3", "sC", "t3", "interrupted");
 	/* Status override and clear. */
 	struct cerr err;
+	int lock = hold_lock(f, "sC"); /* running: its writer holds the lock */
 	assert_int_equal(catalog_set_status(cat(f), "sC", "running", &err), 0);
 	expect_row(f, "sC", "status=running");
 	assert_int_equal(sync_ok(f), 0);
 	expect_row(f, "sC", "status=running"); /* a sync keeps the override */
+	lock_release(lock);
+	expect_row(f, "sC", "status=interrupted"); /* its writer gone: stale */
 	assert_int_equal(catalog_set_status(cat(f), "sC", "unsaved", &err), 0);
 	expect_row(f, "sC", "status=unsaved");
 	assert_int_equal(catalog_set_status(cat(f), "sC", NULL, &err), 0);

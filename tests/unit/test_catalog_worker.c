@@ -29,7 +29,6 @@
 #include "persist/catalog_worker.h"
 #include "persist/fifo.h"
 #include "persist/lock.h"
-#include "persist/safefs.h"
 #include "persist/store.h"
 #include "tests/unit/support_catalog.h"
 #include "tests/unit/support_fixture.h"
@@ -411,13 +410,8 @@ static void test_a_running_row_whose_lock_is_held_stays_running_and_is_not_delet
 	make(f, "s1", "/p", NULL, B("[" TURN("t1", "hello") "]"));
 	sync_ok(f);
 	set_running(f, "s1");
-	struct session_ref ref;
 	struct cerr err;
-	assert_int_equal(store_resolve(f->st, "s1", &ref, &err), 0);
-	int keyfd, dirfd;
-	assert_int_equal(store_open_session_dir(f->st, &ref, false, &keyfd, &dirfd, &err), 0);
-	int lockfd = lock_take(keyfd, "s1", dirfd, &err); /* a writer running a turn */
-	assert_true(lockfd >= 0);
+	int lockfd = hold_lock(f, "s1"); /* a writer running a turn */
 	struct got g = {0};
 	list_one(f, &g, false);
 	assert_string_equal(g.status, "running");
@@ -429,8 +423,6 @@ static void test_a_running_row_whose_lock_is_held_stays_running_and_is_not_delet
 	assert_true(m.failed);
 	assert_int_equal(m.err.cls, CERR_LOCKED);
 	lock_release(lockfd);
-	close(keyfd);
-	close(dirfd);
 	assert_int_equal(catalog_get(cat(f), "s1", &row, &err), 0);
 	assert_string_equal(row.status, "interrupted"); /* the moment the lock is free */
 	cat_session_release(&row);
