@@ -175,7 +175,7 @@ static char *absolute(const char *dir)
 }
 
 struct json_list {
-	struct buf b;
+	struct buf *b;
 	size_t n;
 };
 
@@ -183,8 +183,19 @@ static void json_one(const struct cat_session *s, void *ctx)
 {
 	struct json_list *jl = ctx;
 	if (jl->n++)
-		buf_addc(&jl->b, ',');
-	session_json(&jl->b, s);
+		buf_addc(jl->b, ',');
+	session_json(jl->b, s);
+}
+
+int sessions_json(struct catalog *cat, bool all, bool trash, const char *project, size_t limit,
+		  struct buf *b, struct cerr *err)
+{
+	struct json_list jl = {b, 0};
+	buf_addc(b, '[');
+	if (catalog_list_each(cat, all, trash, project, limit, json_one, &jl, err) < 0)
+		return -1;
+	buf_adds(b, "]\n");
+	return 0;
 }
 
 int cmd_sessions(struct cli *c, int argc, char **argv)
@@ -225,16 +236,12 @@ int cmd_sessions(struct cli *c, int argc, char **argv)
 	}
 	if (json) {
 		/* Streamed from the query into one buffer, without copies. */
-		struct json_list jl = {BUF_INIT, 0};
-		buf_addc(&jl.b, '[');
-		if (catalog_list_each(cat, all, trash, project, limit, json_one, &jl, &err) < 0) {
-			buf_release(&jl.b);
+		struct buf b = BUF_INIT;
+		if (sessions_json(cat, all, trash, project, limit, &b, &err) < 0)
 			code = cli_fail(&err);
-			goto out;
-		}
-		buf_adds(&jl.b, "]\n");
-		fwrite(jl.b.p, 1, jl.b.len, stdout); /* safe as written: session_json */
-		buf_release(&jl.b);
+		else
+			fwrite(b.p, 1, b.len, stdout); /* safe as written: session_json */
+		buf_release(&b);
 		goto out;
 	}
 	if (catalog_list(cat, all, trash, project, limit, &v, &n, &err) < 0) {

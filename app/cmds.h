@@ -60,6 +60,10 @@ int cli_parse_limit(const char *s, size_t *out);
 /* Append the --json object of a listed session to b. */
 struct buf;
 void session_json(struct buf *b, const struct cat_session *s);
+/* Append the `sessions --json` array of a listing (catalog_list_each's
+ * arguments) to b, streamed from the query without copies. */
+int sessions_json(struct catalog *cat, bool all, bool trash, const char *project, size_t limit,
+		  struct buf *b, struct cerr *err);
 
 /* The `inspect --json` object of a scan; path may be NULL. Caller frees. */
 cJSON *inspect_json(const struct scan *s, const char *path);

@@ -87,6 +87,22 @@ static int setup(void **state)
 	return 0;
 }
 
+/* A new loop at *loop and a worker on it for f's root. */
+static struct catalog_worker *worker_on(uv_loop_t *loop, struct fx *f)
+{
+	uv_loop_init(loop);
+	return catalog_worker_new(loop, f->root);
+}
+
+/* Search q on w and run the loop until it completed into *g. */
+static void search_run(uv_loop_t *loop, struct catalog_worker *w, const char *q, size_t limit,
+		       struct got *g)
+{
+	struct cerr err;
+	assert_int_equal(catalog_worker_search(w, q, limit, false, record, g, &err), 0);
+	uv_run(loop, UV_RUN_DEFAULT);
+}
+
 /* Close w, run the loop to its end and close it: must be 0. */
 static void close_all(uv_loop_t *loop, struct catalog_worker *w)
 {
@@ -109,8 +125,7 @@ static void test_list_and_search_complete_on_the_loop_with_the_catalogs_results(
 	struct fx *f = *state;
 	three_sessions(f);
 	uv_loop_t loop;
-	uv_loop_init(&loop);
-	struct catalog_worker *w = catalog_worker_new(&loop, f->root);
+	struct catalog_worker *w = worker_on(&loop, f);
 	struct got all = {0}, proj = {0}, hits = {0};
 	struct cerr err;
 	assert_int_equal(catalog_worker_list(w, &(struct catalog_worker_listing){0}, record, &all, &err), 0);
@@ -144,12 +159,9 @@ static void test_a_failed_search_says_why(void **state)
 	struct fx *f = *state;
 	three_sessions(f);
 	uv_loop_t loop;
-	uv_loop_init(&loop);
-	struct catalog_worker *w = catalog_worker_new(&loop, f->root);
+	struct catalog_worker *w = worker_on(&loop, f);
 	struct got g = {0};
-	struct cerr err;
-	assert_int_equal(catalog_worker_search(w, "", 0, false, record, &g, &err), 0);
-	uv_run(&loop, UV_RUN_DEFAULT);
+	search_run(&loop, w, "", 0, &g);
 	assert_int_equal(g.outcome, CATALOG_WORKER_FAILED);
 	assert_int_equal(g.err.cls, CERR_USAGE);
 	close_all(&loop, w);
@@ -160,8 +172,7 @@ static void test_a_second_search_supersedes_the_first_which_delivers_nothing(voi
 	struct fx *f = *state;
 	three_sessions(f);
 	uv_loop_t loop;
-	uv_loop_init(&loop);
-	struct catalog_worker *w = catalog_worker_new(&loop, f->root);
+	struct catalog_worker *w = worker_on(&loop, f);
 	struct cerr err;
 	for (int round = 0; round < 20; round++) { /* the first at any stage: waiting, running, done */
 		struct got a = {0}, b = {0};
@@ -204,13 +215,11 @@ static void test_a_running_search_is_interrupted_midway_by_a_newer_one(void **st
 	struct fx *f = *state;
 	big_session(f, 20000);
 	uv_loop_t loop;
-	uv_loop_init(&loop);
-	struct catalog_worker *w = catalog_worker_new(&loop, f->root);
+	struct catalog_worker *w = worker_on(&loop, f);
 	struct cerr err;
 	/* Warm: the connection is open, so the next search starts reading at once. */
 	struct got warm = {0};
-	assert_int_equal(catalog_worker_search(w, "gamma", 1, false, record, &warm, &err), 0);
-	uv_run(&loop, UV_RUN_DEFAULT);
+	search_run(&loop, w, "gamma", 1, &warm);
 	assert_int_equal(warm.outcome, CATALOG_WORKER_DONE);
 	/* The newer search comes while the slow one reads (~15 ms); a thread
 	 * descheduled for that long may miss it: a few tries. */
@@ -237,8 +246,7 @@ static void test_a_running_search_is_interrupted_midway_by_a_newer_one(void **st
 		fail_msg("the search ran to its end each time (last: %.1f ms) instead of stopping", ran_ms);
 	/* The connection is usable after the interrupt (its transaction ended). */
 	struct got again = {0};
-	assert_int_equal(catalog_worker_search(w, "w7", 1, false, record, &again, &err), 0);
-	uv_run(&loop, UV_RUN_DEFAULT);
+	search_run(&loop, w, "w7", 1, &again);
 	assert_int_equal(again.outcome, CATALOG_WORKER_DONE);
 	assert_string_not_equal(again.ids, "");
 	close_all(&loop, w);
@@ -249,8 +257,7 @@ static void test_a_burst_of_50_searches_runs_at_most_2(void **state)
 	struct fx *f = *state;
 	three_sessions(f);
 	uv_loop_t loop;
-	uv_loop_init(&loop);
-	struct catalog_worker *w = catalog_worker_new(&loop, f->root);
+	struct catalog_worker *w = worker_on(&loop, f);
 	struct cerr err;
 	struct got g[50];
 	memset(g, 0, sizeof g);
@@ -279,8 +286,7 @@ static void test_close_completes_what_waits_and_the_loop_closes(void **state)
 	struct fx *f = *state;
 	three_sessions(f);
 	uv_loop_t loop;
-	uv_loop_init(&loop);
-	struct catalog_worker *w = catalog_worker_new(&loop, f->root);
+	struct catalog_worker *w = worker_on(&loop, f);
 	struct cerr err;
 	struct got l1 = {0}, l2 = {0}, s1 = {0}, s2 = {0};
 	assert_int_equal(catalog_worker_list(w, &(struct catalog_worker_listing){0}, record, &l1, &err), 0);
@@ -312,8 +318,7 @@ static void test_no_catalog_yet_fails_missing(void **state)
 {
 	struct fx *f = *state;
 	uv_loop_t loop;
-	uv_loop_init(&loop);
-	struct catalog_worker *w = catalog_worker_new(&loop, f->root);
+	struct catalog_worker *w = worker_on(&loop, f);
 	struct got g = {0};
 	struct cerr err;
 	assert_int_equal(catalog_worker_list(w, &(struct catalog_worker_listing){0}, record, &g, &err), 0);
@@ -328,8 +333,7 @@ static void test_no_catalog_yet_fails_missing(void **state)
 static void list_one(struct fx *f, struct got *g, bool with_deleted)
 {
 	uv_loop_t loop;
-	uv_loop_init(&loop);
-	struct catalog_worker *w = catalog_worker_new(&loop, f->root);
+	struct catalog_worker *w = worker_on(&loop, f);
 	struct cerr err;
 	closed = false;
 	assert_int_equal(catalog_worker_list(w, &(struct catalog_worker_listing){.with_deleted = with_deleted},
