@@ -172,3 +172,37 @@ void cli_print_json(cJSON *v)
 	free(s);
 	cJSON_Delete(v);
 }
+
+int cli_session_dir(struct cli *c, const char *arg, int *dirfd, struct cerr *err)
+{
+	*dirfd = -1;
+	if (cli_is_path(arg)) {
+		/* The folder the log file is in, as log_open_path takes it. */
+		char *d = xstrdup(arg);
+		char *slash = strrchr(d, '/');
+		if (slash == d)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+		*dirfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		int e = errno;
+		free(d);
+		if (*dirfd < 0)
+			return cerr_set(err, e == ENOENT ? CERR_MISSING : CERR_IO, e == ENOENT ? 0 : e,
+					"cannot open the directory of '%s'", arg);
+		return 0;
+	}
+	struct store *st = NULL;
+	struct session_ref ref;
+	int keyfd = -1, ret = -1;
+	if (cli_open_store(c, false, &st, err) < 0) {
+		if (err->cls == CERR_MISSING)
+			cerr_set(err, CERR_MISSING, 0, "no session '%s'", arg);
+	} else if (store_resolve(st, arg, &ref, err) == 0 &&
+		   store_open_session_dir(st, &ref, false, &keyfd, dirfd, err) == 0) {
+		ret = 0;
+	}
+	fs_close_quiet(keyfd);
+	store_close(st);
+	return ret;
+}

@@ -51,6 +51,10 @@ bool cli_is_path(const char *arg);
  * scan_free; *path_out (may be NULL) gets a malloc'd display path. */
 int cli_read_log(struct cli *c, const char *arg, struct scan **out, char **path_out,
 		 struct cerr *err);
+/* The directory of the session arg names, by ID (under the root) or PATH
+ * (the folder its log file is in): the folder of its blobs (blob.h).
+ * *dirfd is a fd the caller closes; -1 with err (CERR_MISSING: none). */
+int cli_session_dir(struct cli *c, const char *arg, int *dirfd, struct cerr *err);
 /* Write the JSON text s[0..n) to stdout with the controls in its strings
  * escaped as \uXXXX (termsafe_json): the same values, nothing raw. */
 void cli_write_json(const char *s, size_t n);

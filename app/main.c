@@ -12,8 +12,9 @@ static int cmd_version(struct cli *c, int argc, char **argv);
 
 const struct command cli_commands[] = {
 	{"log", cmd_log, "log append (--new [--cwd DIR|--no-cwd] | ID|PATH --expect-seq N) [--json] < batch.jsonl\n"
-			 "       cairn log cat ID|PATH",
-	 "append a batch of events from stdin; print a log's events"},
+			 "       cairn log cat ID|PATH\n"
+			 "       cairn log blob ID|PATH HASH",
+	 "append a batch of events from stdin; print a log's events; print a blob"},
 	{"inspect", cmd_inspect, "inspect [--json] ID|PATH", "diagnose a log without changing it"},
 	{"repair", cmd_repair, "repair [--json] [--salvage] ID|PATH",
 	 "cut a torn tail and close an interrupted turn; --salvage copies a corrupt log's valid prefix"},

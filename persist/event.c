@@ -13,8 +13,9 @@ int event_parse(const char *line, size_t n, uint64_t expect_seq, struct event *e
 {
 	const char *why = NULL;
 	if (n > EVENT_MAX_LINE)
-		return cerr_set(err, CERR_CORRUPT, 0, "event %llu is longer than the maximum",
-				(unsigned long long)expect_seq);
+		return cerr_set(err, CERR_CORRUPT, 0,
+				"event %llu: its line is %zu bytes; the limit is EVENT_MAX_LINE = %u",
+				(unsigned long long)expect_seq, n, EVENT_MAX_LINE);
 	cJSON *root = json_parse_strict(line, n, &why);
 	if (!root)
 		return cerr_set(err, CERR_CORRUPT, 0, "event %llu: %s", (unsigned long long)expect_seq,

@@ -62,8 +62,9 @@ enum frame_walk frame_walk(const uint8_t *p, size_t n, struct frame_info *fi)
 	if (fcs_len == 2)
 		fcs += 256;
 	fi->content_size = fcs;
+	_Static_assert(FRAME_MAX_CONTENT == 16u * 1024u * 1024u, "the reasons below say 16 MiB");
 	if (fcs > FRAME_MAX_CONTENT) {
-		fi->why = "declared content larger than the maximum";
+		fi->why = "declared content larger than FRAME_MAX_CONTENT (16 MiB)";
 		return FRAME_INVALID;
 	}
 	pos += (size_t)fcs_len;
@@ -127,7 +128,7 @@ char *frame_decode(struct frame_codec *fc, const uint8_t *p, const struct frame_
 		   const char **why)
 {
 	if (fi->content_size > FRAME_MAX_CONTENT) {
-		*why = "frame content larger than the maximum";
+		*why = "frame content larger than FRAME_MAX_CONTENT (16 MiB)";
 		return NULL;
 	}
 	size_t size = (size_t)fi->content_size;

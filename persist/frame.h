@@ -11,10 +11,9 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "persist/limits.h" /* EVENT_MAX_LINE, FRAME_MAX_CONTENT */
 
 #define FRAME_MAX_BLOCK (128u * 1024u)       /* zstd's block maximum */
-#define FRAME_MAX_CONTENT (16u * 1024u * 1024u) /* decompressed batch */
-#define EVENT_MAX_LINE (1u * 1024u * 1024u)  /* one event line, LF excluded */
 
 enum frame_walk {
 	FRAME_COMPLETE,   /* a structurally whole frame of *frame_len bytes */

@@ -423,8 +423,9 @@ static int build_batch(struct buf *content, uint64_t seq, const struct log_event
 			     e->data);
 		size_t len = content->len - start - 1;
 		if (len > EVENT_MAX_LINE)
-			return cerr_set(err, CERR_USAGE, 0, "event %zu is larger than %u bytes", i + 1,
-					EVENT_MAX_LINE);
+			return cerr_set(err, CERR_USAGE, 0,
+					"event %zu: its line is %zu bytes; the limit is EVENT_MAX_LINE = %u "
+					"(larger content goes to a blob)", i + 1, len, EVENT_MAX_LINE);
 		if (!utf8_valid(content->p + start, len, NULL))
 			return cerr_set(err, CERR_USAGE, 0, "event %zu is not valid UTF-8", i + 1);
 		struct event ev;
@@ -435,7 +436,8 @@ static int build_batch(struct buf *content, uint64_t seq, const struct log_event
 		event_release(&ev);
 	}
 	if (content->len > FRAME_MAX_CONTENT)
-		return cerr_set(err, CERR_USAGE, 0, "batch is larger than %u bytes", FRAME_MAX_CONTENT);
+		return cerr_set(err, CERR_USAGE, 0, "batch is %zu bytes; the limit is FRAME_MAX_CONTENT = %u",
+				content->len, FRAME_MAX_CONTENT);
 	return 0;
 }
 
@@ -484,6 +486,13 @@ static int lock_new_session(struct log *lg, struct cerr *err)
 		fs_close_quiet(lg->keyfd);
 		lg->dirfd = lg->keyfd = -1;
 	}
+}
+
+int log_dir(struct log *lg, struct cerr *err)
+{
+	if (lg->lockfd < 0 && lock_new_session(lg, err) < 0)
+		return -1;
+	return lg->dirfd;
 }
 
 /* First publication: header frame + batch frame written to a staging file,

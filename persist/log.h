@@ -130,6 +130,11 @@ uint64_t log_next_seq(const struct log *lg);
 const char *log_id(const struct log *lg);
 /* The log file path for messages; owned by lg. */
 const char *log_path(const struct log *lg);
+/* The session's directory, for the files beside its log (blobs/, see
+ * blob.h); owned by lg. A session not yet published gets its folder made
+ * and its writer lock taken first, so a blob can precede the first
+ * append. -1 with err when that fails. */
+int log_dir(struct log *lg, struct cerr *err);
 /* The result of the last full read (NULL until the log is first read: a
  * handle that published the log itself has none until log_refresh);
  * owned by lg and replaced by a later re-read. */

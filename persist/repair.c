@@ -1,6 +1,7 @@
 /* repair.c — torn-tail cut and interrupted-turn closers. */
 #include "persist/repair.h"
 #include "base/xalloc.h"
+#include "persist/blob.h"
 #include "persist/event_batch.h"
 #include "persist/vocab.h"
 
@@ -63,6 +64,11 @@ int repair_log(struct log *lg, struct repair_report *rep, struct cerr *err)
 	s = log_scan(lg);
 	struct revision rev = log_revision_of(lg);
 	if (log_cut_torn_tail(lg, &rev, &rep->cut_bytes, err) < 0)
+		return -1;
+	/* The log is settled: s holds every durable event, and no writer but
+	 * us (we hold the lock) is between a blob and its event. */
+	int dirfd = log_dir(lg, err);
+	if (dirfd < 0 || blob_sweep(dirfd, s, &rep->blobs_removed, err) < 0)
 		return -1;
 	cJSON *closers = repair_closers(s);
 	struct event_batch b;

@@ -4,7 +4,9 @@
  * appends, never rewrites: for each open turn, a synthetic tool/result for
  * every tool/call without one (not_executed without tool/started,
  * outcome_unknown with it; source_seqs = [seq of the call]) and a turn/end
- * with outcome "interrupted". A corrupt or unsupported log is never touched. */
+ * with outcome "interrupted". Once the tail is cut, the blobs no durable
+ * event names (a crash between a blob and its event) are removed
+ * (blob_sweep). A corrupt or unsupported log is never touched. */
 #ifndef CAIRN_REPAIR_H
 #define CAIRN_REPAIR_H
 
@@ -21,6 +23,7 @@ struct repair_report {
 	uint64_t cut_bytes;   /* torn tail removed */
 	uint64_t first_seq;   /* seq of the first appended closer */
 	size_t appended;      /* closers appended */
+	size_t blobs_removed; /* orphan blobs and temporary files removed */
 	uint64_t next_seq;    /* after repair */
 	cJSON *closers;       /* array of the appended events (caller frees) */
 };

@@ -2,6 +2,7 @@
 #include "persist/store.h"
 #include "base/buf.h"
 #include "base/xalloc.h"
+#include "persist/blob.h"
 #include "persist/fsops.h"
 #include "persist/lock.h"
 #include "persist/safefs.h"
@@ -433,6 +434,11 @@ int store_purge(struct store *st, const struct session_ref *ref, struct cerr *er
 	lockfd = lock_take(tkeyfd, ref->id, dirfd, err);
 	if (lockfd < 0)
 		goto out;
+	/* blobs/ is the one folder inside a session's. */
+	if (blob_remove_all(dirfd, err) < 0) {
+		cerr_prefix(err, "session '%s'", ref->id);
+		goto out;
+	}
 	/* Everything in the directory goes, the lock file last: a process
 	 * that opens the lock meanwhile finds the directory gone when it
 	 * re-checks (lock_take). */

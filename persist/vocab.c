@@ -1,6 +1,7 @@
 /* vocab.c — the event vocabulary of log format 1. */
 #include "persist/vocab.h"
 #include "base/json.h"
+#include "persist/blob.h"
 
 #include <string.h>
 
@@ -37,11 +38,18 @@ static const struct vocab_field f_turn_start[] = {
 static const struct vocab_field f_text[] = {
 	{"text", VK_STR, true, NULL},
 	END};
+/* "blob": the whole content when it was too long to keep inline (blob.h). */
+#define BLOB_FIELD {"blob", VK_BLOB, false, NULL}
+static const struct vocab_field f_user_message[] = {
+	{"text", VK_STR, true, NULL},
+	BLOB_FIELD,
+	END};
 static const struct vocab_field f_none[] = {END};
 static const struct vocab_field f_tool_call[] = {
 	{"call_id", VK_STR, true, NULL},
 	{"name", VK_STR, true, NULL},
 	{"args", VK_ANY, true, NULL},
+	BLOB_FIELD,
 	END};
 static const struct vocab_field f_call_id[] = {
 	{"call_id", VK_STR, true, NULL},
@@ -54,6 +62,7 @@ static const struct vocab_field f_tool_result[] = {
 	{"synthetic", VK_BOOL, false, NULL},
 	{"exit_code", VK_INT, false, NULL},
 	{"truncated", VK_BOOL, false, NULL},
+	BLOB_FIELD,
 	END};
 static const struct vocab_field f_turn_end[] = {
 	{"outcome", VK_ENUM, true, turn_outcome},
@@ -83,6 +92,7 @@ static const struct vocab_field f_rewind[] = {
 static const struct vocab_field f_queued[] = {
 	{"input_id", VK_STR, false, NULL},
 	{"text", VK_STR, false, NULL},
+	BLOB_FIELD,
 	END};
 static const struct vocab_field f_dequeued[] = {
 	{"input_id", VK_STR, false, NULL},
@@ -93,7 +103,7 @@ static const struct vocab_field f_dequeued[] = {
 #define F_VT_SESSION_META false, f_meta
 #define F_VT_SESSION_SETTINGS false, f_settings
 #define F_VT_TURN_START true, f_turn_start
-#define F_VT_USER_MESSAGE false, f_text
+#define F_VT_USER_MESSAGE false, f_user_message
 #define F_VT_REQUEST_PREPARED true, f_request
 #define F_VT_ASSISTANT_TEXT false, f_text
 #define F_VT_ASSISTANT_REASONING false, f_text
@@ -164,6 +174,10 @@ static bool kind_ok(const struct vocab_field *f, const cJSON *v)
 	case VK_ANY: return true;
 	case VK_ENUM: return cJSON_IsString(v);
 	case VK_ERROR: return vocab_turn_error(v, NULL, NULL);
+	case VK_BLOB: {
+		struct blob_ref ref;
+		return blob_ref_from_json(v, &ref, NULL) == 0;
+	}
 	case VK_SEQ_ARR:
 		if (!cJSON_IsArray(v))
 			return false;

@@ -25,6 +25,7 @@ enum vocab_kind {
 	VK_SEQ_ARR,     /* array of non-negative integers */
 	VK_ERROR,       /* why a turn failed: {"class","message","http_status"?}, or
 			 * the plain string older logs carry */
+	VK_BLOB,        /* {"sha256": 64 lowercase hex, "size": 0..BLOB_MAX} (blob.h) */
 };
 
 struct vocab_field {
