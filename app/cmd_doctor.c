@@ -9,6 +9,7 @@
 #include "base/buf.h"
 #include "base/strmap.h"
 #include "base/xalloc.h"
+#include "persist/blob.h"
 #include "persist/catalog.h"
 #include "persist/leftover.h"
 #include "persist/fsops.h"
@@ -142,6 +143,36 @@ static void mark_shared(const struct store_entry *ents, size_t n, struct seen *s
 	strmap_release(&ids);
 }
 
+struct blob_ctx {
+	struct report *r;
+	const char *id;
+};
+
+static void blob_bad(void *ctx, const struct blob_ref *ref, uint64_t seq, const struct cerr *err)
+{
+	struct blob_ctx *b = ctx;
+	(void)ref;
+	(void)seq;
+	problem(b->r, b->id, err->cls, err->msg);
+}
+
+/* Every blob the durable events of s name, in the folder where the log
+ * was found (one moved meanwhile is checked on the next run). */
+static void verify_blobs(struct report *r, struct store *st, const struct store_entry *e,
+			 bool trash, const struct scan *s)
+{
+	struct cerr err;
+	int dirfd = store_open_dir(st, &e->ref, trash, &err);
+	if (dirfd < 0) {
+		if (err.cls != CERR_MISSING)
+			problem(r, e->ref.id, err.cls, err.msg);
+		return;
+	}
+	struct blob_ctx b = {r, e->ref.id};
+	blob_check_scan(dirfd, s, NULL, blob_bad, &b);
+	fs_close_quiet(dirfd);
+}
+
 /* Read one session's log the way the store would, and report. */
 static void verify(struct report *r, struct store *st, struct catalog *cat,
 		   const struct store_entry *e, struct seen *seen)
@@ -173,6 +204,7 @@ static void verify(struct report *r, struct store *st, struct catalog *cat,
 		problem(r, e->ref.id, s->err.cls, msg);
 	} else {
 		seen->valid = true;
+		verify_blobs(r, st, e, trash, s);
 		if (cat && !shared && s->status == SCAN_OK && scan_wm_lags(s))
 			heal(r, st, cat, e, s);
 		if (s->status == SCAN_TORN) {

@@ -2,9 +2,11 @@
 #include "app/cli.h"
 #include "app/cmds.h"
 #include "base/xalloc.h"
+#include "persist/blob.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Status names for classes that stop before a scan exists. */
 static const char *class_status(enum cerr_class cls)
@@ -60,6 +62,49 @@ cJSON *inspect_json(const struct scan *s, const char *path)
 	return o;
 }
 
+/* The blobs the durable events name, checked: {"named": n, "bad":
+ * [{"sha256","seq","class","message"}]}. */
+struct blob_report {
+	size_t named, bad;
+	cJSON *list;
+	enum cerr_class worst; /* CERR_OK when every blob checked out */
+};
+
+static void blob_problem(struct blob_report *b, const struct cerr *err, cJSON *o)
+{
+	cJSON_AddStringToObject(o, "class", cerr_class_name(err->cls));
+	cJSON_AddStringToObject(o, "message", err->msg);
+	cJSON_AddItemToArray(b->list, o);
+	if (cerr_severity(err->cls) > cerr_severity(b->worst))
+		b->worst = err->cls;
+}
+
+static void blob_bad(void *ctx, const struct blob_ref *ref, uint64_t seq, const struct cerr *err)
+{
+	struct blob_report *b = ctx;
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "sha256", ref->sha256);
+	cJSON_AddNumberToObject(o, "seq", (double)seq);
+	blob_problem(b, err, o);
+}
+
+/* Check the blobs of the log arg names (its folder cannot be opened: that
+ * one problem). */
+static void check_blobs(struct cli *c, const char *arg, const struct scan *s,
+			struct blob_report *b)
+{
+	struct cerr err;
+	int dirfd = -1;
+	b->list = cJSON_CreateArray();
+	if (cli_session_dir(c, arg, &dirfd, &err) < 0) {
+		blob_problem(b, &err, cJSON_CreateObject());
+		b->bad = 1;
+		return;
+	}
+	b->bad = blob_check_scan(dirfd, s, &b->named, blob_bad, b);
+	close(dirfd);
+}
+
 int cmd_inspect(struct cli *c, int argc, char **argv)
 {
 	const struct command *me = cli_find("inspect");
@@ -99,9 +144,19 @@ int cmd_inspect(struct cli *c, int argc, char **argv)
 		}
 		return cli_fail(&err);
 	}
-	int code = cerr_exit_code(scan_class(s));
+	struct blob_report blobs = {0};
+	check_blobs(c, arg, s, &blobs);
+	enum cerr_class worst = scan_class(s);
+	if (cerr_severity(blobs.worst) > cerr_severity(worst))
+		worst = blobs.worst;
+	int code = cerr_exit_code(worst);
 	if (json) {
-		cli_print_json(inspect_json(s, path));
+		cJSON *o = inspect_json(s, path);
+		cJSON *bo = cJSON_AddObjectToObject(o, "blobs");
+		cJSON_AddNumberToObject(bo, "named", (double)blobs.named);
+		cJSON_AddItemToObject(bo, "bad", blobs.list);
+		blobs.list = NULL;
+		cli_print_json(o);
 	} else {
 		cli_printf(stdout, "path: %s\n", path);
 		cli_printf(stdout, "id: %s\n", s->id ? s->id : "-");
@@ -128,10 +183,16 @@ int cmd_inspect(struct cli *c, int argc, char **argv)
 			if (!s->calls[i].resulted)
 				cli_printf(stdout, " %s", s->calls[i].call_id);
 		cli_printf(stdout, "\n");
+		cli_printf(stdout, "blobs: %zu named, %zu bad\n", blobs.named, blobs.bad);
+		for (const cJSON *b = blobs.list->child; b; b = b->next)
+			cli_printf(stdout, "error: %s: %s\n",
+				   cJSON_GetObjectItemCaseSensitive(b, "class")->valuestring,
+				   cJSON_GetObjectItemCaseSensitive(b, "message")->valuestring);
 		if (s->status == SCAN_CORRUPT)
 			cli_printf(stdout, "hint: 'cairn repair --salvage %s' copies the valid prefix "
 					   "into a new session\n", arg);
 	}
+	cJSON_Delete(blobs.list);
 	scan_free(s);
 	free(path);
 	return code;

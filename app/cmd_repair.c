@@ -5,12 +5,14 @@
 #include "app/cli.h"
 #include "app/cmds.h"
 #include "base/xalloc.h"
+#include "persist/blob.h"
 #include "persist/log.h"
 #include "persist/repair.h"
 #include "persist/vocab.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Open for writing with the catalog's watermark; *sid gets the session id
  * when the log is under the root (caller frees). */
@@ -50,15 +52,17 @@ static void print_report(const struct repair_report *r, const char *id, const ch
 		cJSON_AddStringToObject(o, "id", id);
 		cJSON_AddStringToObject(o, "path", path);
 		cJSON_AddStringToObject(o, "status",
-					r->cut_bytes || r->appended ? "repaired" : "unchanged");
+					r->cut_bytes || r->appended || r->blobs_removed ? "repaired"
+											  : "unchanged");
 		cJSON_AddNumberToObject(o, "cut_bytes", (double)r->cut_bytes);
+		cJSON_AddNumberToObject(o, "blobs_removed", (double)r->blobs_removed);
 		cJSON_AddItemToObject(o, "appended", cJSON_Duplicate(r->closers, 1));
 		cJSON_AddNumberToObject(o, "next_seq", (double)r->next_seq);
 		cJSON_AddStringToObject(o, "catalog", behind ? "behind" : "current");
 		cli_print_json(o);
 		return;
 	}
-	if (!r->cut_bytes && !r->appended) {
+	if (!r->cut_bytes && !r->appended && !r->blobs_removed) {
 		cli_printf(stdout, "%s: nothing to repair (next seq %llu)\n", path,
 			   (unsigned long long)r->next_seq);
 		return;
@@ -66,6 +70,9 @@ static void print_report(const struct repair_report *r, const char *id, const ch
 	cli_printf(stdout, "%s:\n", path);
 	if (r->cut_bytes)
 		cli_printf(stdout, "  cut %llu bytes of torn tail\n", (unsigned long long)r->cut_bytes);
+	if (r->blobs_removed)
+		cli_printf(stdout, "  removed %zu blob file%s no durable event names\n", r->blobs_removed,
+			   r->blobs_removed == 1 ? "" : "s");
 	for (const cJSON *e = r->closers ? r->closers->child : NULL; e; e = e->next) {
 		const cJSON *d = cJSON_GetObjectItemCaseSensitive(e, "data");
 		const char *type = cJSON_GetObjectItemCaseSensitive(e, "type")->valuestring;
@@ -81,6 +88,39 @@ static void print_report(const struct repair_report *r, const char *id, const ch
 	cli_printf(stdout, "  next seq %llu\n", (unsigned long long)r->next_seq);
 }
 
+/* Copy the blobs the events of frame fr name from srcfd's folder to the
+ * new session's, before the frame is appended (blob.h: blob first, then
+ * its event). A blob that cannot be read or does not verify is lost, not
+ * a reason to stop: it is reported and counted in *lost, and the event
+ * keeps its inline head and tail. A failed write is an error. */
+static int copy_blobs(const struct scan *s, const struct scan_frame *fr, int srcfd, int dstfd,
+		      size_t *copied, cJSON *lost, struct cerr *err)
+{
+	struct buf b = BUF_INIT;
+	int ret = 0;
+	for (size_t i = 0; i < fr->n_events && ret == 0; i++) {
+		const struct event *ev = &s->events[fr->first_event + i];
+		struct blob_ref ref, out;
+		struct cerr why;
+		if (blob_ref_from_data(ev->data, &ref, &why) <= 0)
+			continue;
+		buf_reset(&b);
+		if (srcfd < 0 || blob_read(srcfd, &ref, &b, &why) < 0) {
+			if (srcfd < 0)
+				cerr_set(&why, CERR_MISSING, 0, "blob '%s' is missing", ref.sha256);
+			cli_printf(stderr, "cairn: warning: event %llu: %s: not copied\n",
+				   (unsigned long long)ev->seq, why.msg);
+			cJSON_AddItemToArray(lost, cJSON_CreateString(ref.sha256));
+			continue;
+		}
+		ret = blob_write(dstfd, b.p, b.len, &out, err);
+		if (ret == 0)
+			(*copied)++;
+	}
+	buf_release(&b);
+	return ret;
+}
+
 static int salvage(struct cli *c, const char *arg, bool json)
 {
 	struct scan *s = NULL;
@@ -88,9 +128,10 @@ static int salvage(struct cli *c, const char *arg, bool json)
 	struct store *st = NULL;
 	struct log *lg = NULL;
 	struct log_event *evs = NULL;
-	cJSON *extra = NULL;
+	cJSON *extra = NULL, *lost = cJSON_CreateArray();
 	struct cerr err;
-	int code = 0;
+	int code = 0, srcfd = -1;
+	size_t copied = 0;
 	if (cli_read_log(c, arg, &s, &path, &err) < 0)
 		goto fail;
 	if (s->status == SCAN_UNSUPPORTED) {
@@ -122,8 +163,14 @@ static int salvage(struct cli *c, const char *arg, bool json)
 		goto fail;
 	evs = xcalloc(s->n_events ? s->n_events : 1, sizeof *evs);
 	uint64_t next = log_next_seq(lg);
+	struct cerr nodir;
+	if (cli_session_dir(c, arg, &srcfd, &nodir) < 0)
+		srcfd = -1; /* every blob named is then reported lost */
 	for (size_t f = 1; f < s->n_frames; f++) {
 		const struct scan_frame *fr = &s->frames[f];
+		int dstfd = log_dir(lg, &err);
+		if (dstfd < 0 || copy_blobs(s, fr, srcfd, dstfd, &copied, lost, &err) < 0)
+			goto fail;
 		for (size_t i = 0; i < fr->n_events; i++) {
 			const struct event *ev = &s->events[fr->first_event + i];
 			evs[i] = (struct log_event){ev->type, ev->turn, ev->ignorable, ev->data, ev->t};
@@ -150,15 +197,19 @@ static int salvage(struct cli *c, const char *arg, bool json)
 		cJSON_AddNumberToObject(o, "events", (double)(s->n_events - s->n_skipped));
 		cJSON_AddNumberToObject(o, "damage_at", (double)s->damage_at);
 		cJSON_AddNumberToObject(o, "closers", (double)rep.appended);
+		cJSON_AddNumberToObject(o, "blobs", (double)copied);
+		cJSON_AddItemToObject(o, "blobs_lost", lost);
+		lost = NULL;
 		cJSON_AddStringToObject(o, "catalog", behind ? "behind" : "current");
 		cli_print_json(o);
 	} else {
 		cli_printf(stdout, "%s\n", id);
 		cli_printf(stderr,
 			"cairn: salvaged %zu events (seq 0..%llu) from '%s' into new session %s; "
-			"the original is unchanged%s\n",
+			"the original is unchanged%s; %zu blob%s copied, %d lost\n",
 			s->n_events - s->n_skipped, (unsigned long long)s->rev.next_seq - 1, path, id,
-			rep.appended ? "; its interrupted turn was closed" : "");
+			rep.appended ? "; its interrupted turn was closed" : "", copied,
+			copied == 1 ? "" : "s", cJSON_GetArraySize(lost));
 	}
 	cJSON_Delete(rep.closers);
 	goto out;
@@ -169,6 +220,9 @@ out:
 	store_close(st);
 	scan_free(s);
 	cJSON_Delete(extra);
+	cJSON_Delete(lost);
+	if (srcfd >= 0)
+		close(srcfd);
 	free(evs);
 	free(path);
 	return code;

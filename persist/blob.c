@@ -329,10 +329,12 @@ int blob_spill(int dirfd, const char *text, size_t n, struct blob_ref *ref, char
 	return 1;
 }
 
-size_t blob_check_scan(int dirfd, const struct scan *s,
-		       void (*report)(void *ctx, const struct cerr *err), void *ctx)
+size_t blob_check_scan(int dirfd, const struct scan *s, size_t *named,
+		       void (*report)(void *ctx, const struct blob_ref *ref, uint64_t seq,
+				      const struct cerr *err),
+		       void *ctx)
 {
-	size_t bad = 0;
+	size_t bad = 0, refs = 0;
 	for (size_t i = 0; i < s->n_events; i++) {
 		const struct event *ev = &s->events[i];
 		struct blob_ref ref;
@@ -342,15 +344,18 @@ size_t blob_check_scan(int dirfd, const struct scan *s,
 		int has = blob_ref_from_data(ev->data, &ref, &err);
 		if (has <= 0)
 			continue;
+		refs++;
 		if (blob_verify(dirfd, &ref, &err) == 0)
 			continue;
 		if (err.cls == CERR_MISSING)
 			err.cls = CERR_CORRUPT; /* a durable event names it: committed data is lost */
 		cerr_prefix(&err, "session '%s', event %llu", s->id ? s->id : "?",
 			    (unsigned long long)ev->seq);
-		report(ctx, &err);
+		report(ctx, &ref, ev->seq, &err);
 		bad++;
 	}
+	if (named)
+		*named = refs;
 	return bad;
 }
 

@@ -85,11 +85,15 @@ int blob_spill(int dirfd, const char *text, size_t n, struct blob_ref *ref, char
 /* ---- A session's blobs as a whole ---- */
 
 /* Verify every blob named by an event of s (its valid prefix: the durable
- * events) under dirfd. Each missing or mismatched blob is CERR_CORRUPT,
- * named by session and digest, and passed to report (err borrowed for the
- * call); returns how many there were. */
-size_t blob_check_scan(int dirfd, const struct scan *s,
-		       void (*report)(void *ctx, const struct cerr *err), void *ctx);
+ * events) under dirfd; *named (may be NULL) counts the references. Each
+ * missing or mismatched blob is CERR_CORRUPT (committed content is lost),
+ * its message naming session, event and digest, and is passed to report
+ * with the event's seq (ref and err borrowed for the call). Returns how
+ * many there were. */
+size_t blob_check_scan(int dirfd, const struct scan *s, size_t *named,
+		       void (*report)(void *ctx, const struct blob_ref *ref, uint64_t seq,
+				      const struct cerr *err),
+		       void *ctx);
 /* Remove from dirfd's blobs/ every blob no event of s names, and the
  * temporary files of interrupted writes; *removed (may be NULL) counts
  * them. The caller holds the writer lock and s is the log as settled

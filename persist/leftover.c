@@ -1,6 +1,7 @@
 /* leftover.c — finding and removing what interrupted creations left. */
 #include "persist/leftover.h"
 #include "base/xalloc.h"
+#include "persist/blob.h"
 #include "persist/fsops.h"
 #include "persist/lock.h"
 #include "persist/safefs.h"
@@ -25,6 +26,7 @@ bool leftover_is_staging(const char *name)
 /* What one session folder holds. */
 struct contents {
 	bool log, foreign;
+	bool blobs; /* a blobs/ folder: without a log, no event names them */
 	size_t staging;
 	uint64_t staging_bytes;
 };
@@ -48,6 +50,8 @@ static int read_contents(int dirfd, struct contents *c)
 			continue;
 		if (strcmp(de->d_name, LOG_FILE) == 0) {
 			c->log = true;
+		} else if (strcmp(de->d_name, BLOB_DIR) == 0) {
+			c->blobs = true;
 		} else if (leftover_is_staging(de->d_name)) {
 			c->staging++;
 			if (fsops->fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
@@ -154,6 +158,10 @@ int leftover_remove(struct store *st, const struct leftover *l, bool *removed_di
 		goto out;
 	}
 	if (!c.log && !c.staging && !c.foreign) {
+		/* Blobs of a creation that never published its log: only a
+		 * lock holder writes blobs (blob.h), and no event names them. */
+		if (c.blobs && blob_remove_all(dirfd, err) < 0)
+			goto out;
 		/* The lock file last, the folder before the lock is released.
 		 * Nothing here needs a sync: a crash only brings the garbage
 		 * back, and the next run removes it again. */

@@ -2,7 +2,8 @@
  *
  * A writer killed during a first publication (DESIGN §4.3) can leave a
  * staging file (.session.jsonl.zst.<hex>.tmp, up to a whole first batch)
- * and an <id>/ folder without a log. Neither is a session: the store lists
+ * and an <id>/ folder without a log (perhaps with the blobs/ of its first
+ * events, which no event names then). Neither is a session: the store lists
  * only folders holding a log. leftover_list finds them; leftover_remove
  * takes them away without ever disturbing a creation in progress.
  *

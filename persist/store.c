@@ -124,7 +124,7 @@ int store_each_dir(struct store *st, const char *area,
 	return each_session(st, area, false, fn, ctx, err);
 }
 
-int store_open_log(struct store *st, const struct session_ref *ref, bool trash, struct cerr *err)
+int store_open_dir(struct store *st, const struct session_ref *ref, bool trash, struct cerr *err)
 {
 	const char *area = trash ? STORE_TRASH : STORE_SESSIONS;
 	if (!pathkey_valid_id(ref->id) || !pathkey_valid_key(ref->key))
@@ -134,12 +134,21 @@ int store_open_log(struct store *st, const struct session_ref *ref, bool trash, 
 	int areafd = safefs_opendir(st->rootfd, area, false, NULL, err);
 	int keyfd = areafd < 0 ? -1 : safefs_opendir(areafd, ref->key, false, NULL, err);
 	int dirfd = keyfd < 0 ? -1 : safefs_opendir(keyfd, ref->id, false, NULL, err);
-	int fd = dirfd < 0 ? -1 : safefs_openfile(dirfd, LOG_FILE, O_RDONLY, err);
-	fs_close_quiet(dirfd);
 	fs_close_quiet(keyfd);
 	fs_close_quiet(areafd);
-	if (fd < 0 && err->cls == CERR_MISSING)
+	if (dirfd < 0 && err->cls == CERR_MISSING)
 		cerr_set(err, CERR_MISSING, 0, "no session '%s' in %s/%s", ref->id, area, ref->key);
+	return dirfd;
+}
+
+int store_open_log(struct store *st, const struct session_ref *ref, bool trash, struct cerr *err)
+{
+	int dirfd = store_open_dir(st, ref, trash, err);
+	int fd = dirfd < 0 ? -1 : safefs_openfile(dirfd, LOG_FILE, O_RDONLY, err);
+	fs_close_quiet(dirfd);
+	if (dirfd >= 0 && fd < 0 && err->cls == CERR_MISSING)
+		cerr_set(err, CERR_MISSING, 0, "no session '%s' in %s/%s", ref->id,
+			 trash ? STORE_TRASH : STORE_SESSIONS, ref->key);
 	return fd;
 }
 

@@ -2,6 +2,7 @@
  *
  *   <root>/sessions/<project-key>/<id>/session.jsonl.zst
  *   <root>/sessions/<project-key>/<id>/session.lock
+ *   <root>/sessions/<project-key>/<id>/blobs/<sha256>  (persist/blob.h)
  *   <root>/trash/<project-key>/<id>/...        deleted, restorable
  *
  * Sessions are found by id at sessions/<any key>/<id>/; the key is opaque
@@ -79,6 +80,9 @@ int store_each_dir(struct store *st, const char *area,
  * Returns a fd the caller closes, or -1 (a symlink, a foreign owner or a
  * wrong file type at any level: CERR_CORRUPT; not there: CERR_MISSING). */
 int store_open_log(struct store *st, const struct session_ref *ref, bool trash, struct cerr *err);
+/* The folder of ref in one area, read-only, by the same rules: a fd the
+ * caller closes, or -1 (not there: CERR_MISSING). */
+int store_open_dir(struct store *st, const struct session_ref *ref, bool trash, struct cerr *err);
 /* The same for a session listed earlier (store_list_entries) that may have
  * moved since (deleted to the trash, restored): it is looked for again in
  * both areas. *trash is where it was listed on entry and where it was
