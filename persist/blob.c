@@ -232,8 +232,9 @@ int blob_write(int dirfd, const void *p, size_t n, struct blob_ref *ref, struct 
 		 rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
 	fd = safefs_openfile(bdir, tmp, O_WRONLY | O_CREAT | O_EXCL, err);
 	if (fd < 0) {
+		/* Its checks may fail after the file was made. */
 		cerr_prefix(err, "blob '%s'", ref->sha256);
-		goto out;
+		goto unlink_tmp;
 	}
 	if (fs_pwrite_all(fd, p, n, 0) < 0) {
 		cerr_set(err, CERR_IO, errno, "cannot write blob '%s'", ref->sha256);
@@ -390,6 +391,7 @@ static int each_entry(int dirfd, int (*fn)(void *ctx, int bdir, const char *name
 		fs_close_quiet(bdir);
 		return cerr_set(err, CERR_IO, errno, "cannot list '%s'", BLOB_DIR);
 	}
+	rewinddir(d); /* the duplicate shares bdir's position */
 	struct dirent *de;
 	while (ret == 0 && (de = readdir(d)))
 		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)

@@ -31,7 +31,9 @@ struct contents {
 	uint64_t staging_bytes;
 };
 
-/* Read dirfd's entries (through a duplicate: dirfd stays usable). */
+/* Read dirfd's entries (through a duplicate: dirfd stays usable). A
+ * duplicate shares dirfd's position, which an earlier listing left at the
+ * end: rewind, or the folder reads as empty. */
 static int read_contents(int dirfd, struct contents *c)
 {
 	memset(c, 0, sizeof *c);
@@ -42,6 +44,7 @@ static int read_contents(int dirfd, struct contents *c)
 			close(dupfd);
 		return -1;
 	}
+	rewinddir(d);
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		struct stat st;
@@ -74,6 +77,7 @@ size_t leftover_remove_staging(int dirfd)
 			close(dupfd);
 		return 0;
 	}
+	rewinddir(d); /* see read_contents */
 	struct dirent *de;
 	while ((de = readdir(d)))
 		if (leftover_is_staging(de->d_name) && fsops->unlinkat(dirfd, de->d_name, 0) == 0)

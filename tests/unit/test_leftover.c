@@ -332,6 +332,33 @@ static void test_held_leftover_left_alone(void **state)
 	free(d);
 }
 
+/* A staging file beside a published log goes, and nothing else does: the
+ * folder, its log and its lock file stay (the listing that removed the
+ * staging file once left the folder reading as empty, so the lock file
+ * of the live session was removed with it). */
+static void test_staging_cleanup_keeps_a_live_sessions_lock_file(void **state)
+{
+	struct fx *f = *state;
+	struct cerr err;
+	assert_int_equal(create(f->st, ID, &err), 0);
+	char *d = session_path(f->root, STORE_SESSIONS, NULL, ID, NULL);
+	assert_true(exists(path_in(d, "%s", LOCK_FILE)));
+	spit(path_in(d, ".session.jsonl.zst.0123456789ab.tmp"), "x", 1, 0);
+	struct leftover *v;
+	size_t n;
+	assert_int_equal(leftover_list(f->st, &v, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_false(v[0].no_log);
+	bool gone = true;
+	assert_int_equal(leftover_remove(f->st, &v[0], &gone, &err), 0);
+	assert_false(gone);
+	assert_false(exists(path_in(d, ".session.jsonl.zst.0123456789ab.tmp")));
+	assert_true(exists(path_in(d, "%s", LOG_FILE)));
+	assert_true(exists(path_in(d, "%s", LOCK_FILE)));
+	free(v);
+	free(d);
+}
+
 int main(void)
 {
 #define T(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
@@ -342,6 +369,7 @@ int main(void)
 		T(test_cleanup_holds_the_lock_a_moment),
 		T(test_cleanup_removes_the_folder_just_made),
 		T(test_held_leftover_left_alone),
+		T(test_staging_cleanup_keeps_a_live_sessions_lock_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
