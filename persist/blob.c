@@ -374,24 +374,21 @@ static void named_set(const struct scan *s, struct strmap *m)
 	}
 }
 
-/* Call fn for every entry of blobs/ under dirfd but . and .. (through a
- * duplicate of the folder's fd). Missing blobs/: nothing to do. */
+/* Call fn for every entry of blobs/ under dirfd but . and .. Missing
+ * blobs/: nothing to do. */
 static int each_entry(int dirfd, int (*fn)(void *ctx, int bdir, const char *name), void *ctx,
 		      struct cerr *err)
 {
 	int bdir = open_blob_dir(dirfd, false, err);
 	if (bdir < 0)
 		return err->cls == CERR_MISSING ? 0 : -1;
-	int dupfd = fcntl(bdir, F_DUPFD_CLOEXEC, 0);
-	DIR *d = dupfd < 0 ? NULL : fdopendir(dupfd);
+	DIR *d = safefs_list(bdir);
 	int ret = 0;
 	if (!d) {
-		if (dupfd >= 0)
-			close(dupfd);
+		cerr_set(err, CERR_IO, errno, "cannot list '%s'", BLOB_DIR);
 		fs_close_quiet(bdir);
-		return cerr_set(err, CERR_IO, errno, "cannot list '%s'", BLOB_DIR);
+		return -1;
 	}
-	rewinddir(d); /* the duplicate shares bdir's position */
 	struct dirent *de;
 	while (ret == 0 && (de = readdir(d)))
 		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)

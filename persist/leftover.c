@@ -31,20 +31,14 @@ struct contents {
 	uint64_t staging_bytes;
 };
 
-/* Read dirfd's entries (through a duplicate: dirfd stays usable). A
- * duplicate shares dirfd's position, which an earlier listing left at the
- * end: rewind, or the folder reads as empty. */
+/* Read dirfd's entries (from the start: safefs_list; an earlier listing
+ * left dirfd's position at the end, where the folder read as empty). */
 static int read_contents(int dirfd, struct contents *c)
 {
 	memset(c, 0, sizeof *c);
-	int dupfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-	DIR *d = dupfd < 0 ? NULL : fdopendir(dupfd);
-	if (!d) {
-		if (dupfd >= 0)
-			close(dupfd);
+	DIR *d = safefs_list(dirfd);
+	if (!d)
 		return -1;
-	}
-	rewinddir(d);
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		struct stat st;
@@ -69,15 +63,10 @@ static int read_contents(int dirfd, struct contents *c)
 
 size_t leftover_remove_staging(int dirfd)
 {
-	int dupfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-	DIR *d = dupfd < 0 ? NULL : fdopendir(dupfd);
+	DIR *d = safefs_list(dirfd);
 	size_t n = 0;
-	if (!d) {
-		if (dupfd >= 0)
-			close(dupfd);
+	if (!d)
 		return 0;
-	}
-	rewinddir(d); /* see read_contents */
 	struct dirent *de;
 	while ((de = readdir(d)))
 		if (leftover_is_staging(de->d_name) && fsops->unlinkat(dirfd, de->d_name, 0) == 0)

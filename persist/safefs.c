@@ -39,6 +39,21 @@ int safefs_check_fd_mode(int fd, bool want_dir, bool fix_mode, const char *what,
 	return check_fd(fd, want_dir, fix_mode, what, CERR_CORRUPT, err);
 }
 
+DIR *safefs_list(int dirfd)
+{
+	int dupfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	DIR *d = dupfd < 0 ? NULL : fdopendir(dupfd);
+	if (!d) {
+		int e = errno;
+		if (dupfd >= 0)
+			close(dupfd);
+		errno = e;
+		return NULL;
+	}
+	rewinddir(d);
+	return d;
+}
+
 int safefs_fsync_dir(int dirfd, const char *what, struct cerr *err)
 {
 	if (fsops->fsync(dirfd) < 0) {

@@ -11,6 +11,7 @@
 #ifndef CAIRN_SAFEFS_H
 #define CAIRN_SAFEFS_H
 
+#include <dirent.h>
 #include <stdbool.h>
 
 #include "base/err.h"
@@ -30,6 +31,11 @@ int safefs_openfile(int dirfd, const char *name, int flags, struct cerr *err);
 int safefs_check_fd(int fd, bool want_dir, const char *what, struct cerr *err);
 /* The same; fix_mode false only verifies (read-only opens change nothing). */
 int safefs_check_fd_mode(int fd, bool want_dir, bool fix_mode, const char *what, struct cerr *err);
+/* A stream listing directory dirfd from its start, over a duplicate of
+ * it: dirfd stays open and usable after closedir. (A duplicate shares
+ * dirfd's position, which an earlier listing left at the end, so the
+ * stream is rewound.) The caller closedirs it; NULL with errno. */
+DIR *safefs_list(int dirfd);
 /* fsync a directory fd; `what` names it in messages. */
 int safefs_fsync_dir(int dirfd, const char *what, struct cerr *err);
 

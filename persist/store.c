@@ -451,11 +451,8 @@ int store_purge(struct store *st, const struct session_ref *ref, struct cerr *er
 	/* Everything in the directory goes, the lock file last: a process
 	 * that opens the lock meanwhile finds the directory gone when it
 	 * re-checks (lock_take). */
-	int dupfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-	d = dupfd < 0 ? NULL : fdopendir(dupfd);
+	d = safefs_list(dirfd);
 	if (!d) {
-		if (dupfd >= 0)
-			close(dupfd);
 		cerr_set(err, CERR_IO, errno, "cannot list session '%s'", ref->id);
 		goto out;
 	}
