@@ -532,41 +532,20 @@ static void test_spill_keeps_a_bounded_head_and_tail_inline(void **state)
 	close(dfd);
 }
 
-static void test_refusals_name_the_limit(void **state)
+/* (The log's own refusals, EVENT_MAX_LINE and FRAME_MAX_CONTENT, are
+ * pinned in test_log.c.) */
+static void test_blob_over_the_limit_is_refused_naming_it(void **state)
 {
 	struct fx *f = *state;
 	struct cerr err;
-	struct log *lg;
-	must(log_create(f->st, "s", NULL, NULL, &lg, &err), &err, "log_create");
-	char *big = xmalloc(EVENT_MAX_LINE + 2);
-	memset(big, 'a', EVENT_MAX_LINE);
-	big[EVENT_MAX_LINE] = '\0';
-	cJSON *d = cJSON_CreateObject();
-	cJSON_AddStringToObject(d, "text", big);
-	struct log_event ev = {"user/message", NULL, false, d, 0};
-	FAILS(log_append(lg, 1, &ev, 1, NULL, &err), CERR_USAGE);
-	assert_non_null(strstr(err.msg, "the limit is EVENT_MAX_LINE = 1048576"));
-	cJSON_Delete(d);
-	/* A batch of lines each under the line limit, over the frame's. */
-	size_t each = EVENT_MAX_LINE - 100, count = FRAME_MAX_CONTENT / each + 1;
-	big[each] = '\0';
-	cJSON *one = cJSON_CreateObject();
-	cJSON_AddStringToObject(one, "text", big);
-	struct log_event *evs = xcalloc(count, sizeof *evs);
-	for (size_t i = 0; i < count; i++)
-		evs[i] = (struct log_event){"user/message", NULL, false, one, 0};
-	FAILS(log_append(lg, 1, evs, count, NULL, &err), CERR_USAGE);
-	assert_non_null(strstr(err.msg, "the limit is FRAME_MAX_CONTENT = 16777216"));
-	free(evs);
-	cJSON_Delete(one);
-	/* A blob over BLOB_MAX is refused before a byte of it is read. */
 	int dfd = open_dir(f->sdir);
 	struct blob_ref ref;
-	FAILS(blob_write(dfd, big, (size_t)BLOB_MAX + 1, &ref, &err), CERR_USAGE);
-	assert_non_null(strstr(err.msg, "the limit is BLOB_MAX = 1073741824"));
+	char one = 'x';
+	/* Refused on its size alone, before a byte of it is read. */
+	FAILS(blob_write(dfd, &one, (size_t)BLOB_MAX + 1, &ref, &err), CERR_USAGE);
+	assert_non_null(strstr(err.msg, "blob is 1073741825 bytes; the limit is BLOB_MAX = 1073741824"));
+	assert_false(exists(path_in(f->sdir, "blobs")));
 	close(dfd);
-	free(big);
-	log_close(lg);
 }
 
 /* ---- a session's blobs ---- */
@@ -764,7 +743,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_blob_field_is_validated_on_append, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_blob_field_malformed_on_disk_reads_as_corrupt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_spill_keeps_a_bounded_head_and_tail_inline, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_refusals_name_the_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_blob_over_the_limit_is_refused_naming_it, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_repair_removes_blobs_no_durable_event_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_repair_removes_a_blob_named_only_in_a_torn_tail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_check_reports_missing_and_damaged_blobs_by_name, setup, teardown),

@@ -445,7 +445,7 @@ static void test_event_batch_from_json_names_the_bad_event(void **state)
 }
 
 /* One event line longer than EVENT_MAX_LINE; a batch of lines each under it
- * whose total exceeds FRAME_MAX_CONTENT. */
+ * whose total exceeds FRAME_MAX_CONTENT. Each refusal names its limit. */
 static void test_oversized_rejected(void **state)
 {
 	struct fx *f = *state;
@@ -461,7 +461,8 @@ static void test_oversized_rejected(void **state)
 	cJSON_AddStringToObject(big, "text", text);
 	struct log_event ev = {.type = "user/message", .data = big};
 	FAILS(log_append(lg, 3, &ev, 1, NULL, &err), CERR_USAGE);
-	assert_non_null(strstr(err.msg, "event 1 is larger"));
+	assert_non_null(strstr(err.msg, "event 1: its line is 10486"));
+	assert_non_null(strstr(err.msg, " bytes; the limit is EVENT_MAX_LINE = 1048576"));
 	assert_same_file(path, before, n);
 
 	size_t each = EVENT_MAX_LINE - 100, count = FRAME_MAX_CONTENT / each + 1;
@@ -475,7 +476,7 @@ static void test_oversized_rejected(void **state)
 	free(before);
 	before = slurp(path, &n);
 	FAILS(log_append(lg, 4, evs, count, NULL, &err), CERR_USAGE);
-	assert_non_null(strstr(err.msg, "batch is larger"));
+	assert_non_null(strstr(err.msg, "the limit is FRAME_MAX_CONTENT = 16777216"));
 	assert_same_file(path, before, n);
 	assert_int_equal(log_next_seq(lg), 4);
 	free(evs);
