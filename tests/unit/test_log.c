@@ -969,6 +969,58 @@ static void test_lock_rechecks_identity(void **state)
 	close(key);
 }
 
+/* A probe (lock_probe: a shared lock for the instant of one call) that
+ * holds the lock just when a writer takes it: the flock below takes such
+ * a shared lock right before the writer's first exclusive attempt and
+ * drops it at the next call, as a probe on another thread would. */
+static const char *probe_lock_path;
+static int probe_fd = -1;
+static int probing_flock(int fd, int op)
+{
+	if (probe_fd >= 0) {
+		close(probe_fd); /* the probe is over */
+		probe_fd = -1;
+	} else if (probe_lock_path && (op & LOCK_EX)) {
+		probe_fd = open(probe_lock_path, O_RDONLY | O_CLOEXEC);
+		assert_int_equal(flock(probe_fd, LOCK_SH | LOCK_NB), 0);
+		probe_lock_path = NULL;
+	}
+	return fsops_real.flock(fd, op);
+}
+
+/* A writer taking the lock while a listing probes it is not refused: the
+ * probe's shared lock is told from a writer's and waited out; a writer's
+ * exclusive lock still refuses at once. */
+static void test_lock_waits_out_a_probe_but_not_a_writer(void **state)
+{
+	struct fx *f = *state;
+	struct cerr err;
+	assert_int_equal(mkdir(P(f, "s"), 0700), 0);
+	int dir = open_dir(P(f, "s"));
+	int lk = lock_take(-1, "s", dir, &err); /* the lock file exists */
+	assert_true(lk >= 0);
+	lock_release(lk);
+	static struct fsops probe_ops;
+	probe_ops = fsops_real;
+	probe_ops.flock = probing_flock;
+	probe_lock_path = P(f, "s/session.lock");
+	fsops = &probe_ops;
+	lk = lock_take(-1, "s", dir, &err);
+	fsops = &fsops_real;
+	if (lk < 0)
+		fail_msg("refused while only a probe held the lock: %s", err.msg);
+	assert_null(probe_lock_path); /* the probe did happen */
+	/* held by a writer: the next one is refused */
+	FAILS(lock_take(-1, "s", dir, &err), CERR_LOCKED);
+	bool held = false;
+	assert_int_equal(lock_probe(dir, &held, &err), 0);
+	assert_true(held);
+	lock_release(lk);
+	assert_int_equal(lock_probe(dir, &held, &err), 0);
+	assert_false(held);
+	close(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -993,6 +1045,7 @@ int main(void)
 		T(test_lock_same_process),
 		T(test_lock_other_process),
 		T(test_lock_rechecks_identity),
+		T(test_lock_waits_out_a_probe_but_not_a_writer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
