@@ -93,6 +93,16 @@ void fifo_item_create(struct fifo_item *it, const char *cwd)
 	it->cwd = cwd ? xstrdup(cwd) : NULL;
 }
 
+void fifo_fail_items(struct fifo_item *first, struct fifo_item *last, const struct cerr *err)
+{
+	for (struct fifo_item *m = first;; m = m->next) {
+		m->failed = true;
+		m->err = *err;
+		if (m == last)
+			break;
+	}
+}
+
 enum fifo_kind fifo_item_kind(const struct fifo_item *it)
 {
 	return it->kind;
@@ -118,7 +128,7 @@ static bool poll_queue(struct fifo *f)
 static bool poll_work_or_flight(struct fifo *f)
 {
 	uint64_t until = clock_mono_ns() + FIFO_POLL_NS;
-	while (!fifo_writer_flight_synced(f) && clock_mono_ns() < until)
+	while (!fifo_round_flight_synced(f) && clock_mono_ns() < until)
 		if (atomic_load_explicit(&f->queued, memory_order_acquire))
 			return true;
 	return false;
@@ -188,7 +198,7 @@ static void *writer_main(void *arg)
 			}
 			if (!work || f->paused || !f->queue) {
 				pthread_mutex_unlock(&f->mu);
-				fifo_writer_settle(f);
+				fifo_round_settle_flight(f, NULL);
 				if (!poll_queue(f))
 					fifo_writer_idle(f); /* before sleeping: what is pending */
 				pthread_mutex_lock(&f->mu);
@@ -204,7 +214,7 @@ static void *writer_main(void *arg)
 		pthread_mutex_lock(&f->mu);
 	}
 	pthread_mutex_unlock(&f->mu);
-	fifo_writer_settle(f);
+	fifo_round_settle_flight(f, NULL);
 	fifo_writer_idle(f);
 	/* The teardown runs here, not on the loop: closing the logs and the
 	 * catalog touches the disk. */

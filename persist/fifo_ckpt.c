@@ -23,7 +23,7 @@
 #define CKPT_BOUND 3000  /* frames written meanwhile before the writer waits */
 
 /* The helper: copy back what the WAL holds now. */
-static void ckpt_run(void *arg)
+static void fifo_ckpt_run(void *arg)
 {
 	struct fifo *f = arg;
 	struct cerr err;
@@ -38,7 +38,7 @@ unsigned long fifo_helper_checkpoints(struct fifo *f)
 }
 
 /* The transition after a commit of the writer (no transaction open). */
-void ckpt_after_commit(struct fifo *f)
+void fifo_ckpt_after_commit(struct fifo *f)
 {
 	int frames = catalog_wal_frames(f->cat);
 	if (frames < f->ck_mark)
@@ -72,18 +72,18 @@ void ckpt_after_commit(struct fifo *f)
 	}
 	f->ck_mark = frames;
 	atomic_store(&f->ck_state, CK_COPYING);
-	f->ck_job = (struct pool_job){.fn = ckpt_run, .arg = f};
+	f->ck_job = (struct pool_job){.fn = fifo_ckpt_run, .arg = f};
 	pool_submit(f->pool, &f->ck_job);
 }
 
 /* The writer goes idle: copy the rest now if the helper is done. */
-void ckpt_idle(struct fifo *f)
+void fifo_ckpt_idle(struct fifo *f)
 {
 	if (atomic_load(&f->ck_state) == CK_COPIED)
-		ckpt_after_commit(f);
+		fifo_ckpt_after_commit(f);
 }
 
-void ckpt_stop(struct fifo *f)
+void fifo_ckpt_stop(struct fifo *f)
 {
 	if (atomic_load(&f->ck_state) != CK_IDLE)
 		pool_wait(f->pool, &f->ck_job);

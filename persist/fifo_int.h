@@ -1,6 +1,9 @@
-/* fifo_int.h — what fifo.c (the queue, the thread, the loop side) and
- * fifo_writer.c (how the writer thread executes a batch) share; not for
- * other modules. */
+/* fifo_int.h — what the FIFO's files share; not for other modules.
+ * fifo.c: the queue, the thread, the loop side; fifo_writer.c: a batch's
+ * items to what runs them; fifo_round.c: rounds; fifo_sess.c: per-session
+ * state, handles, failure and recovery; fifo_move.c: delete, restore,
+ * purge; fifo_lane.c: sync lanes; fifo_ckpt.c: checkpoints; fifo_draft.c:
+ * drafts. */
 #ifndef CAIRN_FIFO_INT_H
 #define CAIRN_FIFO_INT_H
 
@@ -43,7 +46,7 @@ struct fifo_item {
  * catalog's checkpoint runs on one too. */
 #define FIFO_HELPERS 8
 
-struct wsess {
+struct fifo_sess {
 	char id[SESSION_ID_MAX + 1];
 	struct log *lg;
 	bool failed;        /* an item failed: only a full save may go on */
@@ -74,11 +77,11 @@ struct wsess {
 	_Atomic int lane_errno;    /* written under lane_mu: a failed sync's */
 };
 
-struct round; /* fifo_writer.c */
+struct round; /* fifo_round.c */
 
 /* A durable watermark the catalog has not recorded yet. */
 struct durable {
-	struct wsess *w;
+	struct fifo_sess *w;
 	uint64_t version;
 	struct cat_watermark wm;
 };
@@ -115,7 +118,7 @@ struct fifo {
 	struct store *st;
 	struct catalog *cat;
 	struct pool *pool;
-	struct wsess **ws;
+	struct fifo_sess **ws;
 	size_t n_ws;
 	uint64_t use_clock;
 	uint64_t round;
@@ -131,49 +134,106 @@ struct fifo {
 	_Atomic int lanes_busy;  /* lanes holding a helper */
 };
 
+/* ---- fifo.c ---- */
 /* Hand a batch whose items have all completed to the loop (writer thread;
  * batches in the order they were taken). */
 void fifo_deliver(struct fifo *f, struct fifo_item *batch);
-
-/* Execute a batch taken from the queue (writer thread); every item ends
- * failed or with its receipt, and the batch is handed to fifo_deliver:
- * before this returns, or when its last round, left in flight, settles
- * (the next batch's commit, or fifo_writer_settle). */
-void fifo_writer_process(struct fifo *f, struct fifo_item *batch);
-/* Nothing queued: complete the round in flight, if any (writer thread). */
-void fifo_writer_settle(struct fifo *f);
-/* True when no round is in flight or its syncs have all ended, so that
- * fifo_writer_settle will not wait (writer thread). */
-bool fifo_writer_flight_synced(struct fifo *f);
-/* Nothing queued: record what is pending (writer thread). */
-void fifo_writer_idle(struct fifo *f);
-/* A session's sync lane (fifo_lane.c; writer thread but for the helper
- * it runs on). lane_request: sync every write up to count gen; lane_wait:
- * 0 once they are synced, else the errno of the sync that failed;
- * lane_quiesce: wait until no helper uses the log; lane_reset: after a
- * failure is settled, a lane that starts from the current count. */
-/* Checkpoints (fifo_ckpt.c; writer thread): after each commit of the
- * writer, when it goes idle, and when the FIFO closes. */
-void ckpt_after_commit(struct fifo *f);
-void ckpt_idle(struct fifo *f);
-void ckpt_stop(struct fifo *f);
-void lane_init(struct wsess *w);
-void lane_destroy(struct wsess *w);
-void lane_request(struct fifo *f, struct wsess *w, uint64_t gen);
-int lane_wait(struct wsess *w, uint64_t gen);
-/* Whether lane_wait(w, gen) would return at once. */
-bool lane_ended(struct wsess *w, uint64_t gen);
-void lane_quiesce(struct fifo *f, struct wsess *w);
-void lane_reset(struct fifo *f, struct wsess *w);
-
 /* Mark first..last (linked by next) failed with err (writer thread). */
 void fifo_fail_items(struct fifo_item *first, struct fifo_item *last, const struct cerr *err);
-/* Write the draft of `it` and of the drafts of its project that follow it
- * at once, only the last one's text (fifo_draft.c; writer thread); every
- * one of them ends with that write's result. Returns the last. */
-struct fifo_item *fifo_draft_run(struct fifo *f, struct fifo_item *it);
 
+/* ---- fifo_writer.c (writer thread) ---- */
+/* Execute a batch taken from the queue; every item ends failed or with its
+ * receipt, and the batch is handed to fifo_deliver: before this returns,
+ * or when its last round, left in flight, settles (the next batch's
+ * commit, or fifo_round_settle_flight). */
+void fifo_writer_process(struct fifo *f, struct fifo_item *batch);
+/* Nothing queued: record what is pending. */
+void fifo_writer_idle(struct fifo *f);
 /* Close every log handle and free the writer's state. */
 void fifo_writer_free(struct fifo *f);
+
+/* ---- fifo_round.c (writer thread) ---- */
+/* A new round for batch (the caller's until fifo_round_end). */
+struct round *fifo_round_new(struct fifo *f, struct fifo_item *batch);
+/* Prepare history, full save or meta items first..last of one session
+ * (merged when first != last): checked and written, not synced. */
+void fifo_round_prepare(struct round *r, struct fifo_item *first, struct fifo_item *last);
+/* Commit r (syncs requested, projection committed); it settles now, or
+ * stays in flight when may_fly and nothing more is needed from the
+ * catalog. r is then empty again, or f->flight. */
+void fifo_round_commit(struct round *r, bool may_fly);
+/* Commit the batch's last round; true when its batch was delivered and r
+ * freed, false when r stays in flight (freed when it settles). */
+bool fifo_round_end(struct round *r);
+/* Settle the round in flight, if any, and deliver its batch; cur is the
+ * round being prepared meanwhile (or NULL). */
+void fifo_round_settle_flight(struct fifo *f, struct round *cur);
+/* True when no round is in flight or its syncs have all ended, so that
+ * fifo_round_settle_flight will not wait. */
+bool fifo_round_flight_synced(const struct fifo *f);
+/* Whether w wrote in the round being prepared or the one in flight (its
+ * handle must stay open). */
+bool fifo_round_holds(const struct fifo *f, const struct fifo_sess *w);
+
+/* ---- fifo_sess.c (writer thread) ---- */
+/* The writer's state of session id, made on first use (owned by f). */
+struct fifo_sess *fifo_sess_get(struct fifo *f, const char *id);
+/* Close w's log handle (its lane stopped first), releasing its lock. */
+void fifo_sess_close_log(struct fifo *f, struct fifo_sess *w);
+/* w's log open for writing, created if `it` allows it (fifo_item_create). */
+int fifo_sess_ensure_log(struct fifo *f, struct fifo_sess *w, const struct fifo_item *it,
+			 struct cerr *err);
+/* Project the session whole from its log read again (its row lags the
+ * log, is missing, or may hold writes that failed). */
+int fifo_sess_reproject(struct fifo *f, struct fifo_sess *w, struct cerr *err);
+/* A conflict or a failed write leaves a gap the session must not write
+ * past until a full save recovers it (the first reason is kept). */
+void fifo_sess_fail(struct fifo_sess *w, const struct cerr *err);
+/* A failed full save leaves the session unsaved (best effort). */
+void fifo_sess_unsaved(struct fifo *f, struct fifo_sess *w);
+/* A full save's recovery: the log read again and the row rebuilt. */
+int fifo_sess_recover(struct fifo *f, struct fifo_sess *w, const struct fifo_item *it,
+		      struct cerr *err);
+/* Remember w's durable watermark for the next transaction (one per
+ * session: a newer one replaces it). */
+void fifo_sess_durable_add(struct fifo *f, struct fifo_sess *w);
+/* Record the remembered watermarks in the open transaction (skip_round:
+ * not those of sessions the current round writes again, which get newer
+ * ones); false on a failure (they stay for the next transaction). */
+bool fifo_sess_durable_record(struct fifo *f, bool skip_round);
+/* Close every handle and free every session's state. */
+void fifo_sess_free_all(struct fifo *f);
+
+/* ---- fifo_move.c (writer thread) ---- */
+/* Delete, restore or purge the session of it. */
+void fifo_move_run(struct fifo *f, struct fifo_item *it);
+
+/* ---- fifo_lane.c ---- */
+/* A session's sync lane (writer thread but for the helper it runs on).
+ * request: sync every write up to count gen; wait: 0 once they are
+ * synced, else the errno of the sync that failed; quiesce: wait until no
+ * helper uses the log; reset: after a failure is settled, a lane that
+ * starts from the current count. */
+void fifo_lane_init(struct fifo_sess *w);
+void fifo_lane_destroy(struct fifo_sess *w);
+void fifo_lane_request(struct fifo *f, struct fifo_sess *w, uint64_t gen);
+int fifo_lane_wait(struct fifo_sess *w, uint64_t gen);
+/* Whether fifo_lane_wait(w, gen) would return at once. */
+bool fifo_lane_ended(struct fifo_sess *w, uint64_t gen);
+void fifo_lane_quiesce(struct fifo *f, struct fifo_sess *w);
+void fifo_lane_reset(struct fifo *f, struct fifo_sess *w);
+
+/* ---- fifo_ckpt.c (writer thread) ---- */
+/* Checkpoints: after each commit of the writer, when it goes idle, and
+ * when the FIFO closes. */
+void fifo_ckpt_after_commit(struct fifo *f);
+void fifo_ckpt_idle(struct fifo *f);
+void fifo_ckpt_stop(struct fifo *f);
+
+/* ---- fifo_draft.c (writer thread) ---- */
+/* Write the draft of `it` and of the drafts of its project that follow it
+ * at once, only the last one's text; every one of them ends with that
+ * write's result. Returns the last. */
+struct fifo_item *fifo_draft_run(struct fifo *f, struct fifo_item *it);
 
 #endif

@@ -4,12 +4,12 @@
  * to wake, no round trip through the writer).
  *
  * The writer counts its writes to the log (w->gen) and asks for a sync up
- * to a count (lane_request); a sync covers every write counted before it
+ * to a count (fifo_lane_request); a sync covers every write counted before it
  * starts, so when it ends, lane_done moves to the target read before it.
- * The writer waits for a count (lane_wait): done, or the errno of the
+ * The writer waits for a count (fifo_lane_wait): done, or the errno of the
  * sync that failed. A failed sync stops the lane until the writer has
- * settled the failure (lane_reset). While a lane runs, the log's handle
- * stays open: lane_quiesce waits for the lane to stop before the writer
+ * settled the failure (fifo_lane_reset). While a lane runs, the log's handle
+ * stays open: fifo_lane_quiesce waits for the lane to stop before the writer
  * re-reads or closes it. When a sync ends with nothing more to sync, the
  * helper lingers up to LANE_LINGER_NS for the writer's next frame before
  * it goes back to the pool (waking it again through the pool costs
@@ -18,14 +18,14 @@
 #include "persist/fifo_int.h"
 #include "base/clock.h"
 
-/* How long lane_wait polls before it sleeps (see pool.c: waking a thread
+/* How long fifo_lane_wait polls before it sleeps (see pool.c: waking a thread
  * costs tens of microseconds on a virtual machine). */
 #define LANE_POLL_NS 200000
 /* How long a lane waits for the next write before its helper goes back to
  * the pool. */
 #define LANE_LINGER_NS 300000
 
-void lane_init(struct wsess *w)
+void fifo_lane_init(struct fifo_sess *w)
 {
 	pthread_mutex_init(&w->lane_mu, NULL);
 	pthread_condattr_t ca;
@@ -35,14 +35,14 @@ void lane_init(struct wsess *w)
 	pthread_condattr_destroy(&ca);
 }
 
-void lane_destroy(struct wsess *w)
+void fifo_lane_destroy(struct fifo_sess *w)
 {
 	pthread_cond_destroy(&w->lane_cv);
 	pthread_mutex_destroy(&w->lane_mu);
 }
 
 /* Whether the lane has a sync to start (lane_mu held). */
-static bool lane_due(struct wsess *w)
+static bool fifo_lane_due(struct fifo_sess *w)
 {
 	return !atomic_load(&w->lane_errno) && atomic_load(&w->lane_done) < w->lane_target;
 }
@@ -50,12 +50,12 @@ static bool lane_due(struct wsess *w)
 /* The helper: sync until the target is reached or a sync fails; then
  * linger a while for the next target (the writer often writes its next
  * frame just after a sync ends) unless the writer wants the log back. */
-static void lane_run(void *arg)
+static void fifo_lane_run(void *arg)
 {
-	struct wsess *w = arg;
+	struct fifo_sess *w = arg;
 	pthread_mutex_lock(&w->lane_mu);
 	for (;;) {
-		while (lane_due(w)) {
+		while (fifo_lane_due(w)) {
 			uint64_t target = w->lane_target;
 			pthread_mutex_unlock(&w->lane_mu);
 			int e = log_sync_fd(w->lg);
@@ -70,10 +70,10 @@ static void lane_run(void *arg)
 			break; /* no lingering while other lanes may wait for a helper */
 		uint64_t ns = clock_mono_ns() + LANE_LINGER_NS;
 		struct timespec until = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
-		while (!lane_due(w) && !w->lane_quit &&
+		while (!fifo_lane_due(w) && !w->lane_quit &&
 		       pthread_cond_timedwait(&w->lane_cv, &w->lane_mu, &until) == 0)
 			;
-		if (!lane_due(w))
+		if (!fifo_lane_due(w))
 			break;
 	}
 	w->lane_running = false;
@@ -82,7 +82,7 @@ static void lane_run(void *arg)
 	pthread_mutex_unlock(&w->lane_mu);
 }
 
-void lane_request(struct fifo *f, struct wsess *w, uint64_t gen)
+void fifo_lane_request(struct fifo *f, struct fifo_sess *w, uint64_t gen)
 {
 	pthread_mutex_lock(&w->lane_mu);
 	if (gen > w->lane_target)
@@ -100,12 +100,12 @@ void lane_request(struct fifo *f, struct wsess *w, uint64_t gen)
 		pool_wait(f->pool, &w->lane_job); /* the last run, ending */
 	w->lanes_busy = &f->lanes_busy;
 	atomic_fetch_add(&f->lanes_busy, 1);
-	w->lane_job = (struct pool_job){.fn = lane_run, .arg = w};
+	w->lane_job = (struct pool_job){.fn = fifo_lane_run, .arg = w};
 	pool_submit(f->pool, &w->lane_job);
 	w->lane_job_out = true;
 }
 
-int lane_wait(struct wsess *w, uint64_t gen)
+int fifo_lane_wait(struct fifo_sess *w, uint64_t gen)
 {
 	uint64_t until = clock_mono_ns() + LANE_POLL_NS;
 	for (;;) {
@@ -125,12 +125,12 @@ int lane_wait(struct wsess *w, uint64_t gen)
 	return e;
 }
 
-bool lane_ended(struct wsess *w, uint64_t gen)
+bool fifo_lane_ended(struct fifo_sess *w, uint64_t gen)
 {
 	return atomic_load(&w->lane_done) >= gen || atomic_load(&w->lane_errno);
 }
 
-void lane_quiesce(struct fifo *f, struct wsess *w)
+void fifo_lane_quiesce(struct fifo *f, struct fifo_sess *w)
 {
 	if (!w->lane_job_out)
 		return;
@@ -145,9 +145,9 @@ void lane_quiesce(struct fifo *f, struct wsess *w)
 	w->lane_job_out = false;
 }
 
-void lane_reset(struct fifo *f, struct wsess *w)
+void fifo_lane_reset(struct fifo *f, struct fifo_sess *w)
 {
-	lane_quiesce(f, w);
+	fifo_lane_quiesce(f, w);
 	pthread_mutex_lock(&w->lane_mu);
 	atomic_store(&w->lane_errno, 0);
 	atomic_store(&w->lane_done, w->gen);
