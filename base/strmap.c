@@ -70,3 +70,31 @@ bool strmap_get(const struct strmap *m, const char *key, size_t *val)
 	}
 	return false;
 }
+
+bool strmap_del(struct strmap *m, const char *key)
+{
+	if (!m->cap)
+		return false;
+	size_t mask = m->cap - 1;
+	size_t i = (size_t)hash(key) & mask;
+	while (m->keys[i] && strcmp(m->keys[i], key) != 0)
+		i = (i + 1) & mask;
+	if (!m->keys[i])
+		return false;
+	m->keys[i] = NULL;
+	m->count--;
+	/* Linear probing has no tombstones: move back each later entry of the
+	 * run whose home slot is not between the hole and itself, or a
+	 * lookup would stop at the hole before reaching it. */
+	for (size_t j = (i + 1) & mask; m->keys[j]; j = (j + 1) & mask) {
+		size_t h = (size_t)hash(m->keys[j]) & mask;
+		bool stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
+		if (stays)
+			continue;
+		m->keys[i] = m->keys[j];
+		m->vals[i] = m->vals[j];
+		m->keys[j] = NULL;
+		i = j;
+	}
+	return true;
+}

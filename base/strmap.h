@@ -19,5 +19,7 @@ void strmap_release(struct strmap *m);
 void strmap_put(struct strmap *m, const char *key, size_t val);
 /* Look key up; true and *val when present. */
 bool strmap_get(const struct strmap *m, const char *key, size_t *val);
+/* Remove key; true when it was present (its key may be freed after). */
+bool strmap_del(struct strmap *m, const char *key);
 
 #endif

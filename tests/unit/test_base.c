@@ -402,6 +402,45 @@ static void test_strmap(void **state)
 	assert_false(strmap_get(&m, "key-1", &v));
 }
 
+/* Removing keys leaves every other key findable: entries of a probe run
+ * that passed a removed slot are moved back, also across the table's end
+ * (5000 keys in 16384 slots wrap many runs). */
+static void test_strmap_del_keeps_the_other_keys_findable(void **state)
+{
+	(void)state;
+	enum { N = 5000 };
+	static char keys[N][16];
+	struct strmap m;
+	strmap_init(&m);
+	size_t v;
+	assert_false(strmap_del(&m, "nothing"));
+	for (size_t i = 0; i < N; i++) {
+		snprintf(keys[i], sizeof keys[i], "k%zu", i);
+		strmap_put(&m, keys[i], i);
+	}
+	for (size_t i = 0; i < N; i += 3)
+		assert_true(strmap_del(&m, keys[i]));
+	assert_false(strmap_del(&m, keys[0]));
+	assert_int_equal(m.count, N - (N + 2) / 3);
+	for (size_t i = 0; i < N; i++) {
+		bool there = strmap_get(&m, keys[i], &v);
+		assert_int_equal(there, i % 3 != 0);
+		if (there)
+			assert_int_equal(v, i);
+	}
+	for (size_t i = 0; i < N; i += 3)
+		strmap_put(&m, keys[i], i + 7);
+	for (size_t i = 0; i < N; i++) {
+		assert_true(strmap_get(&m, keys[i], &v));
+		assert_int_equal(v, i % 3 ? i : i + 7);
+	}
+	for (size_t i = 0; i < N; i++)
+		assert_true(strmap_del(&m, keys[i]));
+	assert_int_equal(m.count, 0);
+	assert_false(strmap_get(&m, keys[1], &v));
+	strmap_release(&m);
+}
+
 /* ---- utf8 ---- */
 
 static void check_utf8(const char *s, size_t n, bool ok, size_t bad)
@@ -850,6 +889,7 @@ int main(void)
 		cmocka_unit_test(test_buf_json_string),
 		cmocka_unit_test(test_buf_int),
 		cmocka_unit_test(test_strmap),
+		cmocka_unit_test(test_strmap_del_keeps_the_other_keys_findable),
 		cmocka_unit_test(test_utf8_valid),
 		cmocka_unit_test(test_json_duplicates),
 		cmocka_unit_test(test_json_unstorable_numbers),
