@@ -49,7 +49,8 @@ static int run_items(struct cli *c, struct fifo_item **items, size_t n)
 		return cli_usage(NULL, "no data directory: set HOME, CAIRN_HOME or --data-dir");
 	uv_loop_t loop;
 	uv_loop_init(&loop);
-	struct fifo *f = fifo_new(&loop, root, &err);
+	/* One command, a few items: no helper threads to start. */
+	struct fifo *f = fifo_new(&loop, root, &(struct fifo_opts){.helpers = 0}, &err);
 	free(root);
 	if (!f) {
 		uv_run(&loop, UV_RUN_DEFAULT);

@@ -347,7 +347,7 @@ static void bench_fifo(int n, int depth, const char *metric, const char *target,
 	uv_loop_t loop;
 	uv_loop_init(&loop);
 	struct cerr e;
-	struct fifo *f = fifo_new(&loop, froot, &e);
+	struct fifo *f = fifo_new(&loop, froot, NULL, &e);
 	if (!f)
 		die_err("fifo_new", &e);
 	struct fsess *ss = xcalloc((size_t)n, sizeof *ss);
@@ -507,7 +507,7 @@ static void inline_open(struct inline_ctx *x, int variant)
 		uv_loop_t loop;
 		uv_loop_init(&loop);
 		struct cerr e;
-		struct fifo *f = fifo_new(&loop, x->root, &e);
+		struct fifo *f = fifo_new(&loop, x->root, NULL, &e);
 		if (!f)
 			die_err("fifo_new", &e);
 		post_save(f, &x->s);

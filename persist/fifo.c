@@ -6,6 +6,7 @@
 #include "base/clock.h"
 #include "base/xalloc.h"
 #include "persist/fifo_int.h"
+#include "persist/scan.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -17,6 +18,19 @@
  * completion often prompts the next post within microseconds, and waking a
  * sleeping thread costs more than that on a virtual machine. */
 #define FIFO_POLL_NS 200000
+
+/* A session's last post not delivered yet (f->last_ticket), for
+ * fifo_flush_wait; gone once delivered. */
+struct fifo_ticket {
+	uint64_t ticket;
+	char session[];
+};
+
+static struct fifo_ticket *ticket_of(const struct fifo *f, const char *session)
+{
+	size_t v;
+	return strmap_get(&f->last_ticket, session, &v) ? (struct fifo_ticket *)(uintptr_t)v : NULL;
+}
 
 /* ---- items ---- */
 
@@ -34,6 +48,8 @@ static void item_free(struct fifo_item *it)
 		return;
 	cJSON_Delete(it->events);
 	cJSON_Delete(it->meta);
+	cJSON_Delete(it->header);
+	scan_free(it->rcpt.scan); /* a receipt no callback took */
 	free(it->cwd);
 	free(it->text);
 	free(it);
@@ -86,11 +102,35 @@ struct fifo_item *fifo_draft(const char *cwd, const char *text)
 	return it;
 }
 
+struct fifo_item *fifo_open(const char *session)
+{
+	return item_new(FIFO_OPEN, session);
+}
+
+struct fifo_item *fifo_release(const char *session)
+{
+	return item_new(FIFO_RELEASE, session);
+}
+
 void fifo_item_create(struct fifo_item *it, const char *cwd)
 {
 	it->create = true;
 	free(it->cwd);
 	it->cwd = cwd ? xstrdup(cwd) : NULL;
+}
+
+void fifo_item_create_header(struct fifo_item *it, const char *cwd, const char *provider,
+			     const char *model, const cJSON *forked_from)
+{
+	fifo_item_create(it, cwd);
+	cJSON_Delete(it->header);
+	it->header = cJSON_CreateObject();
+	if (provider)
+		cJSON_AddStringToObject(it->header, "provider", provider);
+	if (model)
+		cJSON_AddStringToObject(it->header, "model", model);
+	if (forked_from)
+		cJSON_AddItemToObject(it->header, "forked_from", cJSON_Duplicate(forked_from, 1));
 }
 
 void fifo_fail_items(struct fifo_item *first, struct fifo_item *last, const struct cerr *err)
@@ -101,6 +141,11 @@ void fifo_fail_items(struct fifo_item *first, struct fifo_item *last, const stru
 		if (m == last)
 			break;
 	}
+}
+
+void fifo_item_set_running(struct fifo_item *it)
+{
+	it->running = true;
 }
 
 enum fifo_kind fifo_item_kind(const struct fifo_item *it)
@@ -163,6 +208,13 @@ void fifo_deliver(struct fifo *f, struct fifo_item *batch)
 		f->done = batch;
 	f->done_tail = tail;
 	f->completed = tail->ticket;
+	for (struct fifo_item *it = batch; it; it = it->next) {
+		struct fifo_ticket *t = ticket_of(f, it->session);
+		if (t && t->ticket == it->ticket) {
+			strmap_del(&f->last_ticket, t->session);
+			free(t);
+		}
+	}
 	pthread_cond_broadcast(&f->done_cv);
 	uv_async_send(&f->async);
 	pthread_mutex_unlock(&f->mu);
@@ -239,8 +291,11 @@ static void deliver(struct fifo *f)
 		struct fifo_item *it = list;
 		list = it->next;
 		it->next = NULL;
-		if (it->cb)
+		if (it->cb) {
 			it->cb(it, it->ctx, it->failed ? NULL : &it->rcpt, it->failed ? &it->err : NULL);
+			if (!it->failed)
+				it->rcpt.scan = NULL; /* the callback's */
+		}
 		item_free(it);
 	}
 }
@@ -255,10 +310,14 @@ static void async_cb(uv_async_t *h)
 
 static void close_cb(uv_handle_t *h);
 
-struct fifo *fifo_new(uv_loop_t *loop, const char *root, struct cerr *err)
+struct fifo *fifo_new(uv_loop_t *loop, const char *root, const struct fifo_opts *opts,
+		      struct cerr *err)
 {
 	struct fifo *f = xcalloc(1, sizeof *f);
 	f->loop = loop;
+	f->helpers = opts ? opts->helpers : FIFO_HELPERS;
+	f->max_open = opts && opts->max_open ? opts->max_open : FIFO_MAX_OPEN;
+	strmap_init(&f->ws_map);
 	f->round = 1; /* a session that never wrote is at round 0 */
 	strmap_init(&f->last_ticket);
 	if (store_open(root, true, &f->st, err) < 0)
@@ -266,7 +325,7 @@ struct fifo *fifo_new(uv_loop_t *loop, const char *root, struct cerr *err)
 	if (catalog_open(f->st, &f->cat, err) < 0)
 		goto fail;
 	catalog_manual_checkpoints(f->cat); /* on a helper: fifo_ckpt.c */
-	if (!(f->pool = pool_new(FIFO_HELPERS, err)))
+	if (!(f->pool = pool_new(f->helpers, err)))
 		goto fail;
 	pthread_mutex_init(&f->mu, NULL);
 	pthread_condattr_t ca;
@@ -299,6 +358,7 @@ fail_sync:
 fail:
 	close_parts(f);
 	strmap_release(&f->last_ticket);
+	strmap_release(&f->ws_map);
 	free(f);
 	return NULL;
 }
@@ -321,21 +381,16 @@ int fifo_post(struct fifo *f, struct fifo_item *it, fifo_done_cb cb, void *ctx, 
 		f->queue = it;
 	f->queue_tail = it;
 	atomic_store_explicit(&f->queued, true, memory_order_release);
-	size_t k;
-	if (!strmap_get(&f->last_ticket, it->session, &k)) {
-		char *key = xstrdup(it->session);
-		f->ticket_keys = xreallocarray(f->ticket_keys, f->n_ticket_keys + 1, sizeof *f->ticket_keys);
-		f->ticket_keys[f->n_ticket_keys++] = key;
-		strmap_put(&f->last_ticket, key, (size_t)it->ticket);
-	} else {
-		/* strmap_put stores the key pointer it is given: pass our own
-		 * copy, never it->session (freed with the item). */
-		for (size_t i = 0; i < f->n_ticket_keys; i++)
-			if (strcmp(f->ticket_keys[i], it->session) == 0) {
-				strmap_put(&f->last_ticket, f->ticket_keys[i], (size_t)it->ticket);
-				break;
-			}
+	struct fifo_ticket *t = ticket_of(f, it->session);
+	if (!t) {
+		/* The map borrows its key: the ticket's own copy, never
+		 * it->session (freed with the item). */
+		size_t len = strlen(it->session) + 1;
+		t = xmalloc(sizeof *t + len);
+		memcpy(t->session, it->session, len);
+		strmap_put(&f->last_ticket, t->session, (size_t)(uintptr_t)t);
 	}
+	t->ticket = it->ticket;
 	pthread_cond_signal(&f->work_cv);
 	pthread_mutex_unlock(&f->mu);
 	return 0;
@@ -350,9 +405,11 @@ int fifo_barrier(struct fifo *f, const char *session, fifo_done_cb cb, void *ctx
 int fifo_flush_wait(struct fifo *f, const char *session, uint64_t deadline_ms)
 {
 	pthread_mutex_lock(&f->mu);
-	size_t target = (size_t)f->posted;
-	if (session && !strmap_get(&f->last_ticket, session, &target))
-		target = 0;
+	uint64_t target = f->posted;
+	if (session) {
+		const struct fifo_ticket *t = ticket_of(f, session);
+		target = t ? t->ticket : 0; /* none: all of them delivered */
+	}
 	int ret = 0;
 	while (f->completed < target) {
 		struct timespec ts = {(time_t)(deadline_ms / 1000), (long)(deadline_ms % 1000) * 1000000};
@@ -374,6 +431,11 @@ void fifo_pause(struct fifo *f, bool paused)
 	pthread_mutex_unlock(&f->mu);
 }
 
+size_t fifo_sessions_known(struct fifo *f)
+{
+	return atomic_load(&f->ws_known);
+}
+
 void fifo_set_batch_limit(struct fifo *f, size_t n)
 {
 	pthread_mutex_lock(&f->mu);
@@ -392,10 +454,7 @@ static void close_cb(uv_handle_t *h)
 	pthread_cond_destroy(&f->work_cv);
 	pthread_cond_destroy(&f->done_cv);
 	pthread_mutex_destroy(&f->mu);
-	strmap_release(&f->last_ticket);
-	for (size_t i = 0; i < f->n_ticket_keys; i++)
-		free(f->ticket_keys[i]);
-	free(f->ticket_keys);
+	strmap_release(&f->last_ticket); /* empty: every post was delivered */
 	free(f);
 }
 

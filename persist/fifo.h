@@ -33,6 +33,7 @@
 
 struct fifo;
 struct fifo_item;
+struct scan;
 
 enum fifo_kind {
 	FIFO_HISTORY,   /* append a transcript batch (expected seq) */
@@ -43,6 +44,8 @@ enum fifo_kind {
 	FIFO_PURGE,     /* remove from the trash for good */
 	FIFO_BARRIER,   /* writes nothing: completes after the items posted before it */
 	FIFO_DRAFT,     /* replace a project's composer draft (draft.h), no session */
+	FIFO_OPEN,      /* hold a session open: lock, read, repair; completes with it read */
+	FIFO_RELEASE,   /* let a held session go: its handle closes, its lock is released */
 };
 
 struct fifo_receipt {
@@ -56,6 +59,13 @@ struct fifo_receipt {
 	 * content_version is then the version the catalog will have. */
 	bool catalog_behind;
 	struct cerr catalog_err;
+	/* FIFO_OPEN: what the open repaired (a torn tail cut, closers
+	 * appended for an interrupted turn) and the session as read after
+	 * that, owned by the callback (scan_free; freed with the item when
+	 * there is no callback). */
+	uint64_t cut_bytes;
+	size_t closers;
+	struct scan *scan;
 };
 
 /* Called once per item on the loop thread; err is NULL on success (see
@@ -79,9 +89,29 @@ struct fifo_item *fifo_purge(const char *session);
  * is ""). Adjacent drafts of one project are merged: only the newest is
  * written, and all of them complete with its result. */
 struct fifo_item *fifo_draft(const char *cwd, const char *text);
+/* Hold session open for this FIFO's owner (DESIGN §4.5): the writer takes
+ * its writer lock on its own descriptor, reads the log, cuts a torn tail
+ * and closes an interrupted turn whatever the catalog says, rebuilds the
+ * session's row from the log, and completes with the session read (the
+ * receipt's scan, next seq and content version). The session stays open
+ * and locked (the handle cache never closes it; another process gets
+ * CERR_LOCKED when it writes) until a fifo_release item. A missing,
+ * corrupt or locked session fails the item and is not held. */
+struct fifo_item *fifo_open(const char *session);
+/* Let a held session go once every item posted before it has completed:
+ * the writer closes its handle, which releases the lock. */
+struct fifo_item *fifo_release(const char *session);
 /* Let a history or full save create the session when it does not exist
  * yet (its first append publishes the header with this cwd, NULL: none). */
 void fifo_item_create(struct fifo_item *it, const char *cwd);
+/* The same, and the header also names provider and model (NULL: not set)
+ * and the lineage of a fork, forked_from (borrowed, copied; NULL: none). */
+void fifo_item_create_header(struct fifo_item *it, const char *cwd, const char *provider,
+			     const char *model, const cJSON *forked_from);
+/* Mark the session running in the same catalog transaction as this
+ * history item's append (a full save clears it back to what the log says:
+ * idle). A running row whose writer lock is free was left by a crash. */
+void fifo_item_set_running(struct fifo_item *it);
 enum fifo_kind fifo_item_kind(const struct fifo_item *it);
 const char *fifo_item_session(const struct fifo_item *it);
 
@@ -96,9 +126,25 @@ enum fifo_close_status {
 typedef void (*fifo_close_cb)(struct fifo *f, void *ctx, enum fifo_close_status st,
 			      uint64_t outstanding);
 
+#define FIFO_HELPERS 8   /* fifo_opts.helpers for a program that saves as it runs */
+#define FIFO_MAX_OPEN 64 /* fifo_opts.max_open by default */
+
+struct fifo_opts {
+	/* Helper threads: a round's logs sync on them (one lane each), all
+	 * at once, while the writer commits the round's catalog transaction;
+	 * the catalog's checkpoint runs on one too. 0: the writer does it all
+	 * itself (a one-shot command). */
+	unsigned helpers;
+	/* Log handles (each holds its session's writer lock) the writer keeps
+	 * open for sessions not held (fifo_open); 0: FIFO_MAX_OPEN. */
+	size_t max_open;
+};
+
 /* Start the writer for the data root `root` (its own store and catalog
- * connection). Returns NULL with err on failure. */
-struct fifo *fifo_new(uv_loop_t *loop, const char *root, struct cerr *err);
+ * connection); opts NULL: FIFO_HELPERS helpers, FIFO_MAX_OPEN handles.
+ * Returns NULL with err on failure; the FIFO is the caller's to close. */
+struct fifo *fifo_new(uv_loop_t *loop, const char *root, const struct fifo_opts *opts,
+		      struct cerr *err);
 /* Post an item (ownership passes to the FIFO). Fails only after
  * fifo_close began: then cb never runs and the item is freed. */
 int fifo_post(struct fifo *f, struct fifo_item *it, fifo_done_cb cb, void *ctx, struct cerr *err);
@@ -142,6 +188,8 @@ void fifo_pause(struct fifo *f, bool paused);
  * of them), so tests can make one session's saves meet in consecutive
  * rounds, the later one written while the earlier one syncs. */
 void fifo_set_batch_limit(struct fifo *f, size_t n);
+/* Test hook: the sessions the writer keeps state for (any thread). */
+size_t fifo_sessions_known(struct fifo *f);
 /* Test hook: the checkpoints a helper has completed (any thread). */
 unsigned long fifo_helper_checkpoints(struct fifo *f);
 

@@ -61,14 +61,13 @@ void fifo_ckpt_after_commit(struct fifo *f)
 	}
 	if (frames - f->ck_mark < CKPT_FRAMES)
 		return;
+	struct cerr err;
+	if (!f->ck_cat && f->helpers && catalog_open(f->st, &f->ck_cat, &err) < 0)
+		f->ck_cat = NULL;
 	if (!f->ck_cat) {
-		struct cerr err;
-		if (catalog_open(f->st, &f->ck_cat, &err) < 0) {
-			f->ck_cat = NULL;
-			catalog_checkpoint(f->cat, &err); /* no helper: here, then */
-			f->ck_mark = frames;
-			return;
-		}
+		catalog_checkpoint(f->cat, &err); /* no helper (or no connection): here, then */
+		f->ck_mark = frames;
+		return;
 	}
 	f->ck_mark = frames;
 	atomic_store(&f->ck_state, CK_COPYING);

@@ -28,6 +28,8 @@ struct fifo_item {
 	char session[SESSION_ID_MAX + 1];
 	bool create;
 	char *cwd;
+	cJSON *header; /* create: the header's extra fields (or NULL) */
+	bool running;  /* mark the session running with this append */
 	uint64_t expected_seq, expected_version;
 	cJSON *events; /* array */
 	cJSON *meta;
@@ -40,15 +42,12 @@ struct fifo_item {
 	struct fifo_receipt rcpt;
 };
 
-/* The writer's view of one session. */
-/* Helper threads: a round's logs sync on them (one lane each), all at
- * once, while the writer commits the round's catalog transaction; the
- * catalog's checkpoint runs on one too. */
-#define FIFO_HELPERS 8
-
+/* The writer's view of one session (fifo_sess.c), found by its id in
+ * f->ws_map; dropped once it needs nothing kept (fifo_sess_sweep). */
 struct fifo_sess {
 	char id[SESSION_ID_MAX + 1];
 	struct log *lg;
+	bool held;          /* open for a host (fifo_open) until fifo_release */
 	bool failed;        /* an item failed: only a full save may go on */
 	struct cerr why;
 	uint64_t used;      /* for closing the least recently used handle */
@@ -72,7 +71,7 @@ struct fifo_sess {
 	uint64_t lane_target;      /* under lane_mu */
 	bool lane_running;         /* under lane_mu */
 	bool lane_quit;            /* under lane_mu: stop lingering */
-	_Atomic int *lanes_busy;   /* the FIFO's count of running lanes */
+	struct fifo *lane_f;       /* its FIFO (count of running lanes, helpers) */
 	_Atomic uint64_t lane_done; /* written under lane_mu */
 	_Atomic int lane_errno;    /* written under lane_mu: a failed sync's */
 };
@@ -100,9 +99,8 @@ struct fifo {
 	struct fifo_item *done, *done_tail;   /* completed, not delivered */
 	uint64_t posted, completed;           /* tickets */
 	atomic_bool queued;                   /* queue non-empty (read without mu) */
-	struct strmap last_ticket;            /* session -> ticket of its last post */
-	char **ticket_keys;
-	size_t n_ticket_keys;
+	/* session -> its last post not delivered yet (struct fifo_ticket *) */
+	struct strmap last_ticket;
 	bool stopping, paused;
 	bool exited;     /* the writer thread freed its state and is ending */
 
@@ -118,8 +116,12 @@ struct fifo {
 	struct store *st;
 	struct catalog *cat;
 	struct pool *pool;
-	struct fifo_sess **ws;
+	unsigned helpers;        /* fifo_opts */
+	size_t max_open;
+	struct fifo_sess **ws;   /* every session's state, */
 	size_t n_ws;
+	struct strmap ws_map;    /* by id: index in ws */
+	_Atomic size_t ws_known; /* n_ws, for fifo_sessions_known */
 	uint64_t use_clock;
 	uint64_t round;
 	struct durable *durable; /* recorded with the next transaction */
@@ -201,12 +203,19 @@ void fifo_sess_durable_add(struct fifo *f, struct fifo_sess *w);
  * not those of sessions the current round writes again, which get newer
  * ones); false on a failure (they stay for the next transaction). */
 bool fifo_sess_durable_record(struct fifo *f, bool skip_round);
+/* Forget the sessions that keep nothing the writer needs (writer idle). */
+void fifo_sess_sweep(struct fifo *f);
 /* Close every handle and free every session's state. */
 void fifo_sess_free_all(struct fifo *f);
 
 /* ---- fifo_move.c (writer thread) ---- */
 /* Delete, restore or purge the session of it. */
 void fifo_move_run(struct fifo *f, struct fifo_item *it);
+
+/* ---- fifo_hold.c (writer thread) ---- */
+/* FIFO_OPEN and FIFO_RELEASE (see fifo.h); the round is committed. */
+void fifo_hold_open(struct fifo *f, struct fifo_item *it);
+void fifo_hold_release(struct fifo *f, struct fifo_item *it);
 
 /* ---- fifo_lane.c ---- */
 /* A session's sync lane (writer thread but for the helper it runs on).

@@ -66,7 +66,7 @@ static void fifo_lane_run(void *arg)
 				atomic_store(&w->lane_done, target);
 			pthread_cond_broadcast(&w->lane_cv);
 		}
-		if (atomic_load(&w->lane_errno) || atomic_load(w->lanes_busy) >= FIFO_HELPERS)
+		if (atomic_load(&w->lane_errno) || atomic_load(&w->lane_f->lanes_busy) >= (int)w->lane_f->helpers)
 			break; /* no lingering while other lanes may wait for a helper */
 		uint64_t ns = clock_mono_ns() + LANE_LINGER_NS;
 		struct timespec until = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
@@ -77,7 +77,7 @@ static void fifo_lane_run(void *arg)
 			break;
 	}
 	w->lane_running = false;
-	atomic_fetch_sub(w->lanes_busy, 1);
+	atomic_fetch_sub(&w->lane_f->lanes_busy, 1);
 	pthread_cond_broadcast(&w->lane_cv);
 	pthread_mutex_unlock(&w->lane_mu);
 }
@@ -98,11 +98,15 @@ void fifo_lane_request(struct fifo *f, struct fifo_sess *w, uint64_t gen)
 		return;
 	if (w->lane_job_out)
 		pool_wait(f->pool, &w->lane_job); /* the last run, ending */
-	w->lanes_busy = &f->lanes_busy;
+	w->lane_f = f;
 	atomic_fetch_add(&f->lanes_busy, 1);
 	w->lane_job = (struct pool_job){.fn = fifo_lane_run, .arg = w};
 	pool_submit(f->pool, &w->lane_job);
 	w->lane_job_out = true;
+	if (!f->helpers) {
+		pool_wait(f->pool, &w->lane_job); /* no helper: the sync runs here, now */
+		w->lane_job_out = false;
+	}
 }
 
 int fifo_lane_wait(struct fifo_sess *w, uint64_t gen)

@@ -5,7 +5,8 @@
 
 #include <string.h>
 
-static bool running_elsewhere(struct fifo *f, const char *id)
+/* Whether the catalog says the session is running. */
+static bool row_running(struct fifo *f, const char *id)
 {
 	struct cat_session row;
 	struct cerr e;
@@ -24,12 +25,18 @@ static void behind(struct fifo_item *it, const struct cerr *e)
 }
 
 /* This writer's own handle goes first (it holds the lock); a session
- * running here or locked elsewhere stays. */
+ * held or running here, or locked elsewhere (the store's lock_take), stays.
+ * A row left running by a crash (no handle here, the lock free) is stale:
+ * it does not keep the session. */
 void fifo_move_run(struct fifo *f, struct fifo_item *it)
 {
 	struct fifo_sess *w = fifo_sess_get(f, it->session);
 	struct cerr err = {0};
-	if (it->kind != FIFO_RESTORE && running_elsewhere(f, w->id)) {
+	if (it->kind != FIFO_RESTORE && w->held) {
+		cerr_set(&err, CERR_LOCKED, 0, "session '%s' is open", w->id);
+		goto fail;
+	}
+	if (it->kind != FIFO_RESTORE && w->lg && row_running(f, w->id)) {
 		cerr_set(&err, CERR_LOCKED, 0, "session '%s' is running", w->id);
 		goto fail;
 	}

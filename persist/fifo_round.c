@@ -69,6 +69,7 @@ struct pend {
 	uint64_t first_seq, version;
 	int64_t batch_t;
 	bool full;
+	bool running; /* an item of it marks the session running */
 	enum proj proj;
 };
 
@@ -76,6 +77,7 @@ struct pend {
 struct rsess {
 	struct fifo_sess *w;
 	bool full;          /* a full save (clears the status override) */
+	bool running;       /* its last write marks it running (a full save: not) */
 	uint64_t upto;      /* its writes' count, for its lane (0: none to sync) */
 	bool synced;        /* its log had frames to sync */
 	int sync_rc;        /* the outcome of that sync (or of the one before) */
@@ -122,8 +124,12 @@ static enum proj project_one(struct fifo *f, struct pend *p, struct fifo_sess *w
 			return PROJ_FAILED;
 		res = PROJ_WHOLE;
 	}
-	if (p->full && catalog_set_status(f->cat, w->id, NULL, e) < 0 && e->cls != CERR_MISSING)
-		return PROJ_FAILED; /* settled: no override */
+	/* A full save settles the session: no override. A row still missing
+	 * gets its status after the whole projection (whole_rows). */
+	if ((p->full || p->running) &&
+	    catalog_set_status(f->cat, w->id, p->full ? NULL : "running", e) < 0 &&
+	    e->cls != CERR_MISSING)
+		return PROJ_FAILED;
 	return res;
 }
 
@@ -206,7 +212,8 @@ static void whole_rows(struct round *r)
 			continue;
 		struct cerr e = err;
 		if (tx && catalog_savepoint(f->cat, &e) == 0) {
-			if (fifo_sess_reproject(f, rs->w, &e) == 0) {
+			if (fifo_sess_reproject(f, rs->w, &e) == 0 &&
+			    (!rs->running || catalog_set_status(f->cat, rs->w->id, "running", &e) == 0)) {
 				catalog_savepoint_release(f->cat);
 				continue;
 			}
@@ -549,6 +556,13 @@ void fifo_round_prepare(struct round *r, struct fifo_item *first, struct fifo_it
 	p->batch_t = log_batch_time(w->lg);
 	p->version = n > 0 ? log_next_seq(w->lg) : found ? have : 0;
 	r->rs[w->rs_idx].full |= full;
+	for (struct fifo_item *m = first;; m = m->next) {
+		p->running |= m->running;
+		if (m == last)
+			break;
+	}
+	if (full || p->running)
+		r->rs[w->rs_idx].running = p->running && !full;
 	w->version = p->version;
 	if (full)
 		w->failed = false; /* recovered, unless this write fails */

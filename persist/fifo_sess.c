@@ -13,22 +13,89 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_OPEN_LOGS 64 /* writer handles kept open (each holds a lock) */
-
 struct fifo_sess *fifo_sess_get(struct fifo *f, const char *id)
 {
-	for (size_t i = 0; i < f->n_ws; i++)
-		if (strcmp(f->ws[i]->id, id) == 0) {
-			f->ws[i]->used = ++f->use_clock;
-			return f->ws[i];
-		}
+	size_t i;
+	if (strmap_get(&f->ws_map, id, &i)) {
+		f->ws[i]->used = ++f->use_clock;
+		return f->ws[i];
+	}
 	struct fifo_sess *w = xcalloc(1, sizeof *w);
 	snprintf(w->id, sizeof w->id, "%s", id);
 	w->used = ++f->use_clock;
 	fifo_lane_init(w);
 	f->ws = xreallocarray(f->ws, f->n_ws + 1, sizeof *f->ws);
+	strmap_put(&f->ws_map, w->id, f->n_ws);
 	f->ws[f->n_ws++] = w;
+	atomic_store(&f->ws_known, f->n_ws);
 	return w;
+}
+
+/* Whether w keeps nothing the writer needs: no handle (no lock), no
+ * failure to fail fast on, no acknowledged version the catalog lags, not
+ * held, not part of a round, no watermark waiting to be recorded. */
+static bool sess_idle(const struct fifo *f, const struct fifo_sess *w)
+{
+	if (w->lg || w->held || w->failed || w->behind || w->lane_job_out || fifo_round_holds(f, w))
+		return false;
+	for (size_t i = 0; i < f->n_durable; i++)
+		if (f->durable[i].w == w)
+			return false;
+	return true;
+}
+
+/* Forget ws[i] (its place taken by the last one). */
+static void sess_drop(struct fifo *f, size_t i)
+{
+	struct fifo_sess *w = f->ws[i];
+	strmap_del(&f->ws_map, w->id);
+	if (i != --f->n_ws) {
+		f->ws[i] = f->ws[f->n_ws];
+		strmap_put(&f->ws_map, f->ws[i]->id, i);
+	}
+	atomic_store(&f->ws_known, f->n_ws);
+	fifo_lane_destroy(w);
+	free(w);
+}
+
+static void drop_if_idle(struct fifo *f, struct fifo_sess *w)
+{
+	size_t i;
+	if (sess_idle(f, w) && strmap_get(&f->ws_map, w->id, &i))
+		sess_drop(f, i);
+}
+
+/* Keep at most f->max_open handles (and so locks) open besides the held
+ * sessions'; never close one the current round or the round in flight
+ * wrote to, nor a held one. A session whose handle closes is dropped when
+ * it keeps nothing else. */
+static void trim_handles(struct fifo *f, struct fifo_sess *keep)
+{
+	size_t open = 0;
+	for (size_t i = 0; i < f->n_ws; i++)
+		open += f->ws[i]->lg != NULL && !f->ws[i]->held;
+	while (open > f->max_open) {
+		struct fifo_sess *old = NULL;
+		for (size_t i = 0; i < f->n_ws; i++) {
+			struct fifo_sess *w = f->ws[i];
+			if (w->lg && w != keep && !w->held && !w->failed && !fifo_round_holds(f, w) &&
+			    (!old || w->used < old->used))
+				old = w;
+		}
+		if (!old)
+			break;
+		fifo_sess_close_log(f, old);
+		drop_if_idle(f, old);
+		open--;
+	}
+}
+
+void fifo_sess_sweep(struct fifo *f)
+{
+	trim_handles(f, NULL); /* a batch may have opened more than the cache holds */
+	for (size_t i = f->n_ws; i-- > 0;)
+		if (sess_idle(f, f->ws[i]))
+			sess_drop(f, i);
 }
 
 void fifo_sess_close_log(struct fifo *f, struct fifo_sess *w)
@@ -36,28 +103,6 @@ void fifo_sess_close_log(struct fifo *f, struct fifo_sess *w)
 	fifo_lane_quiesce(f, w);
 	log_close(w->lg);
 	w->lg = NULL;
-}
-
-/* Keep at most MAX_OPEN_LOGS handles (and so locks) open; never one the
- * current round or the round in flight wrote to. */
-static void trim_handles(struct fifo *f, struct fifo_sess *keep)
-{
-	size_t open = 0;
-	for (size_t i = 0; i < f->n_ws; i++)
-		open += f->ws[i]->lg != NULL;
-	while (open > MAX_OPEN_LOGS) {
-		struct fifo_sess *old = NULL;
-		for (size_t i = 0; i < f->n_ws; i++) {
-			struct fifo_sess *w = f->ws[i];
-			if (w->lg && w != keep && !w->failed && !fifo_round_holds(f, w) &&
-			    (!old || w->used < old->used))
-				old = w;
-		}
-		if (!old)
-			break;
-		fifo_sess_close_log(f, old);
-		open--;
-	}
 }
 
 /* The log was just read whole under its writer lock: when every frame is
@@ -97,7 +142,7 @@ int fifo_sess_ensure_log(struct fifo *f, struct fifo_sess *w, const struct fifo_
 	}
 	if (err->cls != CERR_MISSING || !it->create)
 		return -1;
-	if (log_create(f->st, w->id, it->cwd, NULL, &w->lg, err) < 0)
+	if (log_create(f->st, w->id, it->cwd, it->header, &w->lg, err) < 0)
 		return -1;
 	trim_handles(f, w);
 	return 0;
@@ -184,6 +229,7 @@ void fifo_sess_free_all(struct fifo *f)
 		free(f->ws[i]);
 	}
 	free(f->ws);
+	strmap_release(&f->ws_map);
 	free(f->durable);
 	f->ws = NULL;
 	f->durable = NULL;

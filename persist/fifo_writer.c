@@ -3,7 +3,7 @@
  * (history, full save, meta) go into the current round (fifo_round.c);
  * adjacent history items of one session are merged into one append first.
  * Delete, restore and purge end the round and run on their own
- * (fifo_move.c). A draft touches no log (fifo_draft.c). A barrier does
+ * (fifo_move.c), as do open and release (fifo_hold.c). A draft touches no log (fifo_draft.c). A barrier does
  * nothing here: batches are delivered in order, so it completes after
  * every item posted before it, those of the round in flight included. */
 #include "persist/fifo_int.h"
@@ -41,6 +41,12 @@ void fifo_writer_process(struct fifo *f, struct fifo_item *batch)
 		} else if (it->kind == FIFO_DELETE || it->kind == FIFO_RESTORE || it->kind == FIFO_PURGE) {
 			fifo_round_commit(r, false);
 			fifo_move_run(f, it);
+		} else if (it->kind == FIFO_OPEN || it->kind == FIFO_RELEASE) {
+			fifo_round_commit(r, false); /* what it wrote is settled first */
+			if (it->kind == FIFO_OPEN)
+				fifo_hold_open(f, it);
+			else
+				fifo_hold_release(f, it);
 		} else {
 			fifo_round_prepare(r, it, last);
 		}
@@ -58,6 +64,7 @@ void fifo_writer_idle(struct fifo *f)
 		else if (catalog_commit(f->cat, &err) == 0)
 			f->n_durable = 0;
 	}
+	fifo_sess_sweep(f);
 	fifo_ckpt_idle(f);
 }
 

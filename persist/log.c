@@ -100,6 +100,11 @@ const char *log_path(const struct log *lg)
 	return lg->path;
 }
 
+int log_fd(const struct log *lg)
+{
+	return lg->fd;
+}
+
 const struct scan *log_scan(const struct log *lg)
 {
 	return lg->scan;

@@ -53,6 +53,9 @@ int log_create(struct store *st, const char *id, const char *cwd, const cJSON *e
  * corrupt or unsupported log fails with that class; a torn one opens (see
  * log_scan). Caller closes *out. */
 int log_open(struct store *st, const char *id, struct log **out, struct cerr *err);
+/* The log file's descriptor (borrowed, valid until log_close): for a
+ * reader of the whole file under the handle's lock; never written. */
+int log_fd(const struct log *lg);
 /* Same for a log file anywhere; locks session.lock in its directory. */
 int log_open_path(const char *path, struct log **out, struct cerr *err);
 /* Both with the durable watermark the catalog recorded (NULL: none): every

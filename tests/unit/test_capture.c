@@ -80,7 +80,7 @@ static int setup(void **state)
 	struct cerr err = {0};
 	assert_int_equal(tmp_root("cairn-capture", x->dir, sizeof x->dir, x->root, sizeof x->root), 0);
 	assert_int_equal(uv_loop_init(&x->loop), 0);
-	if (!(x->f = fifo_new(&x->loop, x->root, &err)))
+	if (!(x->f = fifo_new(&x->loop, x->root, NULL, &err)))
 		fail_msg("fifo_new: %s", err.msg);
 	struct fifo_item *it = fifo_history("S", 1, batch("[{\"type\":\"turn/start\",\"turn\":\"t1\","
 							 "\"data\":{}},{\"type\":\"user/message\","

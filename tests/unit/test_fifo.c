@@ -63,7 +63,7 @@ static int setup(void **state)
 	assert_int_equal(tmp_root("cairn-fifo", x->dir, sizeof x->dir, x->root, sizeof x->root), 0);
 	assert_int_equal(store_open(x->root, true, &x->st, &err), 0);
 	assert_int_equal(uv_loop_init(&x->loop), 0);
-	if (!(x->f = fifo_new(&x->loop, x->root, &err)) || catalog_open(x->st, &x->cat, &err) < 0)
+	if (!(x->f = fifo_new(&x->loop, x->root, NULL, &err)) || catalog_open(x->st, &x->cat, &err) < 0)
 		fail_msg("fifo_new or catalog_open: %s", err.msg);
 	loop_thread = pthread_self();
 	done_order = 0;
@@ -692,7 +692,7 @@ static void reopen_fifo(struct fx *x)
 	struct cerr err = {0};
 	assert_int_equal(fifo_close_wait(x->f, deadline(10000)), 0);
 	assert_int_equal(uv_run(&x->loop, UV_RUN_DEFAULT), 0);
-	if (!(x->f = fifo_new(&x->loop, x->root, &err)))
+	if (!(x->f = fifo_new(&x->loop, x->root, NULL, &err)))
 		fail_msg("fifo_new: %s", err.msg);
 }
 

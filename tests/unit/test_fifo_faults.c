@@ -566,7 +566,7 @@ static bool run_one(const struct fault *f, unsigned long n)
 	assert_int_equal(faultfs_track(R.root), 0);
 	assert_int_equal(uv_loop_init(&R.loop), 0);
 	loop_thread = pthread_self();
-	R.f = fifo_new(&R.loop, R.root, &err);
+	R.f = fifo_new(&R.loop, R.root, NULL, &err);
 	if (!R.f)
 		fail_msg("%s: fifo_new: %s", R.what, err.msg);
 	arm(f, n);
@@ -712,7 +712,7 @@ static void open_plain(const char *what)
 	store_close(st);
 	assert_int_equal(uv_loop_init(&R.loop), 0);
 	loop_thread = pthread_self();
-	if (!(R.f = fifo_new(&R.loop, R.root, &err)))
+	if (!(R.f = fifo_new(&R.loop, R.root, NULL, &err)))
 		fail_msg("fifo_new: %s", err.msg);
 	R.nojudge = true;
 }
@@ -916,7 +916,7 @@ static void test_fifo_new_fails(void **state)
 	uv_loop_t loop;
 	struct cerr err = {0};
 	assert_int_equal(uv_loop_init(&loop), 0);
-	assert_null(fifo_new(&loop, "/dev/null/cairn-root", &err));
+	assert_null(fifo_new(&loop, "/dev/null/cairn-root", NULL, &err));
 	assert_int_not_equal(err.cls, CERR_OK);
 	assert_true(err.msg[0] != '\0');
 	assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,8 +26,11 @@
 
 #include "base/clock.h"
 #include "base/xalloc.h"
+#include "persist/catalog.h"
 #include "persist/draft.h"
 #include "persist/fifo.h"
+#include "persist/log.h"
+#include "persist/scan.h"
 #include "persist/store.h"
 #include "tests/unit/support_faultfs.h"
 #include "tests/unit/support_fixture.h"
@@ -73,7 +77,7 @@ static int setup(void **state)
 	faultfs_set_sync_hook(stall_hook, NULL);
 	atomic_store(&stall, false);
 	atomic_store(&stalled, 0);
-	if (!(x->f = fifo_new(&x->loop, x->root, &err)))
+	if (!(x->f = fifo_new(&x->loop, x->root, NULL, &err)))
 		fail_msg("fifo_new: %s", err.msg);
 	order = 0;
 	*state = x;
@@ -148,7 +152,12 @@ static int teardown(void **state)
 struct rec {
 	int calls, order;
 	bool ok;
-	uint64_t next_seq;
+	struct cerr err;
+	uint64_t next_seq, version;
+	bool catalog_behind;
+	uint64_t cut_bytes;
+	size_t closers;
+	struct scan *scan; /* FIFO_OPEN: taken from the receipt; the test frees it */
 };
 
 static void done_cb(struct fifo_item *it, void *ctx, const struct fifo_receipt *r,
@@ -159,7 +168,16 @@ static void done_cb(struct fifo_item *it, void *ctx, const struct fifo_receipt *
 	c->calls++;
 	c->order = ++order;
 	c->ok = err == NULL;
-	c->next_seq = r ? r->next_seq : 0;
+	if (err)
+		c->err = *err;
+	if (r) {
+		c->next_seq = r->next_seq;
+		c->version = r->content_version;
+		c->catalog_behind = r->catalog_behind;
+		c->cut_bytes = r->cut_bytes;
+		c->closers = r->closers;
+		c->scan = r->scan;
+	}
 }
 
 static struct fifo_item *hist(const char *id, uint64_t seq, bool create)
@@ -201,6 +219,15 @@ static void create_all(struct lx *x, const char *const *ids, size_t n)
 		run_until(x, &c[i].calls, 1);
 		assert_true(c[i].ok);
 	}
+}
+
+/* Replace the fixture's FIFO by one made with opts. */
+static void renew(struct lx *x, const struct fifo_opts *opts)
+{
+	struct cerr err = {0};
+	close_now(x);
+	if (!(x->f = fifo_new(&x->loop, x->root, opts, &err)))
+		fail_msg("fifo_new: %s", err.msg);
 }
 
 /* ---- tests ---- */
@@ -438,6 +465,271 @@ static void test_drafts_saved_in_order_adjacent_ones_merged(void **state)
 	free(t);
 }
 
+/* A FIFO without helper threads (a one-shot command) syncs on its writer:
+ * rounds of several sessions, merged and single, complete with the right
+ * seqs, and no checkpoint runs on a helper. */
+static void test_no_helpers_syncs_on_the_writer(void **state)
+{
+	struct lx *x = *state;
+	renew(x, &(struct fifo_opts){.helpers = 0});
+	static const char *const ids[] = {"A", "B", "C"};
+	create_all(x, ids, 3);
+	uint64_t seq[3] = {2, 2, 2};
+	struct rec c[60];
+	for (int k = 0; k < 60; k++) {
+		if (k % 20 == 0)
+			fifo_set_batch_limit(x->f, (size_t)(k / 20)); /* all, 1, 2 per batch */
+		post(x, hist(ids[k % 3], seq[k % 3]++, false), &c[k]);
+	}
+	struct rec b;
+	barrier(x, NULL, &b);
+	run_until(x, &b.calls, 1);
+	for (int k = 0; k < 60; k++) {
+		assert_int_equal(c[k].calls, 1);
+		assert_true(c[k].ok);
+		assert_true(c[k].order < b.order);
+	}
+	assert_int_equal(c[59].next_seq, seq[59 % 3]);
+	assert_int_equal(fifo_helper_checkpoints(x->f), 0);
+}
+
+/* The writer forgets a session once its handle left the cache and it
+ * keeps nothing else: 40 sessions written through a cache of 4 handles
+ * leave at most 4 known once the writer is idle. */
+static void test_idle_sessions_out_of_the_cache_are_forgotten(void **state)
+{
+	struct lx *x = *state;
+	renew(x, &(struct fifo_opts){.helpers = 2, .max_open = 4});
+	char ids[40][8];
+	struct rec c[40];
+	for (int i = 0; i < 40; i++) {
+		snprintf(ids[i], sizeof ids[i], "S%02d", i);
+		post(x, hist(ids[i], 1, true), &c[i]);
+	}
+	for (int i = 0; i < 40; i++) {
+		run_until(x, &c[i].calls, 1);
+		assert_true(c[i].ok);
+	}
+	uint64_t until = deadline(10000);
+	while (fifo_sessions_known(x->f) > 4 && clock_mono_ns() / 1000000 < until)
+		run_for(x, 5);
+	assert_true(fifo_sessions_known(x->f) <= 4);
+	/* A forgotten session is found again: its next write goes on. */
+	post(x, hist(ids[0], 2, false), &c[0]);
+	run_until(x, &c[0].calls, 1);
+	assert_true(c[0].ok);
+	assert_int_equal(c[0].next_seq, 3);
+}
+
+/* ---- sessions held open ---- */
+
+/* Post it and run the loop until it completes; fails the test unless ok. */
+static void post_wait(struct lx *x, struct fifo_item *it, struct rec *c)
+{
+	post(x, it, c);
+	run_until(x, &c->calls, 1);
+	if (!c->ok)
+		fail_msg("item failed: %s", c->err.msg);
+}
+
+/* One event of type (turn: NULL none) with data key=value (key NULL:
+ * none) as an array of events. */
+static cJSON *one_event(const char *type, const char *turn, const char *key, const char *value)
+{
+	cJSON *a = cJSON_CreateArray();
+	cJSON *e = cJSON_CreateObject();
+	cJSON_AddStringToObject(e, "type", type);
+	if (turn)
+		cJSON_AddStringToObject(e, "turn", turn);
+	if (key)
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(e, "data"), key, value);
+	cJSON_AddItemToArray(a, e);
+	return a;
+}
+
+/* Try to take session id's writer lock from this process, on a descriptor
+ * of its own (as another process would): 0 when taken (and let go), else
+ * the error's class. */
+static enum cerr_class try_lock(struct lx *x, const char *id)
+{
+	struct store *st;
+	struct log *lg;
+	struct cerr err = {0};
+	if (store_open(x->root, false, &st, &err) < 0)
+		fail_msg("store_open: %s", err.msg);
+	int rc = log_open(st, id, &lg, &err);
+	if (rc == 0)
+		log_close(lg);
+	store_close(st);
+	return rc == 0 ? CERR_OK : err.cls;
+}
+
+/* The catalog's status of session id; the caller frees it. */
+static char *row_status(struct lx *x, const char *id)
+{
+	struct store *st;
+	struct catalog *cat;
+	struct cat_session row;
+	struct cerr err = {0};
+	if (store_open(x->root, false, &st, &err) < 0 || catalog_open(st, &cat, &err) < 0 ||
+	    catalog_get(cat, id, &row, &err) < 0)
+		fail_msg("catalog row of %s: %s", id, err.msg);
+	char *status = xstrdup(row.status ? row.status : "");
+	cat_session_release(&row);
+	catalog_close(cat);
+	store_close(st);
+	return status;
+}
+
+/* An open takes the lock and reads the log whatever the catalog says: a
+ * torn tail (garbage after the last frame, as a crash mid-write leaves) is
+ * cut and the turn left open is closed by a synthetic turn/end; the
+ * session comes back read, with the closer in it, and stays locked. */
+static void test_open_cuts_torn_tail_and_closes_open_turn(void **state)
+{
+	struct lx *x = *state;
+	struct rec c;
+	post_wait(x, hist("A", 1, true), &c);
+	post_wait(x, fifo_history("A", 2, one_event("turn/start", "t1", NULL, NULL)), &c);
+	post_wait(x, fifo_release("A"), &c); /* the cache's handle goes: the file is free */
+	char *path = session_path(x->root, "sessions", NULL, "A", "session.jsonl.zst");
+	static const uint8_t torn[] = {0x28, 0xb5, 0x2f, 0xfd, 0x24, 0x10, 0x01};
+	spit(path, torn, sizeof torn, O_APPEND);
+	post_wait(x, fifo_open("A"), &c);
+	assert_int_equal(c.cut_bytes, sizeof torn);
+	assert_int_equal(c.closers, 1);
+	assert_int_equal(c.next_seq, 4);
+	assert_non_null(c.scan);
+	assert_int_equal(c.scan->status, SCAN_OK);
+	assert_int_equal(c.scan->n_open_turns, 0);
+	assert_int_equal(c.scan->n_events, 4);
+	assert_string_equal(c.scan->events[3].type, "turn/end");
+	scan_free(c.scan);
+	assert_int_equal(try_lock(x, "A"), CERR_LOCKED);
+	/* Opened twice, the repair would end the host's own turn. */
+	post(x, fifo_open("A"), &c);
+	run_until(x, &c.calls, 1);
+	assert_false(c.ok);
+	assert_int_equal(c.err.cls, CERR_USAGE);
+	/* Writes go on from the seq it reported; the release lets it go. */
+	post_wait(x, hist("A", 4, false), &c);
+	assert_int_equal(c.next_seq, 5);
+	post_wait(x, fifo_release("A"), &c);
+	assert_int_equal(try_lock(x, "A"), CERR_OK);
+	free(path);
+}
+
+/* A session that does not exist cannot be held. */
+static void test_open_missing_session_fails(void **state)
+{
+	struct lx *x = *state;
+	struct rec c;
+	post(x, fifo_open("NONE"), &c);
+	run_until(x, &c.calls, 1);
+	assert_false(c.ok);
+	assert_int_equal(c.err.cls, CERR_MISSING);
+}
+
+/* A held session is never closed by the handle cache: with room for 4
+ * handles, 200 other sessions written after the open leave it locked (a
+ * descriptor of another open file description gets CERR_LOCKED), while
+ * the others' handles were closed (their locks are free). */
+static void test_held_session_survives_handle_cache(void **state)
+{
+	struct lx *x = *state;
+	renew(x, &(struct fifo_opts){.helpers = 2, .max_open = 4});
+	struct rec c;
+	post_wait(x, hist("H", 1, true), &c);
+	post_wait(x, fifo_open("H"), &c);
+	scan_free(c.scan);
+	static struct rec cs[200];
+	for (int i = 0; i < 200; i++) {
+		char id[8];
+		snprintf(id, sizeof id, "S%03d", i);
+		post(x, hist(id, 1, true), &cs[i]);
+	}
+	for (int i = 0; i < 200; i++) {
+		run_until(x, &cs[i].calls, 1);
+		assert_true(cs[i].ok);
+	}
+	assert_int_equal(try_lock(x, "H"), CERR_LOCKED);
+	assert_int_equal(try_lock(x, "S000"), CERR_OK);
+	post_wait(x, hist("H", 2, false), &c);
+	assert_int_equal(c.next_seq, 3);
+	post_wait(x, fifo_release("H"), &c);
+	assert_int_equal(try_lock(x, "H"), CERR_OK);
+}
+
+/* A history item marked running sets the row's status in the transaction
+ * of its append (also the append that creates the session); a full save
+ * clears it back to idle. */
+static void test_running_set_with_append_cleared_by_full_save(void **state)
+{
+	struct lx *x = *state;
+	struct rec c;
+	struct fifo_item *it = hist("A", 1, true);
+	fifo_item_set_running(it);
+	post_wait(x, it, &c);
+	char *st = row_status(x, "A");
+	assert_string_equal(st, "running");
+	free(st);
+	post_wait(x, fifo_history("A", 2, one_event("turn/start", "t1", NULL, NULL)), &c);
+	it = fifo_history("A", 3, one_event("user/message", "t1", "text", "go"));
+	fifo_item_set_running(it);
+	post_wait(x, it, &c);
+	st = row_status(x, "A");
+	assert_string_equal(st, "running");
+	free(st);
+	assert_int_equal(try_lock(x, "A"), CERR_LOCKED); /* the writer holds it while running */
+	cJSON *end = one_event("turn/end", "t1", "outcome", "completed");
+	post_wait(x, fifo_full_save("A", 4, c.version, end), &c);
+	st = row_status(x, "A");
+	assert_string_equal(st, "idle");
+	free(st);
+}
+
+/* A row left running by a crash (no writer holds the session's lock) is
+ * stale: it does not keep the session from being deleted. */
+static void test_stale_running_row_does_not_block_delete(void **state)
+{
+	struct lx *x = *state;
+	struct rec c;
+	post_wait(x, hist("A", 1, true), &c);
+	post_wait(x, fifo_release("A"), &c); /* as after the writer's process died */
+	struct store *st;
+	struct catalog *cat;
+	struct cerr err = {0};
+	if (store_open(x->root, false, &st, &err) < 0 || catalog_open(st, &cat, &err) < 0 ||
+	    catalog_set_status(cat, "A", "running", &err) < 0)
+		fail_msg("catalog: %s", err.msg);
+	catalog_close(cat);
+	store_close(st);
+	post_wait(x, fifo_delete("A"), &c);
+}
+
+/* A created session's header names the provider, the model and the fork
+ * it came from. */
+static void test_create_sets_header_provider_model_forked_from(void **state)
+{
+	struct lx *x = *state;
+	struct rec c;
+	struct fifo_item *it = hist("F", 1, false);
+	cJSON *from = cJSON_CreateObject();
+	cJSON_AddStringToObject(from, "session", "A");
+	cJSON_AddNumberToObject(from, "seq", 3);
+	fifo_item_create_header(it, "/proj", "anthropic", "claude-x", from);
+	cJSON_Delete(from);
+	post_wait(x, it, &c);
+	post_wait(x, fifo_open("F"), &c);
+	const cJSON *h = c.scan->events[0].data;
+	assert_string_equal(cJSON_GetObjectItem(h, "provider")->valuestring, "anthropic");
+	assert_string_equal(cJSON_GetObjectItem(h, "model")->valuestring, "claude-x");
+	const cJSON *ff = cJSON_GetObjectItem(h, "forked_from");
+	assert_string_equal(cJSON_GetObjectItem(ff, "session")->valuestring, "A");
+	assert_string_equal(c.scan->cwd, "/proj");
+	scan_free(c.scan);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -447,6 +739,14 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_close_times_out_then_closes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_post_after_close_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drafts_saved_in_order_adjacent_ones_merged, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_helpers_syncs_on_the_writer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_sessions_out_of_the_cache_are_forgotten, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_cuts_torn_tail_and_closes_open_turn, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_missing_session_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_held_session_survives_handle_cache, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_running_set_with_append_cleared_by_full_save, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_create_sets_header_provider_model_forked_from, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_running_row_does_not_block_delete, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,68 @@
+/* fifo_hold.c — sessions held open for the FIFO's owner (DESIGN §4.5).
+ *
+ * An open makes the writer's handle of the session the one its host runs
+ * on: it takes the writer lock (on the writer's own descriptor, so it
+ * stays taken while the host runs), reads the log, cuts a torn tail and
+ * closes an interrupted turn (repair.c), whatever the catalog says, since
+ * only the lock holder can tell that a turn marked running is over. The
+ * session's row is then rebuilt from the log, and the item completes with
+ * the session as read. While held, the handle cache (fifo_sess.c) never
+ * closes it; a release closes it, which releases the lock. */
+#include "persist/fifo_int.h"
+#include "persist/repair.h"
+
+#include <cjson/cJSON.h>
+
+/* The session as the host gets it: the whole log read from the writer's
+ * descriptor, owned by the caller. The one read and parse of an open. */
+static int hold_read(const struct log *lg, struct scan **out, struct cerr *err)
+{
+	return scan_fd(log_fd(lg), out, err);
+}
+
+void fifo_hold_open(struct fifo *f, struct fifo_item *it)
+{
+	struct fifo_sess *w = fifo_sess_get(f, it->session);
+	struct cerr err = {0};
+	if (w->held) {
+		/* Its repair would close the turn its host is running. */
+		cerr_set(&err, CERR_USAGE, 0, "session '%s' is already open", w->id);
+		goto fail;
+	}
+	if (fifo_sess_ensure_log(f, w, it, &err) < 0)
+		goto fail;
+	fifo_lane_quiesce(f, w); /* the log is read and appended to here */
+	struct repair_report rep;
+	if (repair_log(w->lg, &rep, &err) < 0)
+		goto fail;
+	cJSON_Delete(rep.closers);
+	it->rcpt.cut_bytes = rep.cut_bytes;
+	it->rcpt.closers = rep.appended;
+	uint64_t v = log_next_seq(w->lg);
+	struct cerr e;
+	if (fifo_sess_reproject(f, w, &e) == 0) {
+		w->failed = false; /* the row is the log's again: nothing to recover */
+		w->behind = false;
+	} else {
+		/* Durable and open: the row lags until a write rebuilds it. */
+		w->behind = true;
+		it->rcpt.catalog_behind = true;
+		it->rcpt.catalog_err = e;
+	}
+	w->acked = true;
+	w->acked_version = w->version = v;
+	it->rcpt.next_seq = it->rcpt.content_version = v;
+	if (hold_read(w->lg, &it->rcpt.scan, &err) < 0)
+		goto fail;
+	w->held = true;
+	return;
+fail:
+	fifo_fail_items(it, it, &err);
+}
+
+void fifo_hold_release(struct fifo *f, struct fifo_item *it)
+{
+	struct fifo_sess *w = fifo_sess_get(f, it->session);
+	w->held = false;
+	fifo_sess_close_log(f, w);
+}
