@@ -3,7 +3,7 @@
  * one's completion back through uv_async (DESIGN §2, §3, §6).
  *
  * Calling sequence on a running loop (the loop thread never waits):
- *   fifo_new(loop, root) -> fifo_post(item, cb) ... -> fifo_barrier(session,
+ *   fifo_new(loop, root, opts) -> fifo_post(item, cb) ... -> fifo_barrier(session,
  *   cb) where the caller needs "everything so far is durable" -> fifo_close(
  *   deadline, close_cb): on FIFO_CLOSED f is gone; on FIFO_TIMED_OUT f still
  *   works and fifo_close may be called again.
@@ -17,8 +17,19 @@
  * after a failed item the session's later items fail fast until a full
  * save recovers it, so nothing is ever written after a gap. Adjacent
  * history items of one session may be merged into one append; a full save
- * is never merged. Drafts (FIFO_DRAFT) touch no log and no catalog. Items that reach the writer together share one catalog
- * transaction (group commit). */
+ * is never merged. Drafts (FIFO_DRAFT) touch no log and no catalog. Items
+ * that reach the writer together share one catalog transaction (group
+ * commit).
+ * A host holds its session: fifo_open (the writer takes the session's lock,
+ * repairs what a crash left, and completes with the session read) ...
+ * items marked running (fifo_item_set_running) ... a full save ...
+ * fifo_release. A held session is never closed by the handle cache, so
+ * other processes get CERR_LOCKED when they write to it.
+ * Threads: the writer, and fifo_opts.helpers helpers (0 for a one-shot
+ * command). The writer's files: fifo_writer.c (a batch), fifo_round.c
+ * (rounds, enum round_state), fifo_sess.c (per-session state, failure and
+ * recovery), fifo_hold.c (open, release), fifo_move.c (delete, restore,
+ * purge), fifo_lane.c (syncs), fifo_ckpt.c (checkpoints), fifo_draft.c. */
 #ifndef CAIRN_FIFO_H
 #define CAIRN_FIFO_H
 

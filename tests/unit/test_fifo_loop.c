@@ -5,8 +5,12 @@
  * fault file system) makes it time out with the items outstanding, keeping
  * the FIFO working, and a second close after the stall finishes; no post is
  * taken once a close began; drafts go through the FIFO in post order, adjacent
- * drafts of one project written once with the newest text. Each test ends
- * with uv_loop_close() == 0. */
+ * drafts of one project written once with the newest text; a FIFO without
+ * helpers; sessions forgotten once idle; sessions held open (fifo_open
+ * repairs, holds the lock through a handle cache of 4 under 200 sessions,
+ * fifo_release lets go); the running status set with an append and
+ * cleared by a full save, a stale one not blocking a delete; a created
+ * session's header. Each test ends with uv_loop_close() == 0. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
