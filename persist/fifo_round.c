@@ -133,7 +133,7 @@ static enum proj project_one(struct fifo *f, struct pend *p, struct fifo_sess *w
 	return res;
 }
 
-/* The rest of the round's catalog transaction, which prepare() opened
+/* The rest of the round's catalog transaction, which fifo_round_prepare opened
  * before the first write (so a busy catalog fails a round before it writes
  * anything). It runs while the logs sync on helpers: the watermarks
  * left from earlier rounds, each write's projection, the commit. When one
