@@ -6,18 +6,58 @@
  * closes an interrupted turn (repair.c), whatever the catalog says, since
  * only the lock holder can tell that a turn marked running is over. The
  * session's row is then rebuilt from the log, and the item completes with
- * the session as read. While held, the handle cache (fifo_sess.c) never
+ * the session as read: read and parsed on a helper while the writer goes
+ * on with the batch's other sessions; an item of the session, and the
+ * batch's delivery, wait for it (fifo_hold_wait). While held, the handle cache (fifo_sess.c) never
  * closes it; a release closes it, which releases the lock. */
 #include "persist/fifo_int.h"
+#include "base/xalloc.h"
 #include "persist/repair.h"
 
 #include <cjson/cJSON.h>
+
+#include <stdlib.h>
+#include <string.h>
 
 /* The session as the host gets it: the whole log read from the writer's
  * descriptor, owned by the caller. The one read and parse of an open. */
 static int hold_read(const struct log *lg, struct scan **out, struct cerr *err)
 {
 	return scan_fd(log_fd(lg), out, err);
+}
+
+/* The helper: read the session for the open that is out. */
+static void hold_read_job(void *arg)
+{
+	struct fifo_sess *w = arg;
+	w->read_rc = hold_read(w->lg, &w->read_item->rcpt.scan, &w->read_item->err);
+}
+
+/* Wait for w's read and complete its open (writer thread). */
+static void read_end(struct fifo *f, struct fifo_sess *w)
+{
+	pool_wait(f->pool, &w->read_job);
+	struct fifo_item *it = w->read_item;
+	w->read_item = NULL;
+	if (w->read_rc < 0) {
+		it->failed = true; /* it->err set by the read */
+		w->held = false;
+		fifo_sess_close_log(f, w);
+	}
+}
+
+void fifo_hold_wait(struct fifo *f, const char *session)
+{
+	size_t i = 0;
+	while (i < f->n_reading) {
+		struct fifo_sess *w = f->reading[i];
+		if (session && strcmp(w->id, session) != 0) {
+			i++;
+			continue;
+		}
+		read_end(f, w);
+		f->reading[i] = f->reading[--f->n_reading];
+	}
 }
 
 void fifo_hold_open(struct fifo *f, struct fifo_item *it)
@@ -52,9 +92,14 @@ void fifo_hold_open(struct fifo *f, struct fifo_item *it)
 	w->acked = true;
 	w->acked_version = w->version = v;
 	it->rcpt.next_seq = it->rcpt.content_version = v;
-	if (hold_read(w->lg, &it->rcpt.scan, &err) < 0)
-		goto fail;
 	w->held = true;
+	/* The read runs on a helper while the writer goes on with other
+	 * sessions; it completes before this batch is delivered. */
+	w->read_item = it;
+	w->read_job = (struct pool_job){.fn = hold_read_job, .arg = w};
+	pool_submit(f->pool, &w->read_job);
+	f->reading = xreallocarray(f->reading, f->n_reading + 1, sizeof *f->reading);
+	f->reading[f->n_reading++] = w;
 	return;
 fail:
 	fifo_fail_items(it, it, &err);

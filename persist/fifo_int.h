@@ -74,6 +74,11 @@ struct fifo_sess {
 	struct fifo *lane_f;       /* its FIFO (count of running lanes, helpers) */
 	_Atomic uint64_t lane_done; /* written under lane_mu */
 	_Atomic int lane_errno;    /* written under lane_mu: a failed sync's */
+	/* An open's read and parse of the log, on a helper (fifo_hold.c):
+	 * the writer writes nothing to the log until it has waited for it. */
+	struct pool_job read_job;
+	struct fifo_item *read_item; /* the open it completes (NULL: none out) */
+	int read_rc;
 };
 
 struct round; /* fifo_round.c */
@@ -127,6 +132,8 @@ struct fifo {
 	struct durable *durable; /* recorded with the next transaction */
 	size_t n_durable;
 	struct round *flight;    /* committed, its logs still syncing (or NULL) */
+	struct fifo_sess **reading; /* sessions whose open's read is out */
+	size_t n_reading;
 	size_t batch_limit;      /* test hook: items per batch (0: all queued) */
 	struct catalog *ck_cat;  /* the checkpointing helper's connection */
 	_Atomic int ck_state;    /* enum ckpt_state */
@@ -213,9 +220,14 @@ void fifo_sess_free_all(struct fifo *f);
 void fifo_move_run(struct fifo *f, struct fifo_item *it);
 
 /* ---- fifo_hold.c (writer thread) ---- */
-/* FIFO_OPEN and FIFO_RELEASE (see fifo.h); the round is committed. */
+/* FIFO_OPEN and FIFO_RELEASE (see fifo.h); the round is committed. The
+ * open's read and parse of the log runs on a helper meanwhile. */
 void fifo_hold_open(struct fifo *f, struct fifo_item *it);
 void fifo_hold_release(struct fifo *f, struct fifo_item *it);
+/* Wait for the open's read of session (NULL: of every session), before an
+ * item of it runs or a batch is delivered; a read that failed fails its
+ * open and lets the session go. */
+void fifo_hold_wait(struct fifo *f, const char *session);
 
 /* ---- fifo_lane.c ---- */
 /* A session's sync lane (writer thread but for the helper it runs on).

@@ -8,6 +8,7 @@
  * every item posted before it, those of the round in flight included. */
 #include "persist/fifo_int.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define MERGE_MAX_EVENTS 4096 /* events in one merged history append */
@@ -32,6 +33,8 @@ void fifo_writer_process(struct fifo *f, struct fifo_item *batch)
 			last = last->next;
 		}
 		struct fifo_item *next = last->next;
+		if (f->n_reading && it->kind != FIFO_BARRIER && it->kind != FIFO_DRAFT)
+			fifo_hold_wait(f, it->session); /* nothing written while an open reads */
 		if (it->kind == FIFO_BARRIER) {
 			/* Nothing to do: it completes with its batch, which is
 			 * delivered after every earlier batch, the round in flight
@@ -52,6 +55,7 @@ void fifo_writer_process(struct fifo *f, struct fifo_item *batch)
 		}
 		it = next;
 	}
+	fifo_hold_wait(f, NULL); /* the opens complete with their batch */
 	fifo_round_end(r);
 }
 
@@ -72,4 +76,6 @@ void fifo_writer_free(struct fifo *f)
 {
 	fifo_ckpt_stop(f);
 	fifo_sess_free_all(f);
+	free(f->reading);
+	f->reading = NULL;
 }

@@ -623,6 +623,38 @@ static void test_open_cuts_torn_tail_and_closes_open_turn(void **state)
 	free(path);
 }
 
+/* An open reads its session on a helper while the writer goes on with the
+ * batch: items of other sessions in the same batch, and a write of the
+ * opened session after it, all complete in post order, and the session
+ * read is the log as the open left it (the later write not in it). */
+static void test_open_in_a_batch_with_other_writes(void **state)
+{
+	struct lx *x = *state;
+	static const char *const ids[] = {"A", "B"};
+	create_all(x, ids, 2);
+	struct rec c[5];
+	fifo_pause(x->f, true);
+	post(x, hist("B", 2, false), &c[0]);
+	post(x, fifo_open("A"), &c[1]);
+	post(x, hist("B", 3, false), &c[2]);
+	post(x, hist("A", 2, false), &c[3]);
+	barrier(x, NULL, &c[4]);
+	fifo_pause(x->f, false);
+	run_until(x, &c[4].calls, 1);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(c[i].calls, 1);
+		assert_true(c[i].ok);
+		assert_true(i == 0 || c[i - 1].order < c[i].order);
+	}
+	assert_int_equal(c[1].next_seq, 2);
+	assert_int_equal(c[1].scan->status, SCAN_OK);
+	assert_int_equal(c[1].scan->n_events, 2); /* header and its first event */
+	scan_free(c[1].scan);
+	assert_int_equal(c[2].next_seq, 4);
+	assert_int_equal(c[3].next_seq, 3);
+	assert_int_equal(try_lock(x, "A"), CERR_LOCKED);
+}
+
 /* A session that does not exist cannot be held. */
 static void test_open_missing_session_fails(void **state)
 {
@@ -747,6 +779,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_idle_sessions_out_of_the_cache_are_forgotten, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_cuts_torn_tail_and_closes_open_turn, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_missing_session_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_in_a_batch_with_other_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_held_session_survives_handle_cache, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_running_set_with_append_cleared_by_full_save, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_create_sets_header_provider_model_forked_from, setup, teardown),
