@@ -419,7 +419,7 @@ int main(int argc, char **argv)
 	if (opt.helpers_nice && setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), opt.helpers_nice) < 0)
 		fprintf(stderr, "    setpriority: %s\n", strerror(errno));
 	struct cerr e;
-	fifo = fifo_new(&loop, save_root, &e);
+	fifo = fifo_new(&loop, save_root, NULL, &e);
 	if (!fifo)
 		die_err("fifo_new", &e);
 	cw = catalog_worker_new(&loop, droot);

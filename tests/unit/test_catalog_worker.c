@@ -365,7 +365,7 @@ static struct moved move(struct fx *f, struct fifo_item *it)
 	uv_loop_init(&loop);
 	struct cerr err;
 	struct moved m = {0};
-	struct fifo *q = fifo_new(&loop, f->root, &err);
+	struct fifo *q = fifo_new(&loop, f->root, NULL, &err);
 	if (!q)
 		fail_msg("fifo_new: %s", err.msg);
 	assert_int_equal(fifo_post(q, it, moved_cb, &m, &err), 0);
