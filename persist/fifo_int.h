@@ -190,6 +190,12 @@ struct fifo_sess *fifo_sess_get(struct fifo *f, const char *id);
 /* Close w's log handle (its lane stopped first), releasing its lock. */
 void fifo_sess_close_log(struct fifo *f, struct fifo_sess *w);
 /* w's log open for writing, created if `it` allows it (fifo_item_create). */
+/* fifo_spill.c: in events (a batch about to be appended to lg's log),
+ * replace every text too long for an event (user/message and input/queued
+ * "text", tool/result "output" over BLOB_INLINE_MAX) with its head and
+ * tail, and write the whole to a blob the event names; events that name a
+ * blob already are left alone. 0, or -1 as blob_write. Writer thread. */
+int fifo_spill_batch(struct log *lg, cJSON *events, struct cerr *err);
 int fifo_sess_ensure_log(struct fifo *f, struct fifo_sess *w, const struct fifo_item *it,
 			 struct cerr *err);
 /* Project the session whole from its log read again (its row lags the

@@ -509,8 +509,12 @@ void fifo_round_prepare(struct round *r, struct fifo_item *first, struct fifo_it
 		cJSON_Delete(all);
 		goto fail;
 	}
-	struct event_batch b;
-	int rc = event_batch_from_json(arr, &b, &err);
+	struct event_batch b = EVENT_BATCH_INIT;
+	/* A long text goes to a blob first: durable before the event naming
+	 * it is written (a crash between the two leaves a blob repair sweeps). */
+	int rc = fifo_spill_batch(w->lg, (cJSON *)arr, &err);
+	if (rc == 0)
+		rc = event_batch_from_json(arr, &b, &err);
 	size_t n = b.n;
 	struct log_event *evs = b.evs; /* owned here: freed with the write (p->evs) */
 	if (rc == 0)

@@ -1,0 +1,54 @@
+/* fifo_spill.c — content too big for an event goes to a blob before the
+ * event is appended (blob.h): a pasted file in a user/message, a queued
+ * prompt, a tool's output. The writer does it for every producer, under the
+ * session's lock, so no producer has to, and a huge paste is saved instead
+ * of being refused for the log's line limit. */
+#include "persist/fifo_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "persist/blob.h"
+#include "persist/vocab.h"
+
+/* The text field of an event type that may hold long content, or NULL. */
+static const char *long_field(const char *type)
+{
+	switch (vocab_type_of(type)) {
+	case VT_USER_MESSAGE:
+	case VT_INPUT_QUEUED:
+		return "text";
+	case VT_TOOL_RESULT:
+		return "output";
+	default:
+		return NULL;
+	}
+}
+
+int fifo_spill_batch(struct log *lg, cJSON *events, struct cerr *err)
+{
+	int dirfd = -1;
+	for (cJSON *ev = events ? events->child : NULL; ev; ev = ev->next) {
+		const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
+		cJSON *data = cJSON_GetObjectItemCaseSensitive(ev, "data");
+		const char *field = cJSON_IsString(type) ? long_field(type->valuestring) : NULL;
+		if (!field || !cJSON_IsObject(data) || cJSON_GetObjectItemCaseSensitive(data, "blob"))
+			continue; /* a producer that wrote its blob itself is left alone */
+		cJSON *text = cJSON_GetObjectItemCaseSensitive(data, field);
+		if (!cJSON_IsString(text) || strlen(text->valuestring) <= BLOB_INLINE_MAX)
+			continue;
+		if (dirfd < 0 && (dirfd = log_dir(lg, err)) < 0)
+			return -1;
+		struct blob_ref ref;
+		char *keep = NULL;
+		int r = blob_spill(dirfd, text->valuestring, strlen(text->valuestring), &ref, &keep, err);
+		if (r < 0)
+			return -1;
+		if (r == 1) {
+			cJSON_ReplaceItemInObjectCaseSensitive(data, field, cJSON_CreateString(keep));
+			blob_ref_to_data(data, &ref);
+			free(keep);
+		}
+	}
+	return 0;
+}
