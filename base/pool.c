@@ -2,6 +2,7 @@
  * submitter waits job by job and runs a job itself when it is still
  * queued. */
 #include "base/pool.h"
+#include "base/bgprio.h"
 #include "base/clock.h"
 #include "base/xalloc.h"
 
@@ -51,6 +52,7 @@ static struct pool_job *take(struct pool *p)
 
 static void *helper_main(void *arg)
 {
+	bgprio_enter();
 	struct pool *p = arg;
 	pthread_mutex_lock(&p->mu);
 	for (;;) {

@@ -15,6 +15,7 @@
  * the completion of the last one, on the loop. */
 #include "persist/catalog_worker.h"
 #include "persist/catalog_int.h"
+#include "base/bgprio.h"
 #include "base/xalloc.h"
 
 #include <stdatomic.h>
@@ -148,6 +149,7 @@ static void end_tx(struct lane *l)
 static void run_req(uv_work_t *work)
 {
 	struct req *q = work->data;
+	bgprio_enter(); /* libuv's worker serves background work only */
 	struct lane *l = q->lane;
 	if (atomic_load(&l->stop))
 		return; /* superseded before it started: never runs */

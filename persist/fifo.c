@@ -6,6 +6,7 @@
 #include "base/clock.h"
 #include "base/xalloc.h"
 #include "persist/fifo_int.h"
+#include "base/bgprio.h"
 #include "persist/scan.h"
 
 #include <errno.h>
@@ -235,6 +236,7 @@ static void close_parts(struct fifo *f)
 static void *writer_main(void *arg)
 {
 	struct fifo *f = arg;
+	bgprio_enter();
 	pthread_mutex_lock(&f->mu);
 	for (;;) {
 		if ((!f->queue || f->paused) && !f->stopping) {
