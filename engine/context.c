@@ -1,0 +1,404 @@
+/* context.c — session events to the messages a model sees (context.h). */
+#include "engine/context.h"
+#include "base/buf.h"
+#include "base/json.h"
+#include "base/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct turn {
+	char *id;
+	char *parent; /* NULL: a root turn */
+	struct ctx_message *msgs;
+	size_t n, cap;
+	bool open_asst;      /* the last message still takes assistant parts */
+	bool open_text;      /* its last part is a text that takes more pieces */
+	bool open_reasoning; /* its last part is a reasoning block not yet signed */
+};
+
+struct context {
+	struct turn *turns;
+	size_t n, cap;
+	struct ctx_message *view; /* the last context_messages result */
+	size_t nview, capview;
+};
+
+struct context *context_new(void)
+{
+	return xcalloc(1, sizeof(struct context));
+}
+
+static void part_release(struct ctx_part *p)
+{
+	free(p->text);
+	free(p->signature);
+	free(p->call_id);
+	free(p->name);
+	free(p->args);
+}
+
+static void msgs_free(struct ctx_message *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < m[i].nparts; k++)
+			part_release(&m[i].parts[k]);
+		free(m[i].parts);
+	}
+	free(m);
+}
+
+void context_free(struct context *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n; i++) {
+		free(c->turns[i].id);
+		free(c->turns[i].parent);
+		msgs_free(c->turns[i].msgs, c->turns[i].n);
+	}
+	free(c->turns);
+	msgs_free(c->view, c->nview);
+	free(c);
+}
+
+static struct turn *find_turn(struct context *c, const char *id)
+{
+	for (size_t i = c->n; i-- > 0;)
+		if (strcmp(c->turns[i].id, id) == 0)
+			return &c->turns[i];
+	return NULL;
+}
+
+static struct turn *new_turn(struct context *c, const char *id, const char *parent)
+{
+	if (c->n == c->cap) {
+		c->cap = c->cap ? 2 * c->cap : 8;
+		c->turns = xreallocarray(c->turns, c->cap, sizeof *c->turns);
+	}
+	struct turn *t = &c->turns[c->n++];
+	*t = (struct turn){.id = xstrdup(id), .parent = parent ? xstrdup(parent) : NULL};
+	return t;
+}
+
+/* The turn an event belongs to: its envelope's, else the turn started
+ * last; one is made when the log has none yet. */
+static struct turn *turn_of(struct context *c, const char *id)
+{
+	struct turn *t = id ? find_turn(c, id) : (c->n ? &c->turns[c->n - 1] : NULL);
+	if (!t) /* no turn/start seen: parent is the previous turn in log order */
+		t = new_turn(c, id ? id : "", c->n ? c->turns[c->n - 1].id : NULL);
+	return t;
+}
+
+static struct ctx_message *push_msg(struct turn *t, enum ctx_role role)
+{
+	if (t->n == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 8;
+		t->msgs = xreallocarray(t->msgs, t->cap, sizeof *t->msgs);
+	}
+	t->msgs[t->n] = (struct ctx_message){.role = role};
+	t->open_asst = role == CTX_ASSISTANT;
+	t->open_text = t->open_reasoning = false;
+	return &t->msgs[t->n++];
+}
+
+static struct ctx_part *push_part(struct ctx_message *m, enum ctx_part_kind kind)
+{
+	m->parts = xreallocarray(m->parts, m->nparts + 1, sizeof *m->parts);
+	m->parts[m->nparts] = (struct ctx_part){.kind = kind};
+	return &m->parts[m->nparts++];
+}
+
+static struct ctx_message *asst(struct turn *t)
+{
+	return t->open_asst ? &t->msgs[t->n - 1] : push_msg(t, CTX_ASSISTANT);
+}
+
+static void append_text(char **dst, const char *s)
+{
+	size_t a = *dst ? strlen(*dst) : 0, b = strlen(s);
+	*dst = xrealloc(*dst, a + b + 1);
+	memcpy(*dst + a, s, b + 1);
+}
+
+static const char *str_field(const cJSON *data, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(data, name);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static bool bool_field(const cJSON *data, const char *name)
+{
+	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(data, name));
+}
+
+/* What the model reads of a tool result: the output (a string as it is,
+ * any other value as JSON), led by the status when it is not ok. */
+static char *result_text(const cJSON *data, bool *is_error)
+{
+	const char *status = str_field(data, "status");
+	const cJSON *out = cJSON_GetObjectItemCaseSensitive(data, "output");
+	char *printed = NULL;
+	const char *o = "";
+	if (cJSON_IsString(out))
+		o = out->valuestring;
+	else if (out && !cJSON_IsNull(out))
+		o = printed = json_print(out);
+	*is_error = !status || strcmp(status, "ok") != 0;
+	struct buf b = BUF_INIT;
+	if (*is_error)
+		buf_printf(&b, "[%s]%s", status ? status : "error", *o ? " " : "");
+	buf_adds(&b, o);
+	if (b.len == 0)
+		buf_adds(&b, "(no output)");
+	free(printed);
+	return buf_detach(&b, NULL);
+}
+
+static int add_tool_call(struct turn *t, const cJSON *data, struct cerr *err)
+{
+	const char *id = str_field(data, "call_id"), *name = str_field(data, "name");
+	const cJSON *args = cJSON_GetObjectItemCaseSensitive(data, "args");
+	if (!id || !name || !args)
+		return cerr_set(err, CERR_CORRUPT, 0, "'tool/call' lacks call_id, name or args");
+	struct ctx_part *p = push_part(asst(t), CTX_TOOL_CALL);
+	p->call_id = xstrdup(id);
+	p->name = xstrdup(name);
+	/* A call cut off keeps its partial arguments as a string in the log;
+	 * the model gets an empty object back, and nothing ever runs it. */
+	p->incomplete = bool_field(data, "incomplete") || cJSON_IsString(args);
+	p->args = p->incomplete ? xstrdup("{}") : json_print(args);
+	t->open_text = t->open_reasoning = false;
+	return 0;
+}
+
+static void add_reasoning(struct turn *t, const cJSON *data, const char *text)
+{
+	const char *sig = str_field(data, "signature");
+	bool redacted = bool_field(data, "redacted");
+	struct ctx_message *m = asst(t);
+	struct ctx_part *p;
+	if (t->open_reasoning && !redacted) {
+		p = &m->parts[m->nparts - 1];
+		append_text(&p->text, text);
+	} else {
+		p = push_part(m, CTX_REASONING);
+		p->text = xstrdup(text);
+		p->redacted = redacted;
+	}
+	if (sig)
+		p->signature = xstrdup(sig);
+	/* A signature or redacted data closes the block: the next piece
+	 * starts another one. */
+	t->open_reasoning = !sig && !redacted;
+	t->open_text = false;
+}
+
+int context_add(struct context *c, enum vocab_type type, const char *turn, const cJSON *data,
+		struct cerr *err)
+{
+	struct turn *t;
+	const char *text = str_field(data, "text");
+	switch (type) {
+	case VT_TURN_START: {
+		if (!turn)
+			return cerr_set(err, CERR_CORRUPT, 0, "'turn/start' without a turn");
+		if (find_turn(c, turn))
+			return 0; /* started again while open: one turn */
+		const cJSON *p = cJSON_GetObjectItemCaseSensitive(data, "parent_turn");
+		const char *parent = NULL;
+		if (cJSON_IsString(p))
+			parent = p->valuestring;
+		else if (!p && c->n) /* absent: the previous turn in log order */
+			parent = c->turns[c->n - 1].id;
+		new_turn(c, turn, parent);
+		return 0;
+	}
+	case VT_USER_MESSAGE:
+		if (!text)
+			return cerr_set(err, CERR_CORRUPT, 0, "'user/message' lacks its text");
+		t = turn_of(c, turn);
+		push_part(push_msg(t, CTX_USER), CTX_TEXT)->text = xstrdup(text);
+		t->open_asst = false;
+		return 0;
+	case VT_ASSISTANT_TEXT: {
+		if (!text)
+			return cerr_set(err, CERR_CORRUPT, 0, "'assistant/text' lacks its text");
+		t = turn_of(c, turn);
+		struct ctx_message *m = asst(t);
+		if (t->open_text)
+			append_text(&m->parts[m->nparts - 1].text, text);
+		else
+			push_part(m, CTX_TEXT)->text = xstrdup(text);
+		t->open_text = true;
+		t->open_reasoning = false;
+		return 0;
+	}
+	case VT_ASSISTANT_REASONING:
+		if (!text)
+			return cerr_set(err, CERR_CORRUPT, 0, "'assistant/reasoning' lacks its text");
+		add_reasoning(turn_of(c, turn), data, text);
+		return 0;
+	case VT_TOOL_CALL:
+		return add_tool_call(turn_of(c, turn), data, err);
+	case VT_TOOL_RESULT: {
+		const char *id = str_field(data, "call_id");
+		if (!id)
+			return cerr_set(err, CERR_CORRUPT, 0, "'tool/result' lacks its call_id");
+		t = turn_of(c, turn);
+		struct ctx_part *p = push_part(push_msg(t, CTX_TOOL), CTX_TOOL_RESULT);
+		t->open_asst = false;
+		p->call_id = xstrdup(id);
+		p->text = result_text(data, &p->is_error);
+		return 0;
+	}
+	case VT_STEP_END:
+	case VT_TURN_END:
+		if (turn && (t = find_turn(c, turn)))
+			t->open_asst = t->open_text = t->open_reasoning = false;
+		return 0;
+	case VT_SESSION_HEADER:
+	case VT_SESSION_META:
+	case VT_SESSION_SETTINGS:
+	case VT_REQUEST_PREPARED:
+	case VT_INTERACTION_REQUEST:
+	case VT_INTERACTION_ANSWER:
+	case VT_TOOL_STARTED:
+	case VT_BRANCH_REWIND:
+	case VT_INPUT_QUEUED:
+	case VT_INPUT_DEQUEUED:
+	case VT_UNKNOWN:
+		return 0;
+	}
+	return 0;
+}
+
+/* ---- the view along one branch ---- */
+
+static char *dup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+static struct ctx_message *view_push(struct context *c, enum ctx_role role)
+{
+	if (c->nview == c->capview) {
+		c->capview = c->capview ? 2 * c->capview : 16;
+		c->view = xreallocarray(c->view, c->capview, sizeof *c->view);
+	}
+	c->view[c->nview] = (struct ctx_message){.role = role};
+	return &c->view[c->nview++];
+}
+
+static void copy_part(struct ctx_message *m, const struct ctx_part *src)
+{
+	struct ctx_part *p = push_part(m, src->kind);
+	p->text = dup_or_null(src->text);
+	p->signature = dup_or_null(src->signature);
+	p->redacted = src->redacted;
+	p->call_id = dup_or_null(src->call_id);
+	p->name = dup_or_null(src->name);
+	p->args = dup_or_null(src->args);
+	p->incomplete = src->incomplete;
+	p->is_error = src->is_error;
+}
+
+/* Calls of the last assistant message still waiting for their result. */
+struct pending {
+	size_t at;                   /* index of that message in the view */
+	bool *answered;
+};
+
+static void close_pending(struct context *c, struct pending *pd)
+{
+	if (!pd->answered)
+		return;
+	size_t at = pd->at, np = c->view[at].nparts;
+	for (size_t k = 0; k < np; k++) {
+		const struct ctx_part *call = &c->view[at].parts[k];
+		if (call->kind != CTX_TOOL_CALL || pd->answered[k])
+			continue;
+		struct ctx_part *r = push_part(view_push(c, CTX_TOOL), CTX_TOOL_RESULT);
+		call = &c->view[at].parts[k]; /* view_push may have moved it */
+		r->call_id = xstrdup(call->call_id);
+		r->text = xstrdup(call->incomplete
+				  ? "[not_executed] the call was cut off before its arguments were complete"
+				  : "[not_executed] no result was recorded for this call");
+		r->is_error = true;
+	}
+	free(pd->answered);
+	pd->answered = NULL;
+}
+
+static void view_add(struct context *c, const struct ctx_message *m, struct pending *pd)
+{
+	if (m->role == CTX_TOOL) {
+		const struct ctx_part *r = &m->parts[0];
+		if (!pd->answered)
+			return; /* a result without its call: the provider would refuse it */
+		for (size_t k = 0; k < c->view[pd->at].nparts; k++) {
+			const struct ctx_part *call = &c->view[pd->at].parts[k];
+			if (call->kind == CTX_TOOL_CALL && !pd->answered[k] &&
+			    strcmp(call->call_id, r->call_id) == 0) {
+				pd->answered[k] = true;
+				copy_part(view_push(c, CTX_TOOL), r);
+				return;
+			}
+		}
+		return;
+	}
+	close_pending(c, pd);
+	struct ctx_message *v = NULL;
+	bool calls = false;
+	for (size_t k = 0; k < m->nparts; k++) {
+		const struct ctx_part *p = &m->parts[k];
+		if ((p->kind == CTX_TEXT || p->kind == CTX_REASONING) && !*p->text && !p->signature)
+			continue; /* nothing to say: an empty part is never sent */
+		if (!v)
+			v = view_push(c, m->role);
+		copy_part(v, p);
+		calls |= p->kind == CTX_TOOL_CALL;
+	}
+	if (v && calls) {
+		pd->at = c->nview - 1;
+		pd->answered = xcalloc(v->nparts, sizeof(bool));
+	}
+}
+
+const struct ctx_message *context_messages(struct context *c, const char *leaf, size_t *n)
+{
+	msgs_free(c->view, c->nview);
+	c->view = NULL;
+	c->nview = c->capview = 0;
+	*n = 0;
+	struct turn *t = leaf ? find_turn(c, leaf) : (c->n ? &c->turns[c->n - 1] : NULL);
+	if (!t)
+		return NULL;
+	/* The chain leaf → root, walked back; a cycle (a damaged log) stops
+	 * after every turn was visited once. */
+	struct turn **chain = xreallocarray(NULL, c->n, sizeof *chain);
+	size_t depth = 0;
+	while (t && depth < c->n) {
+		chain[depth++] = t;
+		t = t->parent ? find_turn(c, t->parent) : NULL;
+	}
+	struct pending pd = {0};
+	for (size_t d = depth; d-- > 0;)
+		for (size_t i = 0; i < chain[d]->n; i++)
+			view_add(c, &chain[d]->msgs[i], &pd);
+	close_pending(c, &pd);
+	free(chain);
+	*n = c->nview;
+	return c->view;
+}
+
+const char *context_last_user_text(struct context *c, const char *leaf)
+{
+	size_t n;
+	const struct ctx_message *m = context_messages(c, leaf, &n);
+	for (size_t i = n; i-- > 0;)
+		if (m[i].role == CTX_USER && m[i].nparts)
+			return m[i].parts[0].text;
+	return NULL;
+}

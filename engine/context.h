@@ -1,0 +1,73 @@
+/* context.h — the provider-neutral conversation the model sees.
+ *
+ * Built from a session's events in log order (context_add), then read as
+ * the messages along one branch: the chain of parent turns from the root
+ * to a leaf turn (context_messages). Within a turn, a user/message is a
+ * user message; assistant/reasoning, assistant/text and tool/call join
+ * one assistant message until a tool/result, a step/end or a user message
+ * closes it; each tool/result is a tool message. Consecutive text pieces
+ * (captured in batches) join into one text part, and consecutive reasoning
+ * pieces into one block closed by the piece that carries its signature.
+ *
+ * What context_messages guarantees the wire encoders: no empty text part,
+ * every tool call followed by its result (a synthetic not_executed one
+ * when the log has none), no result without its call. An assistant message
+ * may still hold only reasoning: each encoder drops the reasoning its
+ * provider must not get and then omits a message left empty. */
+#ifndef CAIRN_CONTEXT_H
+#define CAIRN_CONTEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/err.h"
+#include "persist/vocab.h"
+
+enum ctx_role { CTX_USER, CTX_ASSISTANT, CTX_TOOL };
+
+enum ctx_part_kind {
+	CTX_TEXT,        /* text */
+	CTX_REASONING,   /* text, signature (NULL: none), redacted (text is the opaque data) */
+	CTX_TOOL_CALL,   /* call_id, name, args (JSON text), incomplete */
+	CTX_TOOL_RESULT, /* call_id, text (what the model reads), is_error */
+};
+
+struct ctx_part {
+	enum ctx_part_kind kind;
+	char *text;
+	char *signature;
+	bool redacted;
+	char *call_id, *name;
+	char *args;      /* "{}" for a call cut off before its arguments were whole */
+	bool incomplete; /* a call cut off (max_tokens): never executed, replayed with {} */
+	bool is_error;   /* a result whose status is not ok */
+};
+
+struct ctx_message {
+	enum ctx_role role;
+	struct ctx_part *parts;
+	size_t nparts;
+};
+
+struct context;
+
+/* A new, empty context; free with context_free. */
+struct context *context_new(void);
+void context_free(struct context *c);
+/* Add one event (type t, envelope turn or NULL, data) in log order; types
+ * the model does not see are ignored. Fails (CERR_CORRUPT) only for data
+ * a reader should have refused (a field of the wrong kind). */
+int context_add(struct context *c, enum vocab_type t, const char *turn, const cJSON *data,
+		struct cerr *err);
+/* The messages along the branch ending at turn leaf (NULL: the turn
+ * started last). Owned by c, valid until the next context_add,
+ * context_messages or context_free. *n is 0 for an empty context or an
+ * unknown leaf. */
+const struct ctx_message *context_messages(struct context *c, const char *leaf, size_t *n);
+/* The text of the last user message along the branch (NULL: none); owned
+ * by c, valid as context_messages' result. */
+const char *context_last_user_text(struct context *c, const char *leaf);
+
+#endif
