@@ -30,6 +30,8 @@ const struct command cli_commands[] = {
 	{"purge", cmd_purge, "purge [--yes] (ID... | --all)", "remove trashed sessions for good"},
 	{"doctor", cmd_doctor, "doctor [--reindex] [--fix] [--json]",
 	 "verify every log and the catalog; --reindex rebuilds the catalog from the logs"},
+	{"config", cmd_config, "config [--json] [--provider P] [--model M] [--system FILE]",
+	 "show the providers, models and system prompt in effect (keys only as set/unset)"},
 	{"help", cmd_help, "help [COMMAND]", "show help"},
 	{"version", cmd_version, "version", "show the version"},
 	{NULL, NULL, NULL, NULL},

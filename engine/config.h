@@ -1,0 +1,98 @@
+/* config.h — providers, models, timeouts and the offline pace: the
+ * configuration file, the environment, and which provider a turn uses.
+ *
+ * The file is $XDG_CONFIG_HOME/cairn/config.json, else
+ * ~/.config/cairn/config.json; it may be absent. Its keys, the variables
+ * and the selection rules are in docs/configuration.md. Keys are never
+ * stored: a provider names the variable that holds its key, read when a
+ * request is built (config_api_key). */
+#ifndef CAIRN_CONFIG_H
+#define CAIRN_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "engine/stream.h"
+
+#define CONFIG_CONNECT_MS 10000
+#define CONFIG_FIRST_BYTE_MS 300000
+#define CONFIG_GAP_MS 120000
+#define CONFIG_PACE_MS 20
+#define CONFIG_OPENAI_URL "https://api.openai.com/v1"
+#define CONFIG_ANTHROPIC_URL "https://api.anthropic.com"
+#define CONFIG_OPENAI_MODEL "gpt-4.1"
+#define CONFIG_ANTHROPIC_MODEL "claude-sonnet-4-5"
+
+struct config_timeouts {
+	int64_t connect_ms;    /* to establish the connection */
+	int64_t first_byte_ms; /* from the request sent to the first byte of the reply */
+	int64_t gap_ms;        /* between two chunks of the reply */
+};
+
+/* One provider's effective settings. All fields are read-only; *_from say
+ * where a value came from ("default", "config", or a variable's name). */
+struct config_provider {
+	const char *name;       /* "openai", "anthropic", "offline" */
+	enum provider_kind kind;
+	char *base_url;         /* NULL for offline */
+	const char *base_url_from;
+	char *key_env;          /* the variable holding the key; NULL for offline */
+	char *model;            /* the default model */
+	const char *model_from;
+	int64_t max_tokens;     /* Anthropic; 0: the model's entry in the table */
+	struct config_timeouts timeouts;
+};
+
+enum { CONFIG_N_PROVIDERS = 3 };
+
+struct config {
+	char *dir;              /* the configuration directory (NULL: no HOME) */
+	char *path;             /* its config.json */
+	bool file_found;
+	char *provider;         /* the file's default provider, or NULL */
+	char *system_prompt;    /* the file's system prompt text, or NULL */
+	char *system_prompt_file; /* or a file holding it (relative to dir), or NULL */
+	int64_t pace_ms;        /* the offline provider's pace per token */
+	struct config_provider providers[CONFIG_N_PROVIDERS]; /* openai, anthropic, offline */
+};
+
+/* Read the configuration file (if any) and the environment into *cfg
+ * (release with config_release). A malformed file is CERR_USAGE naming
+ * the file and the line and column, or the key at fault; an unreadable
+ * one CERR_IO. */
+int config_load(struct config *cfg, struct cerr *err);
+void config_release(struct config *cfg);
+/* The provider named name, or NULL. Borrowed from cfg. */
+const struct config_provider *config_provider(const struct config *cfg, const char *name);
+/* The value of p's key variable, NULL when unset or empty (or offline).
+ * Borrowed from the environment. */
+const char *config_api_key(const struct config_provider *p);
+
+/* Which provider and model a turn uses, and why. */
+struct config_selection {
+	const struct config_provider *provider; /* borrowed from the config */
+	const char *model;    /* borrowed from the config or the arguments */
+	const char *why;      /* "--provider", "session", "config", "OPENAI_BASE_URL",
+			       * "OPENAI_API_KEY", "ANTHROPIC_API_KEY" or "default" */
+	const char *model_from; /* "--model", "session", "config" or "default" */
+};
+
+/* Select, first match wins: opt_provider (--provider); the resumed
+ * session's session_provider and session_model; the file's default; an
+ * OpenAI base URL or key variable set → openai; an Anthropic key set →
+ * anthropic; else offline. An empty variable counts as unset. opt_model
+ * (--model) applies to the provider selected. All arguments may be NULL.
+ * An unknown provider name is CERR_USAGE (from --provider or the file) or
+ * CERR_UNSUPPORTED (a session's). */
+int config_select(const struct config *cfg, const char *opt_provider, const char *opt_model,
+		  const char *session_provider, const char *session_model,
+		  struct config_selection *sel, struct cerr *err);
+
+/* url for display: user and password in it (scheme://user:pass@host)
+ * shown as "***". Caller frees. */
+char *config_redact_url(const char *url);
+/* The value of the variable name, NULL when unset or empty. */
+const char *config_env(const char *name);
+
+#endif

@@ -1,0 +1,35 @@
+/* offline.h — the built-in offline provider: no network, deterministic.
+ *
+ * It answers every prompt with the same markdown reply (a heading, a
+ * list, a table, a code block) that quotes the prompt, cut into tokens
+ * (a word with the spaces after it). The runner paces the tokens, one
+ * every offline.pace_ms (config.h); this file only generates them, as the
+ * same stream events a network provider's decoder emits:
+ *
+ *     o = offline_new(prompt);
+ *     while (offline_step(o, emit, arg)) wait pace_ms;
+ *     offline_free(o);
+ */
+#ifndef CAIRN_OFFLINE_H
+#define CAIRN_OFFLINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "engine/stream.h"
+
+#define OFFLINE_NAME "offline"  /* the provider's name and its only model */
+
+struct offline;
+
+/* A reply to prompt (borrowed; NULL: no prompt). Free with offline_free. */
+struct offline *offline_new(const char *prompt);
+void offline_free(struct offline *o);
+/* Emit the next token (STREAM_TEXT); after the last one, STREAM_USAGE,
+ * STREAM_FINISH (stop) and STREAM_DONE in one call. Returns false once
+ * STREAM_DONE was emitted (and for every later call, which emits nothing). */
+bool offline_step(struct offline *o, stream_emit_fn emit, void *arg);
+/* The whole reply (what the steps emit, joined); owned by o. */
+const char *offline_reply(const struct offline *o);
+
+#endif
