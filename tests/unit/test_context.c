@@ -1,0 +1,211 @@
+/* test_context.c — engine/context: session events to the messages a model
+ * sees. Pieces joined, reasoning blocks closed by their signature, the
+ * partial text of an interrupted answer kept, empty parts dropped, every
+ * call answered (a synthetic not_executed result when the log has none),
+ * results without their call dropped, a cut-off call replayed as {}, and
+ * the branch followed through parent turns. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/context.h"
+#include "tests/unit/support_stream.h"
+
+static void expect_part(const struct ctx_message *m, size_t k, enum ctx_part_kind kind, const char *text)
+{
+	assert_true(k < m->nparts);
+	assert_int_equal(m->parts[k].kind, kind);
+	if (text)
+		assert_string_equal(m->parts[k].text, text);
+}
+
+static void test_conversation(void **state)
+{
+	struct context *c = support_context(support_conversation);
+	size_t n;
+	const struct ctx_message *m = context_messages(c, NULL, &n);
+	assert_int_equal(n, 12);
+	assert_int_equal(m[0].role, CTX_USER);
+	expect_part(&m[0], 0, CTX_TEXT, "What is in this directory?");
+
+	assert_int_equal(m[1].role, CTX_ASSISTANT);
+	assert_int_equal(m[1].nparts, 5);
+	expect_part(&m[1], 0, CTX_REASONING, "The user wants a listing.");
+	assert_string_equal(m[1].parts[0].signature, "sig-1");
+	expect_part(&m[1], 1, CTX_REASONING, "opaque==");
+	assert_true(m[1].parts[1].redacted);
+	expect_part(&m[1], 2, CTX_REASONING, "unsigned thought");
+	assert_null(m[1].parts[2].signature);
+	expect_part(&m[1], 3, CTX_TEXT, "Let me look.");
+	expect_part(&m[1], 4, CTX_TOOL_CALL, NULL);
+	assert_string_equal(m[1].parts[4].call_id, "toolu_01");
+	assert_string_equal(m[1].parts[4].args, "{\"command\":\"ls\"}");
+	assert_false(m[1].parts[4].incomplete);
+
+	assert_int_equal(m[2].role, CTX_TOOL);
+	expect_part(&m[2], 0, CTX_TOOL_RESULT, "a.txt\nb.txt\n");
+	assert_false(m[2].parts[0].is_error);
+	/* The second step: its batches joined into one text. */
+	assert_int_equal(m[3].role, CTX_ASSISTANT);
+	assert_int_equal(m[3].nparts, 1);
+	expect_part(&m[3], 0, CTX_TEXT, "There are two files.");
+	/* The interrupted answer's partial text is the assistant's. */
+	expect_part(&m[4], 0, CTX_TEXT, "Write a long poem.");
+	assert_int_equal(m[5].role, CTX_ASSISTANT);
+	expect_part(&m[5], 0, CTX_TEXT, "Roses are");
+	/* The failed turn: the empty text is gone, the unsigned reasoning
+	 * stays for the encoders to judge. */
+	expect_part(&m[6], 0, CTX_TEXT, "Are you there?");
+	assert_int_equal(m[7].role, CTX_ASSISTANT);
+	assert_int_equal(m[7].nparts, 1);
+	expect_part(&m[7], 0, CTX_REASONING, "hmm");
+	/* The cut-off call: arguments {}, marked, with its result. */
+	expect_part(&m[8], 0, CTX_TEXT, "Run it again.");
+	expect_part(&m[9], 0, CTX_TOOL_CALL, NULL);
+	assert_string_equal(m[9].parts[0].args, "{}");
+	assert_true(m[9].parts[0].incomplete);
+	expect_part(&m[10], 0, CTX_TOOL_RESULT, "[not_executed] cut off");
+	assert_true(m[10].parts[0].is_error);
+	expect_part(&m[11], 0, CTX_TEXT, "Thanks.");
+	assert_string_equal(context_last_user_text(c, NULL), "Thanks.");
+	context_free(c);
+}
+
+/* A call with no result in the log (a turn still open, or a log repair
+ * has not closed) gets a not_executed one before the next message; a
+ * result whose call is not in the branch is dropped; a result for the
+ * same call twice is sent once. */
+static void test_calls_always_answered(void **state)
+{
+	static const char *const lines[] = {
+		"{\"type\":\"turn/start\",\"turn\":\"a\",\"data\":{}}",
+		"{\"type\":\"user/message\",\"turn\":\"a\",\"data\":{\"text\":\"go\"}}",
+		"{\"type\":\"tool/result\",\"turn\":\"a\",\"data\":{\"call_id\":\"ghost\",\"status\":\"ok\"}}",
+		"{\"type\":\"tool/call\",\"turn\":\"a\",\"data\":{\"call_id\":\"c1\",\"name\":\"read\",\"args\":{}}}",
+		"{\"type\":\"tool/call\",\"turn\":\"a\",\"data\":{\"call_id\":\"c2\",\"name\":\"read\",\"args\":{\"p\":1}}}",
+		"{\"type\":\"tool/result\",\"turn\":\"a\",\"data\":{\"call_id\":\"c2\",\"status\":\"denied\",\"output\":{\"why\":\"no\"}}}",
+		"{\"type\":\"tool/result\",\"turn\":\"a\",\"data\":{\"call_id\":\"c2\",\"status\":\"ok\",\"output\":\"again\"}}",
+		"{\"type\":\"user/message\",\"turn\":\"a\",\"data\":{\"text\":\"next\"}}",
+		NULL,
+	};
+	struct context *c = support_context(lines);
+	size_t n;
+	const struct ctx_message *m = context_messages(c, NULL, &n);
+	assert_int_equal(n, 5);
+	assert_int_equal(m[0].role, CTX_USER);
+	assert_int_equal(m[1].role, CTX_ASSISTANT);
+	assert_int_equal(m[1].nparts, 2);
+	assert_int_equal(m[2].role, CTX_TOOL);
+	assert_string_equal(m[2].parts[0].call_id, "c2");
+	assert_string_equal(m[2].parts[0].text, "[denied] {\"why\":\"no\"}");
+	assert_int_equal(m[3].role, CTX_TOOL);
+	assert_string_equal(m[3].parts[0].call_id, "c1");
+	assert_string_equal(m[3].parts[0].text, "[not_executed] no result was recorded for this call");
+	assert_true(m[3].parts[0].is_error);
+	assert_int_equal(m[4].role, CTX_USER);
+	context_free(c);
+}
+
+static void test_reasoning_blocks(void **state)
+{
+	static const char *const lines[] = {
+		"{\"type\":\"turn/start\",\"turn\":\"a\",\"data\":{}}",
+		"{\"type\":\"user/message\",\"turn\":\"a\",\"data\":{\"text\":\"q\"}}",
+		"{\"type\":\"assistant/reasoning\",\"turn\":\"a\",\"data\":{\"text\":\"one\",\"signature\":\"s1\"}}",
+		"{\"type\":\"assistant/reasoning\",\"turn\":\"a\",\"data\":{\"text\":\"tw\"}}",
+		"{\"type\":\"assistant/reasoning\",\"turn\":\"a\",\"data\":{\"text\":\"o\",\"signature\":\"s2\"}}",
+		"{\"type\":\"assistant/text\",\"turn\":\"a\",\"data\":{\"text\":\"x\"}}",
+		"{\"type\":\"assistant/reasoning\",\"turn\":\"a\",\"data\":{\"text\":\"three\"}}",
+		"{\"type\":\"assistant/text\",\"turn\":\"a\",\"data\":{\"text\":\"y\"}}",
+		"{\"type\":\"assistant/reasoning\",\"turn\":\"a\",\"data\":{\"text\":\"\",\"signature\":\"s4\"}}",
+		NULL,
+	};
+	struct context *c = support_context(lines);
+	size_t n;
+	const struct ctx_message *m = context_messages(c, NULL, &n);
+	assert_int_equal(n, 2);
+	assert_int_equal(m[1].nparts, 6);
+	expect_part(&m[1], 0, CTX_REASONING, "one");
+	assert_string_equal(m[1].parts[0].signature, "s1");
+	expect_part(&m[1], 1, CTX_REASONING, "two");
+	assert_string_equal(m[1].parts[1].signature, "s2");
+	expect_part(&m[1], 2, CTX_TEXT, "x");
+	expect_part(&m[1], 3, CTX_REASONING, "three");
+	expect_part(&m[1], 4, CTX_TEXT, "y");
+	/* Empty thinking with a signature is still a block to send back. */
+	expect_part(&m[1], 5, CTX_REASONING, "");
+	assert_string_equal(m[1].parts[5].signature, "s4");
+	context_free(c);
+}
+
+/* The view follows parent turns: a turn rewound to t1 does not see t2;
+ * an absent parent_turn is the previous turn in log order; null a root. */
+static void test_branches(void **state)
+{
+	static const char *const lines[] = {
+		"{\"type\":\"turn/start\",\"turn\":\"t1\",\"data\":{\"parent_turn\":null}}",
+		"{\"type\":\"user/message\",\"turn\":\"t1\",\"data\":{\"text\":\"one\"}}",
+		"{\"type\":\"turn/start\",\"turn\":\"t2\",\"data\":{}}",
+		"{\"type\":\"user/message\",\"turn\":\"t2\",\"data\":{\"text\":\"two\"}}",
+		"{\"type\":\"branch/rewind\",\"data\":{\"to_turn\":\"t1\"}}",
+		"{\"type\":\"turn/start\",\"turn\":\"t3\",\"data\":{\"parent_turn\":\"t1\"}}",
+		"{\"type\":\"user/message\",\"turn\":\"t3\",\"data\":{\"text\":\"three\"}}",
+		"{\"type\":\"turn/start\",\"turn\":\"t4\",\"data\":{\"parent_turn\":null}}",
+		"{\"type\":\"user/message\",\"turn\":\"t4\",\"data\":{\"text\":\"four\"}}",
+		NULL,
+	};
+	struct context *c = support_context(lines);
+	size_t n;
+	const struct ctx_message *m = context_messages(c, "t3", &n);
+	assert_int_equal(n, 2);
+	assert_string_equal(m[0].parts[0].text, "one");
+	assert_string_equal(m[1].parts[0].text, "three");
+	m = context_messages(c, "t2", &n);
+	assert_int_equal(n, 2);
+	assert_string_equal(m[1].parts[0].text, "two");
+	m = context_messages(c, NULL, &n); /* the last started: a root */
+	assert_int_equal(n, 1);
+	assert_string_equal(m[0].parts[0].text, "four");
+	assert_null(context_messages(c, "nope", &n));
+	assert_int_equal(n, 0);
+	context_free(c);
+}
+
+static void test_refused_data(void **state)
+{
+	struct context *c = context_new();
+	struct cerr err;
+	cJSON *d = cJSON_Parse("{\"call_id\":\"x\",\"name\":\"y\"}");
+	assert_int_equal(context_add(c, VT_TOOL_CALL, "a", d, &err), -1);
+	assert_int_equal(err.cls, CERR_CORRUPT);
+	cJSON_Delete(d);
+	d = cJSON_Parse("{\"text\":1}");
+	assert_int_equal(context_add(c, VT_USER_MESSAGE, "a", d, &err), -1);
+	cJSON_Delete(d);
+	/* Types the model does not see are ignored. */
+	d = cJSON_Parse("{}");
+	assert_int_equal(context_add(c, VT_INPUT_QUEUED, NULL, d, &err), 0);
+	assert_int_equal(context_add(c, VT_UNKNOWN, NULL, d, &err), 0);
+	cJSON_Delete(d);
+	size_t n;
+	context_messages(c, NULL, &n);
+	assert_int_equal(n, 0);
+	context_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_conversation),
+		cmocka_unit_test(test_calls_always_answered),
+		cmocka_unit_test(test_reasoning_blocks),
+		cmocka_unit_test(test_branches),
+		cmocka_unit_test(test_refused_data),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
