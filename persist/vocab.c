@@ -44,12 +44,18 @@ static const struct vocab_field f_user_message[] = {
 	{"text", VK_STR, true, NULL},
 	BLOB_FIELD,
 	END};
+static const struct vocab_field f_reasoning[] = {
+	{"text", VK_STR, true, NULL},
+	{"signature", VK_STR, false, NULL},
+	{"redacted", VK_BOOL, false, NULL},
+	END};
 static const struct vocab_field f_none[] = {END};
 static const struct vocab_field f_tool_call[] = {
 	{"call_id", VK_STR, true, NULL},
 	{"name", VK_STR, true, NULL},
 	{"args", VK_ANY, true, NULL},
 	BLOB_FIELD,
+	{"incomplete", VK_BOOL, false, NULL},
 	END};
 static const struct vocab_field f_call_id[] = {
 	{"call_id", VK_STR, true, NULL},
@@ -106,7 +112,7 @@ static const struct vocab_field f_dequeued[] = {
 #define F_VT_USER_MESSAGE false, f_user_message
 #define F_VT_REQUEST_PREPARED true, f_request
 #define F_VT_ASSISTANT_TEXT false, f_text
-#define F_VT_ASSISTANT_REASONING false, f_text
+#define F_VT_ASSISTANT_REASONING false, f_reasoning
 #define F_VT_TOOL_CALL true, f_tool_call
 #define F_VT_INTERACTION_REQUEST true, f_none
 #define F_VT_INTERACTION_ANSWER true, f_none
