@@ -45,14 +45,15 @@ int64_t provider_anthropic_max_tokens(const char *model)
 
 /* Tool ids must match [A-Za-z0-9_-]+; an id another provider made may
  * not, so it is mapped the same way in tool_use and tool_result. */
-static char *tool_id(const char *id)
+static void add_tool_id(cJSON *block, const char *key, const char *id)
 {
 	char *s = xstrdup(*id ? id : "call");
 	for (char *p = s; *p; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
 		      *p == '_' || *p == '-'))
 			*p = '_';
-	return s;
+	cJSON_AddStringToObject(block, key, s);
+	free(s);
 }
 
 static cJSON *block(const char *type)
@@ -89,9 +90,7 @@ static bool add_blocks(cJSON *content, const struct ctx_message *m)
 			break;
 		case CTX_TOOL_CALL: {
 			b = block("tool_use");
-			char *id = tool_id(p->call_id);
-			cJSON_AddStringToObject(b, "id", id);
-			free(id);
+			add_tool_id(b, "id", p->call_id);
 			cJSON_AddStringToObject(b, "name", p->name);
 			cJSON *in = cJSON_Parse(p->args);
 			if (!cJSON_IsObject(in)) {
@@ -103,9 +102,7 @@ static bool add_blocks(cJSON *content, const struct ctx_message *m)
 		}
 		case CTX_TOOL_RESULT: {
 			b = block("tool_result");
-			char *id = tool_id(p->call_id);
-			cJSON_AddStringToObject(b, "tool_use_id", id);
-			free(id);
+			add_tool_id(b, "tool_use_id", p->call_id);
 			cJSON_AddStringToObject(b, "content", p->text);
 			if (p->is_error)
 				cJSON_AddTrueToObject(b, "is_error");
@@ -185,18 +182,14 @@ int provider_anthropic_build(const struct provider_params *p, const struct ctx_m
 
 /* ---- stream ---- */
 
-static enum stream_finish finish_of(const char *r)
-{
-	if (strcmp(r, "end_turn") == 0 || strcmp(r, "stop_sequence") == 0)
-		return FINISH_STOP;
-	if (strcmp(r, "tool_use") == 0)
-		return FINISH_TOOL_CALLS;
-	if (strcmp(r, "max_tokens") == 0)
-		return FINISH_LENGTH;
-	if (strcmp(r, "refusal") == 0)
-		return FINISH_FILTER;
-	return FINISH_OTHER;
-}
+static const struct stream_word stop_reasons[] = {
+	{"end_turn", FINISH_STOP},
+	{"stop_sequence", FINISH_STOP},
+	{"tool_use", FINISH_TOOL_CALLS},
+	{"max_tokens", FINISH_LENGTH},
+	{"refusal", FINISH_FILTER},
+	{NULL, FINISH_OTHER}, /* pause_turn and later words */
+};
 
 static void read_usage(struct stream_decoder *d, const cJSON *u)
 {
@@ -284,7 +277,7 @@ void provider_anthropic_feed(struct stream_decoder *d, const char *name, const c
 		read_usage(d, cJSON_GetObjectItemCaseSensitive(j, "usage"));
 		const char *r = stream_str(cJSON_GetObjectItemCaseSensitive(j, "delta"), "stop_reason");
 		if (r)
-			stream_finish(d, finish_of(r), r);
+			stream_finish(d, stream_finish_of(stop_reasons, r), r);
 	} else if (strcmp(type, "message_stop") == 0) {
 		stream_finish(d, FINISH_STOP, NULL);
 		stream_done(d);

@@ -128,18 +128,14 @@ int provider_openai_build(const struct provider_params *p, const struct ctx_mess
 
 /* ---- stream ---- */
 
-static enum stream_finish finish_of(const char *r)
-{
-	if (strcmp(r, "stop") == 0)
-		return FINISH_STOP;
-	if (strcmp(r, "tool_calls") == 0 || strcmp(r, "function_call") == 0)
-		return FINISH_TOOL_CALLS;
-	if (strcmp(r, "length") == 0)
-		return FINISH_LENGTH;
-	if (strcmp(r, "content_filter") == 0)
-		return FINISH_FILTER;
-	return FINISH_OTHER;
-}
+static const struct stream_word finish_reasons[] = {
+	{"stop", FINISH_STOP},
+	{"tool_calls", FINISH_TOOL_CALLS},
+	{"function_call", FINISH_TOOL_CALLS},
+	{"length", FINISH_LENGTH},
+	{"content_filter", FINISH_FILTER},
+	{NULL, FINISH_OTHER},
+};
 
 /* The slot a tool-call delta continues, or a new one. With an index the
  * index decides; without one (some servers send whole calls that way) a
@@ -245,7 +241,7 @@ void provider_openai_feed(struct stream_decoder *d, const char *name, const char
 			tool_deltas(d, calls);
 		const char *fr = stream_str(ch, "finish_reason");
 		if (fr)
-			stream_finish(d, finish_of(fr), fr);
+			stream_finish(d, stream_finish_of(finish_reasons, fr), fr);
 		break;
 	}
 	const cJSON *u = cJSON_GetObjectItemCaseSensitive(j, "usage");

@@ -238,6 +238,14 @@ void stream_done(struct stream_decoder *d)
 	emit(d, (struct stream_event){.kind = STREAM_DONE});
 }
 
+enum stream_finish stream_finish_of(const struct stream_word *table, const char *r)
+{
+	for (; table->word; table++)
+		if (strcmp(table->word, r) == 0)
+			return table->finish;
+	return FINISH_OTHER;
+}
+
 const char *stream_str(const cJSON *o, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);

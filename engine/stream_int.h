@@ -58,6 +58,14 @@ void stream_done(struct stream_decoder *d);
 void provider_openai_feed(struct stream_decoder *d, const char *name, const char *data, size_t len);
 void provider_anthropic_feed(struct stream_decoder *d, const char *name, const char *data, size_t len);
 
+/* A provider's word for why a reply stopped, and what it means. */
+struct stream_word {
+	const char *word;
+	enum stream_finish finish;
+};
+/* r looked up in table (ended by a NULL word); FINISH_OTHER when absent. */
+enum stream_finish stream_finish_of(const struct stream_word *table, const char *r);
+
 /* Helpers for reading provider JSON. */
 const char *stream_str(const cJSON *o, const char *key);
 /* An integer field, or -1. */
