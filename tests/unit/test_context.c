@@ -109,6 +109,21 @@ static void test_calls_always_answered(void **state)
 	assert_true(m[3].parts[0].is_error);
 	assert_int_equal(m[4].role, CTX_USER);
 	context_free(c);
+
+	/* A branch that ends with a call still waiting (an open turn). */
+	static const char *const open_call[] = {
+		"{\"type\":\"user/message\",\"turn\":\"a\",\"data\":{\"text\":\"go\"}}",
+		"{\"type\":\"tool/call\",\"turn\":\"a\",\"data\":{\"call_id\":\"c9\",\"name\":\"read\",\"args\":\"{\\\"p\",\"incomplete\":true}}",
+		NULL,
+	};
+	c = support_context(open_call);
+	m = context_messages(c, NULL, &n);
+	assert_int_equal(n, 3);
+	assert_int_equal(m[2].role, CTX_TOOL);
+	assert_string_equal(m[2].parts[0].call_id, "c9");
+	assert_string_equal(m[2].parts[0].text,
+			    "[not_executed] the call was cut off before its arguments were complete");
+	context_free(c);
 }
 
 static void test_reasoning_blocks(void **state)
