@@ -209,8 +209,11 @@ void stream_finish(struct stream_decoder *d, enum stream_finish reason, const ch
 	if (d->ntools && reason == FINISH_STOP)
 		reason = FINISH_TOOL_CALLS;
 	d->finished = true;
-	emit(d, (struct stream_event){.kind = STREAM_FINISH, .finish = reason, .text = raw,
-				      .len = raw ? strlen(raw) : 0});
+	/* The provider's word is shown and logged: valid text like the rest. */
+	char *r = raw ? textfix_string(raw, strlen(raw)) : NULL;
+	emit(d, (struct stream_event){.kind = STREAM_FINISH, .finish = reason, .text = r,
+				      .len = r ? strlen(r) : 0});
+	free(r);
 }
 
 void stream_emit_usage(struct stream_decoder *d)
@@ -225,8 +228,10 @@ void stream_error(struct stream_decoder *d, const char *type, const char *msg)
 		return;
 	d->failed = true;
 	char *m = textfix_string(msg ? msg : "", msg ? strlen(msg) : 0);
+	char *t = type ? textfix_string(type, strlen(type)) : NULL;
 	emit(d, (struct stream_event){.kind = STREAM_ERROR, .text = m, .len = strlen(m),
-				      .error_type = type});
+				      .error_type = t});
+	free(t);
 	free(m);
 }
 
