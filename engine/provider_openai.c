@@ -5,6 +5,7 @@
 #include "base/xalloc.h"
 #include "engine/provider.h"
 #include "engine/stream_int.h"
+#include "engine/textfix.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -170,7 +171,7 @@ static void tool_deltas(struct stream_decoder *d, const cJSON *calls)
 		struct stream_tool *t = &d->tools[slot];
 		if (!*t->name && name && *name) { /* a name after the call's first delta */
 			free(t->name);
-			t->name = xstrdup(name);
+			t->name = textfix_string(name, strlen(name));
 		}
 		if (args)
 			stream_tool_args(d, slot, args, strlen(args));

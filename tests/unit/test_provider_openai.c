@@ -206,6 +206,13 @@ static void test_tool_calls_without_index_or_id(void **state)
 		{NULL, "{\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}"},
 	};
 	expect_decode(noid, N(noid), "TS(call_*,shell) TA(call_*,{}) TE(call_*,shell,{}) F(tool_calls,tool_calls)|closed");
+	/* The name after the id, in the next delta. */
+	static const struct sse late[] = {
+		{NULL, "{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"x\"}]}}]}"},
+		{NULL, "{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"sh\xff\",\"arguments\":\"{}\"}}]}}]}"},
+		{NULL, "{\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}"},
+	};
+	expect_decode(late, N(late), "TS(x,) TA(x,{}) TE(x,sh\xef\xbf\xbd,{}) F(tool_calls,tool_calls)|closed");
 }
 
 /* reasoning_content (DeepSeek, vLLM, llama.cpp) and reasoning (Ollama,
