@@ -187,8 +187,10 @@ static int read_provider(struct config *cfg, struct config_provider *p, const cJ
 	static const char *const offline_keys[] = {"pace_ms", NULL};
 	char pre[64];
 	snprintf(pre, sizeof pre, "providers.%s.", p->name);
-	if (!cJSON_IsObject(o))
+	if (!cJSON_IsObject(o)) {
+		pre[strlen(pre) - 1] = '\0'; /* the key itself, without the dot */
 		return bad(cfg, err, pre, "must be an object");
+	}
 	if (p->kind == PROVIDER_OFFLINE) {
 		char key[96];
 		snprintf(key, sizeof key, "%space_ms", pre);

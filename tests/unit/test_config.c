@@ -191,6 +191,7 @@ static void test_malformed(void **state)
 	expect_refused("{\"providers\": {\"offline\": {\"pace_ms\": 1.5}}}", CERR_USAGE, "'providers.offline.pace_ms'");
 	expect_refused("{\"providers\": {\"ollama\": {}}}", CERR_USAGE, "'providers.ollama'");
 	expect_refused("[]", CERR_USAGE, "not a JSON object");
+	expect_refused("{\"providers\": {\"anthropic\": 1}}", CERR_USAGE, "'providers.anthropic' must be an object");
 }
 
 static void test_redact_url(void **state)
