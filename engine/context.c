@@ -3,6 +3,8 @@
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/xalloc.h"
+#include "engine/textfix.h"
+#include "persist/blob.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,11 +24,38 @@ struct context {
 	size_t n, cap;
 	struct ctx_message *view; /* the last context_messages result */
 	size_t nview, capview;
+	int blob_dir; /* -1: none */
 };
 
 struct context *context_new(void)
 {
-	return xcalloc(1, sizeof(struct context));
+	struct context *c = xcalloc(1, sizeof(struct context));
+	c->blob_dir = -1;
+	return c;
+}
+
+void context_set_blob_dir(struct context *c, int dirfd)
+{
+	c->blob_dir = dirfd;
+}
+
+/* The whole text of data's blob into *out (caller frees): 1; 0 when data
+ * names none or no blob directory is set; -1 with err. */
+static int blob_text(struct context *c, const cJSON *data, char **out, struct cerr *err)
+{
+	struct blob_ref ref;
+	int r = c->blob_dir < 0 ? 0 : blob_ref_from_data(data, &ref, err);
+	if (r <= 0)
+		return r;
+	struct buf b = BUF_INIT;
+	if (blob_read(c->blob_dir, &ref, &b, err) < 0) {
+		buf_release(&b);
+		return -1;
+	}
+	/* A tool's output may be any bytes: the model gets valid text. */
+	*out = textfix_string(b.p ? b.p : "", b.len);
+	buf_release(&b);
+	return 1;
 }
 
 static void part_release(struct ctx_part *p)
@@ -135,13 +164,15 @@ static bool bool_field(const cJSON *data, const char *name)
 
 /* What the model reads of a tool result: the output (a string as it is,
  * any other value as JSON), led by the status when it is not ok. */
-static char *result_text(const cJSON *data, bool *is_error)
+static char *result_text(const cJSON *data, const char *whole, bool *is_error)
 {
 	const char *status = str_field(data, "status");
 	const cJSON *out = cJSON_GetObjectItemCaseSensitive(data, "output");
 	char *printed = NULL;
 	const char *o = "";
-	if (cJSON_IsString(out))
+	if (whole)
+		o = whole;
+	else if (cJSON_IsString(out))
 		o = out->valuestring;
 	else if (out && !cJSON_IsNull(out))
 		o = printed = json_print(out);
@@ -215,13 +246,17 @@ int context_add(struct context *c, enum vocab_type type, const char *turn, const
 		new_turn(c, turn, parent);
 		return 0;
 	}
-	case VT_USER_MESSAGE:
+	case VT_USER_MESSAGE: {
 		if (!text)
 			return cerr_set(err, CERR_CORRUPT, 0, "'user/message' lacks its text");
+		char *whole = NULL;
+		if (blob_text(c, data, &whole, err) < 0)
+			return -1;
 		t = turn_of(c, turn);
-		push_part(push_msg(t, CTX_USER), CTX_TEXT)->text = xstrdup(text);
+		push_part(push_msg(t, CTX_USER), CTX_TEXT)->text = whole ? whole : xstrdup(text);
 		t->open_asst = false;
 		return 0;
+	}
 	case VT_ASSISTANT_TEXT: {
 		if (!text)
 			return cerr_set(err, CERR_CORRUPT, 0, "'assistant/text' lacks its text");
@@ -246,11 +281,15 @@ int context_add(struct context *c, enum vocab_type type, const char *turn, const
 		const char *id = str_field(data, "call_id");
 		if (!id)
 			return cerr_set(err, CERR_CORRUPT, 0, "'tool/result' lacks its call_id");
+		char *whole = NULL;
+		if (blob_text(c, data, &whole, err) < 0)
+			return -1;
 		t = turn_of(c, turn);
 		struct ctx_part *p = push_part(push_msg(t, CTX_TOOL), CTX_TOOL_RESULT);
 		t->open_asst = false;
 		p->call_id = xstrdup(id);
-		p->text = result_text(data, &p->is_error);
+		p->text = result_text(data, whole, &p->is_error);
+		free(whole);
 		return 0;
 	}
 	case VT_STEP_END:

@@ -56,9 +56,16 @@ struct context;
 /* A new, empty context; free with context_free. */
 struct context *context_new(void);
 void context_free(struct context *c);
+/* Read the whole text of events whose content went to a blob (a long
+ * prompt, a tool's long output) from the session directory dirfd
+ * (borrowed; it must stay open while events are added). Without it the
+ * model gets the head and tail the event keeps inline. */
+void context_set_blob_dir(struct context *c, int dirfd);
 /* Add one event (type t, envelope turn or NULL, data) in log order; types
- * the model does not see are ignored. Fails (CERR_CORRUPT) only for data
- * a reader should have refused (a field of the wrong kind). */
+ * the model does not see are ignored. Fails (CERR_CORRUPT) for data a
+ * reader should have refused (a field of the wrong kind), and as
+ * blob_read for a blob that cannot be read whole: the model never gets a
+ * prompt or an output cut short silently. */
 int context_add(struct context *c, enum vocab_type t, const char *turn, const cJSON *data,
 		struct cerr *err);
 /* The messages along the branch ending at turn leaf (NULL: the turn

@@ -16,7 +16,7 @@
 #include <stddef.h>
 
 #include "base/buf.h"
-#include "persist/frame.h"
+#include "persist/limits.h"
 
 /* The largest JSON-escaped size of one captured text: a log line less
  * room for the envelope (seq, t, type, a turn id of at most 128 bytes) and

@@ -10,10 +10,16 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "engine/context.h"
+#include "persist/blob.h"
+#include "tests/unit/support_fixture.h"
 #include "tests/unit/support_stream.h"
 
 static void expect_part(const struct ctx_message *m, size_t k, enum ctx_part_kind kind, const char *text)
@@ -213,6 +219,76 @@ static void test_refused_data(void **state)
 	context_free(c);
 }
 
+/* A prompt and a tool output too long for an event: the model gets them
+ * whole from their blobs; without the session directory, the head and
+ * tail kept inline; a blob that cannot be read fails the add. */
+static void test_blobs(void **state)
+{
+	char dir[256], root[256];
+	assert_int_equal(tmp_root("ctxblob", dir, sizeof dir, root, sizeof root), 0);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	size_t n = BLOB_INLINE_MAX + 1000;
+	char *big = malloc(n + 1), *out = malloc(n + 1);
+	for (size_t i = 0; i < n; i++)
+		big[i] = (char)('a' + i % 26), out[i] = (char)('0' + i % 10);
+	big[n] = out[n] = '\0';
+	out[5] = '\xff'; /* a tool's output may be any bytes */
+	struct blob_ref ref, oref;
+	char *inl = NULL;
+	const char *oinl;
+	struct cerr err;
+	assert_int_equal(blob_spill(dfd, big, n, &ref, &inl, &err), 1);
+	assert_int_equal(blob_write(dfd, out, n, &oref, &err), 0);
+	oinl = "(head and tail)";
+	cJSON *um = cJSON_CreateObject(), *call = cJSON_Parse("{\"call_id\":\"c\",\"name\":\"sh\",\"args\":{}}");
+	cJSON *res = cJSON_CreateObject();
+	cJSON_AddStringToObject(um, "text", inl);
+	blob_ref_to_data(um, &ref);
+	cJSON_AddStringToObject(res, "call_id", "c");
+	cJSON_AddStringToObject(res, "status", "ok");
+	cJSON_AddStringToObject(res, "output", oinl);
+	blob_ref_to_data(res, &oref);
+	for (int with_dir = 0; with_dir < 2; with_dir++) {
+		struct context *c = context_new();
+		if (with_dir)
+			context_set_blob_dir(c, dfd);
+		assert_int_equal(context_add(c, VT_USER_MESSAGE, "t", um, &err), 0);
+		assert_int_equal(context_add(c, VT_TOOL_CALL, "t", call, &err), 0);
+		assert_int_equal(context_add(c, VT_TOOL_RESULT, "t", res, &err), 0);
+		size_t k;
+		const struct ctx_message *m = context_messages(c, NULL, &k);
+		assert_int_equal(k, 3);
+		if (with_dir) {
+			assert_string_equal(m[0].parts[0].text, big);
+			assert_int_equal(strlen(m[2].parts[0].text), n + 2); /* \xff became U+FFFD */
+			assert_memory_equal(m[2].parts[0].text, out, 5);
+			assert_memory_equal(m[2].parts[0].text + 5, "\xef\xbf\xbd", 3);
+		} else {
+			assert_string_equal(m[0].parts[0].text, inl);
+			assert_string_equal(m[2].parts[0].text, oinl);
+		}
+		context_free(c);
+	}
+	/* The blob gone: the add fails, naming it, instead of a cut prompt. */
+	char path[512];
+	snprintf(path, sizeof path, "%s/blobs/%s", dir, ref.sha256);
+	assert_int_equal(unlink(path), 0);
+	struct context *c = context_new();
+	context_set_blob_dir(c, dfd);
+	assert_int_equal(context_add(c, VT_USER_MESSAGE, "t", um, &err), -1);
+	assert_int_equal(err.cls, CERR_MISSING);
+	context_free(c);
+	cJSON_Delete(um);
+	cJSON_Delete(call);
+	cJSON_Delete(res);
+	free(inl);
+	free(big);
+	free(out);
+	close(dfd);
+	rm_rf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -221,6 +297,7 @@ int main(void)
 		cmocka_unit_test(test_reasoning_blocks),
 		cmocka_unit_test(test_branches),
 		cmocka_unit_test(test_refused_data),
+		cmocka_unit_test(test_blobs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
