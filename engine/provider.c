@@ -59,12 +59,15 @@ const char *provider_header(const struct provider_request *r, const char *name)
 	return NULL;
 }
 
-char *provider_url(const char *base, const char *path)
+void provider_request_begin(struct provider_request *r, const char *base, const char *path)
 {
 	size_t n = strlen(base);
 	while (n && base[n - 1] == '/')
 		n--;
-	return xasprintf("%.*s%s", (int)n, base, path);
+	*r = (struct provider_request)PROVIDER_REQUEST_INIT;
+	r->url = xasprintf("%.*s%s", (int)n, base, path);
+	provider_add_header(r, "Content-Type: application/json");
+	provider_add_header(r, "Accept: text/event-stream");
 }
 
 void provider_set_body(struct provider_request *r, cJSON *root)

@@ -63,8 +63,9 @@ void provider_error_body(const char *body, size_t len, long status, char **messa
 /* Parts shared by the two encoders (provider.c). */
 void provider_add_header(struct provider_request *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* base without trailing slashes, then path; caller frees. */
-char *provider_url(const char *base, const char *path);
+/* Start *r (fresh): its URL, base without trailing slashes then path, and
+ * the headers every request carries (JSON body, event-stream reply). */
+void provider_request_begin(struct provider_request *r, const char *base, const char *path);
 /* Take the printed body of root (which is freed) into r. */
 void provider_set_body(struct provider_request *r, cJSON *root);
 /* The tool schemas as fields: name, description, parameters (an object,

@@ -169,10 +169,7 @@ int provider_anthropic_build(const struct provider_params *p, const struct ctx_m
 		cJSON_AddItemToObject(root, "tools", tools);
 	}
 	cJSON_AddTrueToObject(root, "stream");
-	*out = (struct provider_request)PROVIDER_REQUEST_INIT;
-	out->url = provider_url(p->base_url, "/v1/messages");
-	provider_add_header(out, "Content-Type: application/json");
-	provider_add_header(out, "Accept: text/event-stream");
+	provider_request_begin(out, p->base_url, "/v1/messages");
 	provider_add_header(out, "anthropic-version: " ANTHROPIC_VERSION);
 	if (p->api_key && *p->api_key)
 		provider_add_header(out, "x-api-key: %s", p->api_key);

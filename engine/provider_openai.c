@@ -117,10 +117,7 @@ int provider_openai_build(const struct provider_params *p, const struct ctx_mess
 		}
 		cJSON_AddItemToObject(root, "tools", tools);
 	}
-	*out = (struct provider_request)PROVIDER_REQUEST_INIT;
-	out->url = provider_url(p->base_url, "/chat/completions");
-	provider_add_header(out, "Content-Type: application/json");
-	provider_add_header(out, "Accept: text/event-stream");
+	provider_request_begin(out, p->base_url, "/chat/completions");
 	if (p->api_key && *p->api_key)
 		provider_add_header(out, "Authorization: Bearer %s", p->api_key);
 	provider_set_body(out, root);
