@@ -73,14 +73,18 @@ test: build-tests
 asan:
 	$(MAKE) BUILD=build-asan SAN=address,undefined CFLAGS='-O1 -g' test
 
+# Every fuzz/fuzz_*.c target is built and run for FUZZ_SECONDS each.
 FUZZ_SECONDS ?= 20
 FUZZ_CC ?= clang
+FUZZ_TARGETS := $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
 fuzz:
 	$(MAKE) BUILD=build-fuzz CC=$(FUZZ_CC) CFLAGS='-O1 -g -fsanitize=fuzzer-no-link,address,undefined' build-fuzz/libcairn.a
 	@mkdir -p build-fuzz/fuzz
-	$(FUZZ_CC) $(CPPFLAGS_ALL) -O1 -g -fsanitize=fuzzer,address,undefined $(WARN) \
-	  fuzz/fuzz_log.c build-fuzz/libcairn.a $(LIBS) -o build-fuzz/fuzz/fuzz_log
-	fuzz/run.sh build-fuzz/fuzz/fuzz_log $(FUZZ_SECONDS)
+	set -e; for t in $(FUZZ_TARGETS); do \
+	  $(FUZZ_CC) $(CPPFLAGS_ALL) -O1 -g -fsanitize=fuzzer,address,undefined $(WARN) \
+	    fuzz/$$t.c build-fuzz/libcairn.a $(LIBS) -o build-fuzz/fuzz/$$t; \
+	done
+	set -e; for t in $(FUZZ_TARGETS); do fuzz/run.sh build-fuzz/fuzz/$$t $(FUZZ_SECONDS); done
 
 bench: $(BUILD)/cairn $(BENCH_BIN)
 	bench/run.sh $(BUILD)
