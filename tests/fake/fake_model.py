@@ -2,7 +2,8 @@
 """fake_model.py — a scripted model server for tests (python3 stdlib only).
 
 Listens on 127.0.0.1 on an ephemeral port (printed on stdout as "PORT\\n",
-and written to --port-file) and speaks the streaming shapes of two wire
+and written to --port-file; with --watch-stdin it exits when its stdin
+closes, so a test that dies leaves no server behind) and speaks the streaming shapes of two wire
 protocols, as strictly as the real APIs check requests:
 
   POST /v1/chat/completions   OpenAI Chat Completions (Authorization: Bearer)
@@ -45,7 +46,8 @@ accepted request gets reply N (a 500 once they run out). A REPLY, every key opti
   stall_before_ms        sleep before the status line
   stall_after_head_ms    sleep after the headers
   stall_ms, stall_after  sleep stall_ms once, after stall_after writes
-  disconnect_after       close the socket abruptly after that many writes
+  disconnect_after       close the connection after that many writes, without
+                         ending the chunked body (reset: true sends a RST)
   close_without_response read the request, then close
   omit_end               end cleanly without [DONE] / message_stop
   repeat_text            repeat "text" this many times (long streams)
@@ -57,6 +59,7 @@ import random
 import socket
 import socketserver
 import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler
@@ -532,7 +535,7 @@ class Handler(BaseHTTPRequestHandler):
             pause = 1.0 / r["rate"] if r.get("rate") else 0
             for i, w in enumerate(writes):
                 if r.get("disconnect_after") is not None and i == r["disconnect_after"]:
-                    self.abort()
+                    self.abort(bool(r.get("reset")))
                     return
                 if r.get("stall_ms") and i == r.get("stall_after", 0):
                     time.sleep(r["stall_ms"] / 1000)
@@ -546,17 +549,27 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:  # the client went away
             self.close_connection = True
 
-    def abort(self):
-        """Close mid-stream with a reset: no terminating chunk."""
+    def abort(self, reset):
+        """Close mid-stream: no terminating chunk. A reset (RST) comes a
+        little later, so the client reads what was sent before (a RST
+        discards the peer's unread data)."""
         self.close_connection = True
         self.wfile.flush()
-        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        if reset:
+            time.sleep(0.2)
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        else:
+            self.connection.shutdown(socket.SHUT_RDWR)
         self.connection.close()
 
 
 class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
     daemon_threads = True
     allow_reuse_address = True
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], OSError):  # a client that went away is no error
+            super().handle_error(request, client_address)
 
 
 def main():
@@ -568,7 +581,15 @@ def main():
     ap.add_argument("--openai-key", default="sk-test", help="required Bearer key ('' accepts none)")
     ap.add_argument("--anthropic-key", default="ant-test", help="required x-api-key ('' accepts any)")
     ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"), help="serve HTTPS")
+    ap.add_argument("--watch-stdin", action="store_true",
+                    help="exit when stdin reaches end of file (the test that started us is gone)")
     opts = ap.parse_args()
+    if opts.watch_stdin:
+        def watch():
+            while sys.stdin.buffer.read(4096):
+                pass
+            os._exit(0)
+        threading.Thread(target=watch, daemon=True).start()
     opts.openai_key = opts.openai_key or None
     opts.anthropic_key = opts.anthropic_key or None
     opts.script = {}
