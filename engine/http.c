@@ -131,9 +131,10 @@ static CURLM *multi_init_cloexec(void)
 
 /* ---- the engine's lifetime ---- */
 
-static void maybe_free(struct http *h)
+/* One of h's uv handles finished closing: free h once closing is done. */
+static void handle_closed(struct http *h)
 {
-	if (!h->closing || h->multi || h->handles)
+	if (--h->handles || !h->closing || h->multi)
 		return;
 	void (*cb)(void *) = h->close_cb;
 	void *ud = h->close_ud;
@@ -146,9 +147,7 @@ static void maybe_free(struct http *h)
 
 static void timer_closed_cb(uv_handle_t *hd)
 {
-	struct http *h = hd->data;
-	h->handles--;
-	maybe_free(h);
+	handle_closed(hd->data);
 }
 
 static void poll_closed_cb(uv_handle_t *hd)
@@ -156,8 +155,7 @@ static void poll_closed_cb(uv_handle_t *hd)
 	struct poll_ctx *c = hd->data;
 	struct http *h = c->h;
 	free(c);
-	h->handles--;
-	maybe_free(h);
+	handle_closed(h);
 }
 
 /* Stop watching a socket, before libcurl closes it. */
@@ -253,8 +251,7 @@ static void xfer_closed_cb(uv_handle_t *hd)
 	struct http_xfer *x = hd->data;
 	struct http *h = x->h;
 	free(x);
-	h->handles--;
-	maybe_free(h);
+	handle_closed(h);
 }
 
 static void free_headers(struct curl_slist *l)

@@ -12,14 +12,10 @@
 
 #include <cmocka.h>
 
-#include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <dirent.h>
-#include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -38,208 +34,13 @@
 #include "engine/http.h"
 #include "engine/sse.h"
 #include "support_fixture.h"
+#include "support_servers.h"
 
 extern char **environ;
-
-/* ---- the fake model server ---- */
-
-struct fake {
-	pid_t pid;
-	int port;
-	int stdin_fd; /* its stdin: closing it ends the server */
-	char dir[64];
-	char record[128];
-};
-
-/* tests/fake/fake_model.py, found from this binary: <root>/<build>/tests/. */
-static const char *fake_path(void)
-{
-	static char path[PATH_MAX];
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	assert_true(n > 0);
-	exe[n] = '\0';
-	char *d = dirname(dirname(dirname(exe)));
-	snprintf(path, sizeof path, "%s/tests/fake/fake_model.py", d);
-	return path;
-}
-
-/* Start the server with script (JSON text) and extra arguments (NULL-ended). */
-static void fake_start(struct fake *f, const char *script, const char *const *extra)
-{
-	char root[64];
-	assert_int_equal(tmp_root("http", f->dir, sizeof f->dir, root, sizeof root), 0);
-	const char *sp = path_in(f->dir, "script.json");
-	spit(sp, script, strlen(script), O_TRUNC);
-	snprintf(f->record, sizeof f->record, "%s/record.jsonl", f->dir);
-	const char *argv[24] = {"python3", fake_path(), "--script", sp, "--record", f->record,
-				"--watch-stdin"};
-	int a = 7;
-	for (; extra && *extra; extra++)
-		argv[a++] = *extra;
-	argv[a] = NULL;
-	int pfd[2], ifd[2];
-	assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
-	assert_int_equal(pipe2(ifd, O_CLOEXEC), 0);
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, ifd[0], 0);
-	assert_int_equal(posix_spawnp(&f->pid, "python3", &fa, NULL, (char *const *)argv, environ), 0);
-	posix_spawn_file_actions_destroy(&fa);
-	close(pfd[1]);
-	close(ifd[0]);
-	f->stdin_fd = ifd[1];
-	char line[32] = {0};
-	size_t got = 0;
-	while (got < sizeof line - 1 && !memchr(line, '\n', got)) {
-		ssize_t r = read(pfd[0], line + got, sizeof line - 1 - got);
-		assert_true(r > 0);
-		got += (size_t)r;
-	}
-	close(pfd[0]);
-	f->port = atoi(line);
-	assert_true(f->port > 0);
-}
-
-static void fake_stop(struct fake *f)
-{
-	close(f->stdin_fd); /* python3 may be a wrapper: this reaches the server itself */
-	waitpid(f->pid, NULL, 0);
-	rm_rf(f->dir);
-}
-
-/* The recorded requests, one JSON object each; the caller frees it. */
-static cJSON *fake_requests(const struct fake *f)
-{
-	cJSON *all = cJSON_CreateArray();
-	FILE *fp = fopen(f->record, "r");
-	if (!fp)
-		return all;
-	char *line = NULL;
-	size_t cap = 0;
-	while (getline(&line, &cap, fp) > 0)
-		cJSON_AddItemToArray(all, cJSON_Parse(line));
-	free(line);
-	fclose(fp);
-	return all;
-}
-
-static char *url(int port, const char *path)
-{
-	return xasprintf("http://127.0.0.1:%d%s", port, path);
-}
-
-/* ---- raw servers on 127.0.0.1 ---- */
-
-/* A listening socket on an ephemeral port; *port set. */
-static int listen_any(int *port)
-{
-	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
-	assert_int_equal(listen(s, 8), 0);
-	socklen_t len = sizeof a;
-	getsockname(s, (struct sockaddr *)&a, &len);
-	*port = ntohs(a.sin_port);
-	return s;
-}
-
-enum raw_mode {
-	RAW_SILENT,     /* read the request, never answer */
-	RAW_CLOSE,      /* read the request, close */
-	RAW_FLOOD,      /* answer 200 with a huge body, sent as fast as it is taken */
-	RAW_PROXY,      /* check a proxied request line, answer 200 */
-};
-
-struct raw {
-	int lfd, port;
-	enum raw_mode mode;
-	pthread_t th;
-	atomic_size_t sent;  /* RAW_FLOOD: body bytes the kernel took */
-	atomic_int stop;
-	size_t flood_len;
-	char first_line[256];
-};
-
-/* Read until the end of the request headers (and a Content-Length body). */
-static void read_request(int c, char *first, size_t fn)
-{
-	struct buf b = BUF_INIT;
-	char tmp[4096];
-	size_t need = SIZE_MAX;
-	while (b.len < need) {
-		ssize_t r = read(c, tmp, sizeof tmp);
-		if (r <= 0)
-			break;
-		buf_add(&b, tmp, (size_t)r);
-		char *end = strstr(b.p, "\r\n\r\n");
-		if (end && need == SIZE_MAX) {
-			char *cl = strcasestr(b.p, "\ncontent-length:");
-			need = (size_t)(end - b.p) + 4 + (cl && cl < end ? strtoul(cl + 16, NULL, 10) : 0);
-		}
-	}
-	if (first) {
-		size_t k = strcspn(b.p ? b.p : "", "\r");
-		snprintf(first, fn, "%.*s", (int)k, b.p ? b.p : "");
-	}
-	buf_release(&b);
-}
-
-static void *raw_main(void *arg)
-{
-	struct raw *r = arg;
-	int c = accept(r->lfd, NULL, NULL);
-	if (c < 0)
-		return NULL;
-	read_request(c, r->first_line, sizeof r->first_line);
-	if (r->mode == RAW_SILENT) {
-		while (!atomic_load(&r->stop))
-			usleep(10000);
-	} else if (r->mode == RAW_PROXY) {
-		static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nproxied";
-		(void)!write(c, ok, sizeof ok - 1);
-	} else if (r->mode == RAW_FLOOD) {
-		int small = 64 * 1024;
-		setsockopt(c, SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
-		char head[128];
-		int hn = snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n",
-				  r->flood_len);
-		(void)!write(c, head, (size_t)hn);
-		static char chunk[16384];
-		memset(chunk, 'z', sizeof chunk);
-		while (atomic_load(&r->sent) < r->flood_len) {
-			size_t k = r->flood_len - atomic_load(&r->sent);
-			ssize_t w = write(c, chunk, k < sizeof chunk ? k : sizeof chunk);
-			if (w <= 0)
-				break;
-			atomic_fetch_add(&r->sent, (size_t)w);
-		}
-	}
-	close(c);
-	return NULL;
-}
-
-static void raw_start(struct raw *r, enum raw_mode mode)
-{
-	memset(r, 0, sizeof *r);
-	r->mode = mode;
-	r->lfd = listen_any(&r->port);
-	assert_int_equal(pthread_create(&r->th, NULL, raw_main, r), 0);
-}
-
-static void raw_stop(struct raw *r)
-{
-	atomic_store(&r->stop, 1);
-	shutdown(r->lfd, SHUT_RDWR); /* an accept() still waiting returns */
-	pthread_join(r->th, NULL);
-	close(r->lfd);
-}
 
 /* ---- one transfer, observed ---- */
 
 struct got {
-	uv_loop_t *loop;
 	struct http_xfer *x;
 	int dones, heads;
 	long head_status;
@@ -301,10 +102,9 @@ static void on_done(void *ud, struct http_xfer *x, const struct http_result *res
 	g->x = NULL;
 }
 
-static void got_init(struct got *g, uv_loop_t *loop)
+static void got_init(struct got *g)
 {
 	memset(g, 0, sizeof *g);
-	g->loop = loop;
 	buf_init(&g->body);
 	buf_init(&g->events);
 }
@@ -365,6 +165,26 @@ static void close_all(uv_loop_t *loop, struct http *h)
 	assert_int_equal(uv_loop_close(loop), 0);
 }
 
+/* One POST to u on a fresh loop and engine, run until on_done, the engine
+ * closed and the loop too; g (got_init'ed) holds what was seen. The
+ * milliseconds from start to on_done. */
+static uint64_t one_transfer(struct got *g, const char *u, const char *body,
+			     const char *const *headers, struct http_timeouts t)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	struct cerr err;
+	struct http *h = http_new(&loop, &err);
+	assert_non_null(h);
+	uint64_t t0 = clock_mono_ns();
+	start(h, g, u, body, headers, t);
+	assert_int_equal(g->dones, 0); /* never from inside http_start */
+	run_until(&loop, &g->dones);
+	uint64_t ms = (clock_mono_ns() - t0) / 1000000;
+	close_all(&loop, h);
+	return ms;
+}
+
 static void setup_env(void)
 {
 	static const char *const proxies[] = {"http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy",
@@ -408,13 +228,8 @@ static void test_complete_stream(void **state)
 		 "{\"replies\":[{\"text\":\"%s\",\"pieces\":9,\"split\":\"random\",\"seed\":7}]}", text);
 	struct fake f;
 	fake_start(&f, script, NULL);
-	uv_loop_t loop;
-	uv_loop_init(&loop);
-	struct cerr err;
-	struct http *h = http_new(&loop, &err);
-	assert_non_null(h);
 	struct got g;
-	got_init(&g, &loop);
+	got_init(&g);
 	g.sse = sse_new(0, on_sse, &g);
 	/* A body over 1 MiB: libcurl would wait for "100 Continue" first. */
 	struct buf body = BUF_INIT;
@@ -424,8 +239,7 @@ static void test_complete_stream(void **state)
 		buf_addc(&body, 'p');
 	buf_adds(&body, "\"}");
 	char *u = url(f.port, "/v1/chat/completions");
-	start(h, &g, u, body.p, auth_headers, (struct http_timeouts){0});
-	run_until(&loop, &g.dones);
+	one_transfer(&g, u, body.p, auth_headers, (struct http_timeouts){0});
 
 	assert_int_equal(g.res.outcome, HTTP_COMPLETE);
 	assert_true(g.res.request_sent && g.res.response_started);
@@ -454,7 +268,6 @@ static void test_complete_stream(void **state)
 	free(u);
 	buf_release(&body);
 	got_release(&g);
-	close_all(&loop, h);
 	fake_stop(&f);
 }
 
@@ -463,18 +276,14 @@ static void test_http_error_with_retry_after(void **state)
 	setup_env();
 	struct fake f;
 	fake_start(&f, "{\"replies\":[{\"status\":429,\"headers\":{\"Retry-After\":\"3\"}}]}", NULL);
-	uv_loop_t loop;
-	uv_loop_init(&loop);
-	struct http *h = http_new(&loop, NULL);
 	struct got g;
-	got_init(&g, &loop);
+	got_init(&g);
 	char *u = url(f.port, "/v1/messages");
 	static const char *const ant[] = {"x-api-key: ant-test", "anthropic-version: 2023-06-01", NULL};
-	start(h, &g, u,
+	one_transfer(&g, u,
 	      "{\"model\":\"m\",\"max_tokens\":5,\"stream\":true,\"messages\":[{\"role\":\"user\","
 	      "\"content\":\"hi\"}]}",
 	      ant, (struct http_timeouts){0});
-	run_until(&loop, &g.dones);
 	/* An HTTP error is a complete exchange: the caller reads the status. */
 	assert_int_equal(g.res.outcome, HTTP_COMPLETE);
 	assert_int_equal(g.res.status, 429);
@@ -482,7 +291,6 @@ static void test_http_error_with_retry_after(void **state)
 	assert_non_null(strstr(g.body.p, "\"rate_limit_error\""));
 	free(u);
 	got_release(&g);
-	close_all(&loop, h);
 	fake_stop(&f);
 }
 
@@ -491,14 +299,10 @@ static void test_connect_refused(void **state)
 	setup_env();
 	int port;
 	close(listen_any(&port)); /* nothing listens there now */
-	uv_loop_t loop;
-	uv_loop_init(&loop);
-	struct http *h = http_new(&loop, NULL);
 	struct got g;
-	got_init(&g, &loop);
+	got_init(&g);
 	char *u = url(port, "/v1/chat/completions");
-	start(h, &g, u, chat, auth_headers, (struct http_timeouts){0});
-	run_until(&loop, &g.dones);
+	one_transfer(&g, u, chat, auth_headers, (struct http_timeouts){0});
 	assert_int_equal(g.res.outcome, HTTP_E_CONNECT);
 	assert_false(g.res.request_sent);
 	assert_false(g.res.response_started);
@@ -509,24 +313,17 @@ static void test_connect_refused(void **state)
 	assert_int_equal(g.heads, 0);
 	free(u);
 	got_release(&g);
-	close_all(&loop, h);
 }
 
 static void test_setup_error(void **state)
 {
 	setup_env();
-	uv_loop_t loop;
-	uv_loop_init(&loop);
-	struct http *h = http_new(&loop, NULL);
 	struct got g;
-	got_init(&g, &loop);
-	start(h, &g, "gopherx://127.0.0.1/", NULL, NULL, (struct http_timeouts){0});
-	assert_int_equal(g.dones, 0); /* never from inside http_start */
-	run_until(&loop, &g.dones);
+	got_init(&g);
+	one_transfer(&g, "gopherx://127.0.0.1/", NULL, NULL, (struct http_timeouts){0});
 	assert_int_equal(g.res.outcome, HTTP_E_SETUP);
 	assert_false(g.res.request_sent);
 	got_release(&g);
-	close_all(&loop, h);
 }
 
 static void test_connect_timeout(void **state)
@@ -536,16 +333,10 @@ static void test_connect_timeout(void **state)
 	 * and never speaks TLS keeps the transfer connecting. */
 	struct raw r;
 	raw_start(&r, RAW_SILENT);
-	uv_loop_t loop;
-	uv_loop_init(&loop);
-	struct http *h = http_new(&loop, NULL);
 	struct got g;
-	got_init(&g, &loop);
+	got_init(&g);
 	char *u = xasprintf("https://127.0.0.1:%d/v1/messages", r.port);
-	uint64_t t0 = clock_mono_ns();
-	start(h, &g, u, chat, auth_headers, (struct http_timeouts){.connect_ms = 200});
-	run_until(&loop, &g.dones);
-	uint64_t ms = (clock_mono_ns() - t0) / 1000000;
+	uint64_t ms = one_transfer(&g, u, chat, auth_headers, (struct http_timeouts){.connect_ms = 200});
 	assert_int_equal(g.res.outcome, HTTP_E_TIMEOUT_CONNECT);
 	assert_false(g.res.request_sent);
 	assert_false(g.res.response_started);
@@ -553,7 +344,6 @@ static void test_connect_timeout(void **state)
 	assert_string_equal(g.res.msg, "no connection within 200 ms");
 	free(u);
 	got_release(&g);
-	close_all(&loop, h);
 	raw_stop(&r);
 }
 
@@ -562,17 +352,11 @@ static void test_first_byte_timeout(void **state)
 	setup_env();
 	struct raw r;
 	raw_start(&r, RAW_SILENT);
-	uv_loop_t loop;
-	uv_loop_init(&loop);
-	struct http *h = http_new(&loop, NULL);
 	struct got g;
-	got_init(&g, &loop);
+	got_init(&g);
 	char *u = url(r.port, "/v1/chat/completions");
-	uint64_t t0 = clock_mono_ns();
-	start(h, &g, u, chat, auth_headers,
+	uint64_t ms = one_transfer(&g, u, chat, auth_headers,
 	      (struct http_timeouts){.connect_ms = 5000, .first_byte_ms = 250, .gap_ms = 100});
-	run_until(&loop, &g.dones);
-	uint64_t ms = (clock_mono_ns() - t0) / 1000000;
 	assert_int_equal(g.res.outcome, HTTP_E_TIMEOUT_FIRST_BYTE);
 	assert_true(g.res.request_sent);
 	assert_false(g.res.response_started);
@@ -581,7 +365,6 @@ static void test_first_byte_timeout(void **state)
 	assert_non_null(strstr(r.first_line, "POST /v1/chat/completions HTTP/1.1"));
 	free(u);
 	got_release(&g);
-	close_all(&loop, h);
 	raw_stop(&r);
 }
 
@@ -590,21 +373,16 @@ static void test_sent_no_response(void **state)
 	setup_env();
 	struct raw r;
 	raw_start(&r, RAW_CLOSE);
-	uv_loop_t loop;
-	uv_loop_init(&loop);
-	struct http *h = http_new(&loop, NULL);
 	struct got g;
-	got_init(&g, &loop);
+	got_init(&g);
 	char *u = url(r.port, "/v1/chat/completions");
-	start(h, &g, u, chat, auth_headers, (struct http_timeouts){0});
-	run_until(&loop, &g.dones);
+	one_transfer(&g, u, chat, auth_headers, (struct http_timeouts){0});
 	assert_int_equal(g.res.outcome, HTTP_E_NO_RESPONSE);
 	assert_true(g.res.request_sent);
 	assert_false(g.res.response_started);
 	assert_true(strlen(g.res.msg) > 0);
 	free(u);
 	got_release(&g);
-	close_all(&loop, h);
 	raw_stop(&r);
 }
 
@@ -616,16 +394,10 @@ static void test_gap_timeout(void **state)
 		   "{\"replies\":[{\"text\":\"one two three four five six\",\"pieces\":6,"
 		   "\"split\":\"event\",\"stall_after\":3,\"stall_ms\":3000}]}",
 		   NULL);
-	uv_loop_t loop;
-	uv_loop_init(&loop);
-	struct http *h = http_new(&loop, NULL);
 	struct got g;
-	got_init(&g, &loop);
+	got_init(&g);
 	char *u = url(f.port, "/v1/chat/completions");
-	uint64_t t0 = clock_mono_ns();
-	start(h, &g, u, chat, auth_headers, (struct http_timeouts){.gap_ms = 300});
-	run_until(&loop, &g.dones);
-	uint64_t ms = (clock_mono_ns() - t0) / 1000000;
+	uint64_t ms = one_transfer(&g, u, chat, auth_headers, (struct http_timeouts){.gap_ms = 300});
 	assert_int_equal(g.res.outcome, HTTP_E_TIMEOUT_GAP);
 	assert_true(g.res.request_sent && g.res.response_started);
 	assert_int_equal(g.res.status, 200);
@@ -634,7 +406,6 @@ static void test_gap_timeout(void **state)
 	assert_true(ms < 2500);
 	free(u);
 	got_release(&g);
-	close_all(&loop, h);
 	fake_stop(&f);
 }
 
@@ -649,14 +420,10 @@ static void broken_once(bool reset)
 		 reset ? "true" : "false");
 	struct fake f;
 	fake_start(&f, script, NULL);
-	uv_loop_t loop;
-	uv_loop_init(&loop);
-	struct http *h = http_new(&loop, NULL);
 	struct got g;
-	got_init(&g, &loop);
+	got_init(&g);
 	char *u = url(f.port, "/v1/chat/completions");
-	start(h, &g, u, chat, auth_headers, (struct http_timeouts){0});
-	run_until(&loop, &g.dones);
+	one_transfer(&g, u, chat, auth_headers, (struct http_timeouts){0});
 	if (g.res.outcome != HTTP_E_BROKEN)
 		fail_msg("outcome %s (%s)", http_outcome_name(g.res.outcome), g.res.msg);
 	assert_true(g.res.request_sent && g.res.response_started);
@@ -665,7 +432,6 @@ static void broken_once(bool reset)
 	assert_null(strstr(g.body.p, "[DONE]"));
 	free(u);
 	got_release(&g);
-	close_all(&loop, h);
 	fake_stop(&f);
 }
 
@@ -688,7 +454,7 @@ static void test_cancel(void **state)
 	struct http *h = http_new(&loop, NULL);
 	/* Mid-stream, from inside on_body. */
 	struct got g;
-	got_init(&g, &loop);
+	got_init(&g);
 	g.cancel_after = 1;
 	char *u = url(f.port, "/v1/chat/completions");
 	start(h, &g, u, chat, auth_headers, (struct http_timeouts){0});
@@ -699,7 +465,7 @@ static void test_cancel(void **state)
 	assert_int_equal(g.body_after_cancel, 0);
 	/* Before anything happened, from the loop: on_done comes later. */
 	struct got g2;
-	got_init(&g2, &loop);
+	got_init(&g2);
 	struct http_xfer *x = start(h, &g2, u, chat, auth_headers, (struct http_timeouts){0});
 	http_xfer_cancel(x);
 	assert_int_equal(g2.dones, 0);
@@ -708,7 +474,7 @@ static void test_cancel(void **state)
 	assert_false(g2.res.request_sent);
 	/* In flight when the engine closes. */
 	struct got g3;
-	got_init(&g3, &loop);
+	got_init(&g3);
 	start(h, &g3, u, chat, auth_headers, (struct http_timeouts){0});
 	uv_run(&loop, UV_RUN_NOWAIT);
 	free(u);
@@ -773,7 +539,7 @@ static void test_pause_holds_memory_bounded(void **state)
 	uv_loop_init(&loop);
 	struct http *h = http_new(&loop, NULL);
 	struct got g;
-	got_init(&g, &loop);
+	got_init(&g);
 	g.pause = true;
 	char *u = url(r.port, "/flood");
 	start(h, &g, u, NULL, NULL, (struct http_timeouts){.gap_ms = 200});
@@ -906,8 +672,8 @@ static void test_no_resend_on_a_reused_connection(void **state)
 	struct http *h = http_new(&loop, NULL);
 	char *u = url(f.port, "/v1/chat/completions");
 	struct got g1, g2;
-	got_init(&g1, &loop);
-	got_init(&g2, &loop);
+	got_init(&g1);
+	got_init(&g2);
 	start(h, &g1, u, chat, auth_headers, (struct http_timeouts){0});
 	run_until(&loop, &g1.dones);
 	assert_int_equal(g1.res.outcome, HTTP_COMPLETE);
@@ -934,20 +700,15 @@ static void test_proxy_from_the_environment(void **state)
 	char proxy[64];
 	snprintf(proxy, sizeof proxy, "http://127.0.0.1:%d", r.port);
 	setenv("http_proxy", proxy, 1);
-	uv_loop_t loop;
-	uv_loop_init(&loop);
-	struct http *h = http_new(&loop, NULL);
 	struct got g;
-	got_init(&g, &loop);
-	start(h, &g, "http://model.invalid/v1/chat/completions", chat, auth_headers,
+	got_init(&g);
+	one_transfer(&g, "http://model.invalid/v1/chat/completions", chat, auth_headers,
 	      (struct http_timeouts){0});
-	run_until(&loop, &g.dones);
 	unsetenv("http_proxy");
 	assert_int_equal(g.res.outcome, HTTP_COMPLETE);
 	assert_string_equal(g.body.p, "proxied");
 	assert_string_equal(r.first_line, "POST http://model.invalid/v1/chat/completions HTTP/1.1");
 	got_release(&g);
-	close_all(&loop, h);
 	raw_stop(&r);
 }
 
@@ -965,19 +726,14 @@ static bool make_cert(const char *dir)
 
 static void tls_once(const char *u, enum http_outcome want, bool sent)
 {
-	uv_loop_t loop;
-	uv_loop_init(&loop);
-	struct http *h = http_new(&loop, NULL);
 	struct got g;
-	got_init(&g, &loop);
-	start(h, &g, u, chat, auth_headers, (struct http_timeouts){0});
-	run_until(&loop, &g.dones);
+	got_init(&g);
+	one_transfer(&g, u, chat, auth_headers, (struct http_timeouts){0});
 	if (g.res.outcome != want)
 		fail_msg("outcome %s (%s), want %s", http_outcome_name(g.res.outcome), g.res.msg,
 			 http_outcome_name(want));
 	assert_int_equal(g.res.request_sent, sent);
 	got_release(&g);
-	close_all(&loop, h);
 }
 
 static void test_ca_bundle_from_the_environment(void **state)
