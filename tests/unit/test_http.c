@@ -409,6 +409,30 @@ static void test_gap_timeout(void **state)
 	fake_stop(&f);
 }
 
+static void test_steady_stream_outlives_the_gap(void **state)
+{
+	/* 14 writes 100 ms apart: 1.3 s in all, each gap well under 300 ms.
+	 * The gap is between pieces, not a bound on the whole response. */
+	setup_env();
+	struct fake f;
+	fake_start(&f,
+		   "{\"replies\":[{\"text\":\"a steady stream of words\",\"pieces\":10,"
+		   "\"split\":\"event\",\"rate\":10}]}",
+		   NULL);
+	struct got g;
+	got_init(&g);
+	char *u = url(f.port, "/v1/chat/completions");
+	uint64_t ms = one_transfer(&g, u, chat, auth_headers,
+				   (struct http_timeouts){.first_byte_ms = 300, .gap_ms = 300});
+	if (g.res.outcome != HTTP_COMPLETE)
+		fail_msg("outcome %s (%s)", http_outcome_name(g.res.outcome), g.res.msg);
+	assert_true(ms >= 1000);
+	assert_non_null(strstr(g.body.p, "[DONE]"));
+	free(u);
+	got_release(&g);
+	fake_stop(&f);
+}
+
 /* The server closes (FIN, or RST with reset) mid-body, after some writes. */
 static void broken_once(bool reset)
 {
@@ -807,6 +831,7 @@ int main(void)
 		cmocka_unit_test(test_first_byte_timeout),
 		cmocka_unit_test(test_sent_no_response),
 		cmocka_unit_test(test_gap_timeout),
+		cmocka_unit_test(test_steady_stream_outlives_the_gap),
 		cmocka_unit_test(test_broken_mid_body),
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_pause_holds_memory_bounded),
