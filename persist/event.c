@@ -8,6 +8,53 @@
 
 #include <string.h>
 
+/* What both readers take from a line's root before judging it. */
+struct envelope {
+	bool is_obj;            /* the root is an object */
+	bool seq_ok, t_ok;      /* integers in [0, 2^53-1] */
+	int64_t seq, t;
+	const char *type;       /* decoded, when a string */
+	bool has_turn, turn_ok; /* a non-empty string of at most TURN_ID_MAX bytes */
+	bool has_ign, ign_ok, ign_true;
+	bool data_obj;
+};
+
+/* The envelope rules in their order (the first failure decides the class
+ * of the error): 0 with *ve (NULL for an unknown ignorable type), or -1. */
+static int envelope_judge(const struct envelope *e, uint64_t expect_seq,
+			  const struct vocab_entry **ve, struct cerr *err)
+{
+	const char *why = NULL;
+	if (!e->is_obj)
+		why = "not a JSON object";
+	else if (!e->seq_ok)
+		why = "missing or invalid \"seq\"";
+	else if (!e->t_ok)
+		why = "missing or invalid \"t\"";
+	else if (!e->type || !vocab_valid_type_name(e->type))
+		why = "missing or invalid \"type\"";
+	else if (e->has_turn && !e->turn_ok)
+		why = "invalid \"turn\"";
+	else if (e->has_ign && !e->ign_ok)
+		why = "invalid \"ignorable\"";
+	else if (!e->data_obj)
+		why = "missing or invalid \"data\"";
+	if (why)
+		return cerr_set(err, CERR_CORRUPT, 0, "event %llu: %s", (unsigned long long)expect_seq,
+				why);
+	if (expect_seq != EVENT_ANY_SEQ && (uint64_t)e->seq != expect_seq)
+		return cerr_set(err, CERR_CORRUPT, 0, "seq %lld where %llu was expected",
+				(long long)e->seq, (unsigned long long)expect_seq);
+	*ve = vocab_find(e->type);
+	if (!*ve && !e->ign_true)
+		return cerr_set(err, CERR_UNSUPPORTED, 0, "event %llu has unknown type '%s'",
+				(unsigned long long)e->seq, e->type);
+	if (*ve && (*ve)->needs_turn && !e->has_turn)
+		return cerr_set(err, CERR_CORRUPT, 0, "event %llu: '%s' without \"turn\"",
+				(unsigned long long)e->seq, (*ve)->type);
+	return 0;
+}
+
 int event_parse(const char *line, size_t n, uint64_t expect_seq, struct event *ev,
 		struct cerr *err)
 {
@@ -20,7 +67,6 @@ int event_parse(const char *line, size_t n, uint64_t expect_seq, struct event *e
 	if (!root)
 		return cerr_set(err, CERR_CORRUPT, 0, "event %llu: %s", (unsigned long long)expect_seq,
 				why);
-	int64_t seq, t;
 	/* One pass over the envelope's keys (duplicates were rejected). */
 	const cJSON *jseq = NULL, *jt = NULL, *jtype = NULL, *jturn = NULL, *jign = NULL;
 	cJSON *jdata = NULL;
@@ -40,62 +86,112 @@ int event_parse(const char *line, size_t n, uint64_t expect_seq, struct event *e
 		case 'd': if (strcmp(name, "data") == 0) jdata = k; break;
 		}
 	}
-	if (!cJSON_IsObject(root))
-		why = "not a JSON object";
-	else if (!json_get_int(jseq, 0, JSON_MAX_SAFE_INT, &seq))
-		why = "missing or invalid \"seq\"";
-	else if (!json_get_int(jt, 0, JSON_MAX_SAFE_INT, &t))
-		why = "missing or invalid \"t\"";
-	else if (!cJSON_IsString(jtype) || !vocab_valid_type_name(jtype->valuestring))
-		why = "missing or invalid \"type\"";
-	else if (jturn && (!cJSON_IsString(jturn) || !*jturn->valuestring ||
-			   strlen(jturn->valuestring) > TURN_ID_MAX))
-		why = "invalid \"turn\"";
-	else if (jign && !cJSON_IsBool(jign))
-		why = "invalid \"ignorable\"";
-	else if (!cJSON_IsObject(jdata))
-		why = "missing or invalid \"data\"";
-	if (why) {
-		cJSON_Delete(root);
-		return cerr_set(err, CERR_CORRUPT, 0, "event %llu: %s", (unsigned long long)expect_seq,
-				why);
-	}
-	if ((uint64_t)seq != expect_seq) {
-		cJSON_Delete(root);
-		return cerr_set(err, CERR_CORRUPT, 0, "seq %lld where %llu was expected", (long long)seq,
-				(unsigned long long)expect_seq);
-	}
-	const struct vocab_entry *ve = vocab_find(jtype->valuestring);
-	bool ignorable = jign && cJSON_IsTrue(jign);
-	if (!ve && !ignorable) {
-		cerr_set(err, CERR_UNSUPPORTED, 0, "event %llu has unknown type '%s'",
-			 (unsigned long long)seq, jtype->valuestring);
+	struct envelope e = {
+		.is_obj = cJSON_IsObject(root),
+		.seq_ok = json_get_int(jseq, 0, JSON_MAX_SAFE_INT, &e.seq),
+		.t_ok = json_get_int(jt, 0, JSON_MAX_SAFE_INT, &e.t),
+		.type = cJSON_IsString(jtype) ? jtype->valuestring : NULL,
+		.has_turn = jturn != NULL,
+		.turn_ok = cJSON_IsString(jturn) && *jturn->valuestring &&
+			   strlen(jturn->valuestring) <= TURN_ID_MAX,
+		.has_ign = jign != NULL,
+		.ign_ok = cJSON_IsBool(jign),
+		.ign_true = cJSON_IsTrue(jign),
+		.data_obj = cJSON_IsObject(jdata),
+	};
+	const struct vocab_entry *ve = NULL;
+	if (envelope_judge(&e, expect_seq, &ve, err) < 0) {
 		cJSON_Delete(root);
 		return -1;
 	}
-	if (ve) {
-		if (ve->needs_turn && !jturn) {
-			cJSON_Delete(root);
-			return cerr_set(err, CERR_CORRUPT, 0, "event %llu: '%s' without \"turn\"",
-					(unsigned long long)seq, ve->type);
-		}
-		if (vocab_check(ve, jdata, err) < 0) {
-			cerr_prefix(err, "event %llu", (unsigned long long)seq);
-			cJSON_Delete(root);
-			return -1;
-		}
+	if (ve && vocab_check(ve, jdata, err) < 0) {
+		cerr_prefix(err, "event %llu", (unsigned long long)e.seq);
+		cJSON_Delete(root);
+		return -1;
 	}
-	ev->seq = (uint64_t)seq;
-	ev->t = t;
+	ev->seq = (uint64_t)e.seq;
+	ev->t = e.t;
 	ev->type = jtype->valuestring;
 	ev->vtype = ve ? ve->id : VT_UNKNOWN;
 	ev->turn = jturn ? jturn->valuestring : NULL;
-	ev->ignorable = ignorable;
+	ev->ignorable = e.ign_true;
 	ev->kind = ve;
 	ev->root = root;
 	ev->data = jdata;
 	ev->line = line;
 	ev->line_len = n;
+	return 0;
+}
+
+/* A decoded string span in out (size cap) when it fits, else NULL. */
+static const char *span_str(const struct json_span *v, char *out, size_t cap)
+{
+	if (v->kind != '"' || v->n >= cap)
+		return NULL;
+	json_span_unescape(v, out);
+	return out;
+}
+
+int event_check(struct json_check *jc, const char *line, size_t n, uint64_t expect_seq,
+		struct event_ref *ev, struct cerr *err)
+{
+	const char *why = NULL;
+	if (n > EVENT_MAX_LINE)
+		return cerr_set(err, CERR_CORRUPT, 0, "event %llu is longer than the maximum",
+				(unsigned long long)expect_seq);
+	struct json_span root;
+	if (!json_check(jc, line, n, &root, &why))
+		return cerr_set(err, CERR_CORRUPT, 0, "event %llu: %s", (unsigned long long)expect_seq,
+				why);
+	const struct json_span *jseq = NULL, *jt = NULL, *jtype = NULL, *jturn = NULL,
+			       *jign = NULL, *jdata = NULL;
+	for (size_t i = 0; i < jc->n_top; i++) {
+		const struct json_span *k = &jc->top[i].key, *v = &jc->top[i].val;
+		if (json_span_is(k, "seq"))
+			jseq = v;
+		else if (json_span_is(k, "t"))
+			jt = v;
+		else if (json_span_is(k, "type"))
+			jtype = v;
+		else if (json_span_is(k, "turn"))
+			jturn = v;
+		else if (json_span_is(k, "ignorable"))
+			jign = v;
+		else if (json_span_is(k, "data"))
+			jdata = v;
+	}
+	/* A type name is at most 64 bytes; escaped, at most 6 times that. */
+	char type[6 * 64 + 1], turn[6 * TURN_ID_MAX + 1];
+	const char *tname = jtype ? span_str(jtype, type, sizeof type) : NULL;
+	const char *tturn = jturn ? span_str(jturn, turn, sizeof turn) : NULL;
+	struct envelope e = {
+		.is_obj = root.kind == '{',
+		.seq_ok = jseq && json_span_int(jseq, 0, JSON_MAX_SAFE_INT, &e.seq),
+		.t_ok = jt && json_span_int(jt, 0, JSON_MAX_SAFE_INT, &e.t),
+		/* Too long to decode here: surely not a valid name, but a
+		 * string all the same (the judge says "invalid type"). */
+		.type = tname ? tname : jtype && jtype->kind == '"' ? "" : NULL,
+		.has_turn = jturn != NULL,
+		.turn_ok = tturn && *tturn && strlen(tturn) <= TURN_ID_MAX,
+		.has_ign = jign != NULL,
+		.ign_ok = jign && (jign->kind == 't' || jign->kind == 'f'),
+		.ign_true = jign && jign->kind == 't',
+		.data_obj = jdata && jdata->kind == '{',
+	};
+	const struct vocab_entry *ve = NULL;
+	if (envelope_judge(&e, expect_seq, &ve, err) < 0)
+		return -1;
+	if (ve && vocab_check_members(ve, jc->inner, jc->n_inner, err) < 0) {
+		cerr_prefix(err, "event %llu", (unsigned long long)e.seq);
+		return -1;
+	}
+	ev->seq = (uint64_t)e.seq;
+	ev->t = e.t;
+	ev->vtype = ve ? ve->id : VT_UNKNOWN;
+	ev->kind = ve;
+	ev->ignorable = e.ign_true;
+	ev->turn = jturn ? *jturn : (struct json_span){0};
+	ev->data = *jdata;
 	return 0;
 }
 

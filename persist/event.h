@@ -14,6 +14,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/json.h"
 #include "persist/vocab.h"
 
 #define TURN_ID_MAX 128
@@ -39,6 +40,25 @@ struct event {
  * returns -1 with CERR_CORRUPT or CERR_UNSUPPORTED and ev untouched. */
 int event_parse(const char *line, size_t n, uint64_t expect_seq, struct event *ev,
 		struct cerr *err);
+/* An event validated by event_check: what a reader indexes, without a
+ * tree. Spans point into the line checked. */
+struct event_ref {
+	uint64_t seq;
+	int64_t t;
+	enum vocab_type vtype;          /* VT_UNKNOWN for an unknown ignorable type */
+	const struct vocab_entry *kind; /* NULL for an unknown ignorable type */
+	bool ignorable;
+	struct json_span turn;          /* kind 0 when absent */
+	struct json_span data;          /* the data object */
+};
+
+#define EVENT_ANY_SEQ UINT64_MAX /* expect_seq for a line whose seq is not known */
+
+/* event_parse's rules and errors without building a tree: jc is the
+ * caller's (json_check_init with "data"), reused across lines. 0 with *ev
+ * filled, or -1 with CERR_CORRUPT or CERR_UNSUPPORTED. */
+int event_check(struct json_check *jc, const char *line, size_t n, uint64_t expect_seq,
+		struct event_ref *ev, struct cerr *err);
 /* Free what ev owns; NULL-safe. */
 void event_release(struct event *ev);
 /* Append one event line (with its LF) in canonical key order

@@ -1,6 +1,7 @@
 /* scan.c — whole-log reader: frame integrity first, then lines, then the
  * turn summary (open turns, unmatched tool calls). */
 #include "persist/scan.h"
+#include "persist/scan_int.h"
 #include "base/json.h"
 #include "base/strmap.h"
 #include "base/utf8.h"
@@ -72,17 +73,23 @@ static bool complete_frame_inside(const uint8_t *p, size_t from, size_t n, struc
 	return false;
 }
 
-static void push_event(struct scan *s, size_t *cap, const struct event *ev)
+/* Arrays grow by doubling: the capacity is the next power of two. */
+static bool full(size_t n)
 {
-	if (s->n_events == *cap) {
-		*cap = *cap ? *cap * 2 : 64;
-		s->events = xreallocarray(s->events, *cap, sizeof *s->events);
-	}
+	return n == 0 || (n >= 16 && (n & (n - 1)) == 0);
+}
+
+static void push_event(struct scan *s, const struct event *ev)
+{
+	if (full(s->n_events))
+		s->events = xreallocarray(s->events, s->n_events ? s->n_events * 2 : 16,
+					  sizeof *s->events);
 	s->events[s->n_events++] = *ev;
 }
 
-static void drop_events_from(struct scan *s, size_t from)
+static void drop_events_from(void *ctx, size_t from)
 {
+	struct scan *s = ctx;
 	while (s->n_events > from)
 		event_release(&s->events[--s->n_events]);
 }
@@ -139,9 +146,10 @@ static int check_header(struct scan *s, const char *line, size_t len, struct eve
 	return 0;
 }
 
-/* Interpret one decoded frame. Returns 0, or -1 having set s->status. */
-static int interpret(struct scan *s, size_t *ev_cap, char *content, size_t size, uint64_t offset,
-		     struct scan_frame *fr)
+/* Interpret one decoded frame through the sink k. Returns 0, or -1 having
+ * set s->status. */
+static int interpret(struct scan *s, const struct scan_sink *k, void *ctx, char *content,
+		     size_t size, uint64_t offset, struct scan_frame *fr)
 {
 	size_t bad;
 	if (!utf8_valid(content, size, &bad)) {
@@ -152,7 +160,7 @@ static int interpret(struct scan *s, size_t *ev_cap, char *content, size_t size,
 		corrupt(s, offset, "content does not end with a newline");
 		return -1;
 	}
-	size_t first = s->n_events;
+	size_t first = k->count(ctx);
 	fr->first_event = first;
 	fr->first_seq = s->rev.next_seq;
 	uint64_t seq = s->rev.next_seq;
@@ -167,56 +175,64 @@ static int interpret(struct scan *s, size_t *ev_cap, char *content, size_t size,
 			corrupt(s, offset, "empty line");
 			goto fail;
 		}
-		struct event ev;
 		if (offset == 0 && lines > 1) {
 			corrupt(s, 0, "header frame holds more than one line");
 			goto fail;
 		}
 		if (offset == 0) {
+			struct event ev;
 			if (check_header(s, p, len, &ev) < 0)
 				goto fail;
-		} else {
-			struct cerr e;
-			if (event_parse(p, len, seq, &ev, &e) < 0) {
-				if (e.cls != CERR_UNSUPPORTED) {
-					s->status = SCAN_CORRUPT;
-					s->damage_at = offset;
-					s->err = e;
-					cerr_prefix(&s->err, "frame at offset %llu", (unsigned long long)offset);
-					goto fail;
-				}
-				/* Integrity first: the rest of the frame must still be
-				 * valid lines before the frame counts as merely
-				 * unsupported. */
-				if (unsupported.cls == CERR_OK)
-					unsupported = e;
-				seq++;
-				p = nl + 1;
-				continue;
-			}
-			if (ev.vtype == VT_SESSION_HEADER) {
-				event_release(&ev);
-				corrupt(s, offset, "session/header after frame 0");
+			k->header(ctx, &ev, (size_t)(p - content));
+			seq = 1;
+			p = nl + 1;
+			continue;
+		}
+		struct cerr e;
+		uint64_t got;
+		enum vocab_type vt;
+		if (k->line(ctx, p, len, (size_t)(p - content), seq, &got, &vt, &e) < 0) {
+			if (e.cls != CERR_UNSUPPORTED) {
+				s->status = SCAN_CORRUPT;
+				s->damage_at = offset;
+				s->err = e;
+				cerr_prefix(&s->err, "frame at offset %llu", (unsigned long long)offset);
 				goto fail;
 			}
+			/* Integrity first: the rest of the frame must still be
+			 * valid lines before the frame counts as merely
+			 * unsupported. */
+			if (unsupported.cls == CERR_OK)
+				unsupported = e;
+			if (seq == EVENT_ANY_SEQ)
+				goto fail_unsupported; /* no seq to go on from */
+			seq++;
+			p = nl + 1;
+			continue;
 		}
+		if (vt == VT_SESSION_HEADER) {
+			corrupt(s, offset, "session/header after frame 0");
+			goto fail;
+		}
+		if (seq == EVENT_ANY_SEQ) /* a tail's first line sets the seq */
+			fr->first_seq = seq = got;
 		seq++;
-		push_event(s, ev_cap, &ev); /* unknown ignorable ones too (kind NULL) */
 		p = nl + 1;
 	}
 	if (unsupported.cls != CERR_OK) {
+fail_unsupported:
 		s->status = SCAN_UNSUPPORTED;
 		s->damage_at = offset;
 		s->err = unsupported;
 		cerr_prefix(&s->err, "frame at offset %llu", (unsigned long long)offset);
 		goto fail;
 	}
-	fr->n_events = s->n_events - first;
+	fr->n_events = k->count(ctx) - first;
 	fr->end_seq = seq;
 	s->rev.next_seq = seq;
 	return 0;
 fail:
-	drop_events_from(s, first);
+	k->drop(ctx, first);
 	return -1;
 }
 
@@ -299,31 +315,187 @@ static void summarize(struct scan *s)
 /* The frame at pos failed (incomplete: it ran out of bytes). Decide between
  * a torn tail and corruption. Below a durable watermark everything is
  * corruption; above it (or, without one, for an incomplete final frame) it
- * is a torn tail unless a complete valid frame follows in the region. */
+ * is a torn tail unless a complete valid frame follows in the region.
+ * p[0..n) holds the file from offset base; pos is relative to p. */
 static void tail_or_corrupt(struct scan *s, const struct scan_opts *o, const uint8_t *p, size_t n,
-			    size_t pos, struct frame_codec *fc, bool incomplete, const char *why)
+			    uint64_t base, size_t pos, struct frame_codec *fc, bool incomplete,
+			    const char *why)
 {
 	bool wm = o && o->watermark;
+	uint64_t at = base + pos, len = base + n;
 	size_t where;
-	if (wm && pos < o->wm_len && incomplete && n < o->wm_len) {
+	if (wm && at < o->wm_len && incomplete && len < o->wm_len) {
 		char msg[128];
-		snprintf(msg, sizeof msg, "log is %zu bytes, shorter than its durable watermark of %llu",
-			 n, (unsigned long long)o->wm_len);
-		corrupt(s, pos, msg);
-	} else if (wm && pos < o->wm_len) {
-		corrupt(s, pos, incomplete ? "incomplete frame below the durable watermark" : why);
+		snprintf(msg, sizeof msg, "log is %llu bytes, shorter than its durable watermark of %llu",
+			 (unsigned long long)len, (unsigned long long)o->wm_len);
+		corrupt(s, at, msg);
+	} else if (wm && at < o->wm_len) {
+		corrupt(s, at, incomplete ? "incomplete frame below the durable watermark" : why);
 	} else if (!wm && !incomplete) {
-		corrupt(s, pos, why);
-	} else if (pos == 0) {
+		corrupt(s, at, why);
+	} else if (at == 0) {
 		corrupt(s, 0, incomplete ? "incomplete header frame" : why);
 	} else if (complete_frame_inside(p, pos + 1, n, fc, &where)) {
 		char msg[96];
-		snprintf(msg, sizeof msg, "complete frame at offset %zu inside the torn tail", where);
-		corrupt(s, pos, msg);
+		snprintf(msg, sizeof msg, "complete frame at offset %llu inside the torn tail",
+			 (unsigned long long)(base + where));
+		corrupt(s, at, msg);
 	} else if (s->status == SCAN_OK) {
 		s->status = SCAN_TORN;
 	}
 }
+
+static void wm_seq_mismatch(struct scan *s, uint64_t at, uint64_t wm_seq)
+{
+	char msg[128];
+	snprintf(msg, sizeof msg, "seq %llu at the durable watermark, where %llu was acknowledged",
+		 (unsigned long long)s->rev.next_seq, (unsigned long long)wm_seq);
+	corrupt(s, at, msg);
+}
+
+void scan_walk(struct scan *s, const uint8_t *p, size_t n, uint64_t base, uint64_t first_seq,
+	       const struct scan_opts *o, const struct scan_sink *k, void *ctx)
+{
+	struct frame_codec *fc = frame_codec_new();
+	bool interpreting = true;
+	s->rev.len = base + n;
+	s->rev.next_seq = first_seq;
+	s->status = SCAN_OK;
+	size_t pos = 0;
+	struct scan_opts none = {0};
+	if (o && o->watermark && (!s->head_known || memcmp(o->head, s->head, SHA256_LEN) != 0))
+		o = &none; /* another log's watermark: structural rules only */
+	bool wm = o && o->watermark;
+	s->wm_applied = wm;
+	s->wm_len = wm ? o->wm_len : 0;
+	uint64_t len = base + n;
+	while (pos < n && s->status != SCAN_CORRUPT) {
+		uint64_t at = base + pos;
+		if (wm && at == o->wm_len && s->rev.next_seq != o->wm_seq &&
+		    s->rev.next_seq != EVENT_ANY_SEQ && s->status == SCAN_OK) {
+			wm_seq_mismatch(s, at, o->wm_seq);
+			break;
+		}
+		struct frame_info fi;
+		enum frame_walk w = frame_walk(p + pos, n - pos, &fi);
+		if (w != FRAME_COMPLETE) {
+			tail_or_corrupt(s, o, p, n, base, pos, fc, w == FRAME_INCOMPLETE, fi.why);
+			break;
+		}
+		if (wm && at < o->wm_len && at + fi.frame_len > o->wm_len) {
+			corrupt(s, at, "frame crosses the durable watermark");
+			break;
+		}
+		const char *why;
+		if (!interpreting) { /* integrity only, after "unsupported" */
+			char *content = frame_decode(fc, p + pos, &fi, &why);
+			if (!content) {
+				tail_or_corrupt(s, o, p, n, base, pos, fc, false, why);
+				break;
+			}
+			free(content);
+			pos += fi.frame_len;
+			continue;
+		}
+		char *content = k->decode(ctx, fc, p + pos, &fi, &why);
+		if (!content) {
+			tail_or_corrupt(s, o, p, n, base, pos, fc, false, why);
+			break;
+		}
+		struct scan_frame fr = {.offset = at, .len = fi.frame_len};
+		if (interpret(s, k, ctx, content, (size_t)fi.content_size, at, &fr) < 0) {
+			if (s->status == SCAN_CORRUPT) {
+				if (wm && at >= o->wm_len) {
+					/* Above the watermark a bad frame is where the
+					 * torn tail starts, not committed damage. */
+					s->status = SCAN_OK;
+					cerr_clear(&s->err);
+					tail_or_corrupt(s, o, p, n, base, pos, fc, false, "");
+				}
+				break;
+			}
+			interpreting = false; /* unsupported: keep checking integrity */
+			pos += fi.frame_len;
+			continue;
+		}
+		k->frame(ctx, &fr, content);
+		s->good_len = at + fi.frame_len;
+		pos += fi.frame_len;
+	}
+	/* The loop checks the seq at the watermark only while bytes follow
+	 * it; a watermark at the very end is checked here. */
+	if (wm && n > 0 && pos == n && len == o->wm_len && s->status == SCAN_OK &&
+	    s->rev.next_seq != o->wm_seq && s->rev.next_seq != EVENT_ANY_SEQ)
+		wm_seq_mismatch(s, len, o->wm_seq);
+	/* A file that ends (on a frame boundary) before its watermark lost
+	 * acknowledged data; its valid prefix is still read above, so the
+	 * catalog keeps what can be known. */
+	if (wm && len < o->wm_len && s->status != SCAN_CORRUPT) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "log is %llu bytes, shorter than its durable watermark of %llu",
+			 (unsigned long long)len, (unsigned long long)o->wm_len);
+		s->status = SCAN_OK; /* not "unsupported" or "torn": damage */
+		corrupt(s, len, msg);
+	}
+	if (len == 0)
+		corrupt(s, 0, "empty file");
+	if (s->rev.next_seq == EVENT_ANY_SEQ)
+		s->rev.next_seq = 0; /* a tail that read no line */
+	frame_codec_free(fc);
+}
+
+/* scan's sink: every event kept with its tree, every content kept. */
+static int keep_line(void *ctx, const char *p, size_t n, size_t at, uint64_t expect,
+		     uint64_t *seq, enum vocab_type *vt, struct cerr *e)
+{
+	struct scan *s = ctx;
+	struct event ev;
+	(void)at;
+	if (event_parse(p, n, expect, &ev, e) < 0)
+		return -1;
+	*seq = ev.seq;
+	*vt = ev.vtype;
+	push_event(s, &ev); /* unknown ignorable ones too (kind NULL) */
+	return 0;
+}
+
+static void keep_header(void *ctx, struct event *ev, size_t at)
+{
+	(void)at;
+	push_event(ctx, ev);
+}
+
+static size_t keep_count(void *ctx)
+{
+	return ((struct scan *)ctx)->n_events;
+}
+
+static char *keep_decode(void *ctx, struct frame_codec *fc, const uint8_t *p,
+			 const struct frame_info *fi, const char **why)
+{
+	struct scan *s = ctx;
+	char *content = frame_decode(fc, p, fi, why);
+	if (content) {
+		if (full(s->n_contents))
+			s->contents = xreallocarray(s->contents, s->n_contents ? s->n_contents * 2 : 16,
+						    sizeof *s->contents);
+		s->contents[s->n_contents++] = content;
+	}
+	return content;
+}
+
+static void keep_frame(void *ctx, const struct scan_frame *fr, char *content)
+{
+	struct scan *s = ctx;
+	(void)content;
+	if (full(s->n_frames))
+		s->frames = xreallocarray(s->frames, s->n_frames ? s->n_frames * 2 : 16,
+					  sizeof *s->frames);
+	s->frames[s->n_frames++] = *fr;
+}
+
+static const struct scan_sink keep_all = {keep_line, keep_header, drop_events_from, keep_count,
+					  keep_decode, keep_frame};
 
 struct scan *scan_buffer(const uint8_t *p, size_t n)
 {
@@ -333,99 +505,8 @@ struct scan *scan_buffer(const uint8_t *p, size_t n)
 struct scan *scan_buffer_opts(const uint8_t *p, size_t n, const struct scan_opts *o)
 {
 	struct scan *s = xcalloc(1, sizeof *s);
-	struct frame_codec *fc = frame_codec_new();
-	size_t ev_cap = 0, fr_cap = 0, ct_cap = 0;
-	bool interpreting = true;
-	s->rev.len = n;
-	s->status = SCAN_OK;
-	size_t pos = 0;
 	s->head_known = scan_head(p, n, s->head);
-	struct scan_opts none = {0};
-	if (o && o->watermark && (!s->head_known || memcmp(o->head, s->head, SHA256_LEN) != 0))
-		o = &none; /* another log's watermark: structural rules only */
-	bool wm = o && o->watermark;
-	s->wm_applied = wm;
-	s->wm_len = wm ? o->wm_len : 0;
-	while (pos < n && s->status != SCAN_CORRUPT) {
-		if (wm && pos == o->wm_len && s->rev.next_seq != o->wm_seq && s->status == SCAN_OK) {
-			char msg[128];
-			snprintf(msg, sizeof msg, "seq %llu at the durable watermark, where %llu was acknowledged",
-				 (unsigned long long)s->rev.next_seq, (unsigned long long)o->wm_seq);
-			corrupt(s, pos, msg);
-			break;
-		}
-		struct frame_info fi;
-		enum frame_walk w = frame_walk(p + pos, n - pos, &fi);
-		if (w != FRAME_COMPLETE) {
-			tail_or_corrupt(s, o, p, n, pos, fc, w == FRAME_INCOMPLETE, fi.why);
-			break;
-		}
-		if (wm && pos < o->wm_len && pos + fi.frame_len > o->wm_len) {
-			corrupt(s, pos, "frame crosses the durable watermark");
-			break;
-		}
-		const char *why;
-		char *content = frame_decode(fc, p + pos, &fi, &why);
-		if (!content) {
-			tail_or_corrupt(s, o, p, n, pos, fc, false, why);
-			break;
-		}
-		if (!interpreting) {
-			free(content); /* integrity only, after "unsupported" */
-			pos += fi.frame_len;
-			continue;
-		}
-		if (s->n_contents == ct_cap) {
-			ct_cap = ct_cap ? ct_cap * 2 : 16;
-			s->contents = xreallocarray(s->contents, ct_cap, sizeof *s->contents);
-		}
-		s->contents[s->n_contents++] = content;
-		struct scan_frame fr = {.offset = pos, .len = fi.frame_len};
-		if (interpret(s, &ev_cap, content, (size_t)fi.content_size, pos, &fr) < 0) {
-			if (s->status == SCAN_CORRUPT) {
-				if (wm && pos >= o->wm_len) {
-					/* Above the watermark a bad frame is where the
-					 * torn tail starts, not committed damage. */
-					s->status = SCAN_OK;
-					cerr_clear(&s->err);
-					tail_or_corrupt(s, o, p, n, pos, fc, false, "");
-				}
-				break;
-			}
-			interpreting = false; /* unsupported: keep checking integrity */
-			pos += fi.frame_len;
-			continue;
-		}
-		if (s->n_frames == fr_cap) {
-			fr_cap = fr_cap ? fr_cap * 2 : 16;
-			s->frames = xreallocarray(s->frames, fr_cap, sizeof *s->frames);
-		}
-		s->frames[s->n_frames++] = fr;
-		s->good_len = pos + fi.frame_len;
-		pos += fi.frame_len;
-	}
-	/* The loop checks the seq at the watermark only while bytes follow
-	 * it; a watermark at the very end is checked here. */
-	if (wm && n > 0 && pos == n && pos == o->wm_len && s->status == SCAN_OK &&
-	    s->rev.next_seq != o->wm_seq) {
-		char msg[128];
-		snprintf(msg, sizeof msg, "seq %llu at the durable watermark, where %llu was acknowledged",
-			 (unsigned long long)s->rev.next_seq, (unsigned long long)o->wm_seq);
-		corrupt(s, pos, msg);
-	}
-	/* A file that ends (on a frame boundary) before its watermark lost
-	 * acknowledged data; its valid prefix is still read above, so the
-	 * catalog keeps what can be known. */
-	if (wm && n < o->wm_len && s->status != SCAN_CORRUPT) {
-		char msg[128];
-		snprintf(msg, sizeof msg, "log is %zu bytes, shorter than its durable watermark of %llu",
-			 n, (unsigned long long)o->wm_len);
-		s->status = SCAN_OK; /* not "unsupported" or "torn": damage */
-		corrupt(s, n, msg);
-	}
-	if (n == 0)
-		corrupt(s, 0, "empty file");
-	frame_codec_free(fc);
+	scan_walk(s, p, n, 0, 0, o, &keep_all, s);
 	summarize(s);
 	return s;
 }

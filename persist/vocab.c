@@ -1,7 +1,10 @@
 /* vocab.c — the event vocabulary of log format 1. */
 #include "persist/vocab.h"
 #include "base/json.h"
+#include "base/xalloc.h"
 #include "persist/blob.h"
+
+#include <stdlib.h>
 
 #include <string.h>
 
@@ -222,28 +225,111 @@ bool vocab_turn_error(const cJSON *v, const char **cls, const char **message)
 	return true;
 }
 
+/* A field's verdict, shared by both forms of the data: present, of the
+ * right kind, and for an enum a known value (value: decoded, or NULL). */
+static int field_judge(const struct vocab_entry *ve, const struct vocab_field *f, bool present,
+		       bool kind, const char *value, struct cerr *err)
+{
+	if (!present)
+		return f->required ? cerr_set(err, CERR_CORRUPT, 0, "'%s' lacks required field '%s'",
+					      ve->type, f->name)
+				   : 0;
+	if (!kind)
+		return cerr_set(err, CERR_CORRUPT, 0, "'%s' field '%s' has the wrong type", ve->type,
+				f->name);
+	if (f->kind == VK_ENUM) {
+		bool known = false;
+		for (const char *const *s = f->values; *s && !known; s++)
+			known = strcmp(*s, value) == 0;
+		if (!known)
+			return cerr_set(err, CERR_UNSUPPORTED, 0, "'%s' field '%s' has unknown value '%s'",
+					ve->type, f->name, value);
+	}
+	return 0;
+}
+
 int vocab_check(const struct vocab_entry *ve, const cJSON *data, struct cerr *err)
 {
 	for (const struct vocab_field *f = ve->fields; f->name; f++) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(data, f->name);
-		if (!v) {
-			if (f->required)
-				return cerr_set(err, CERR_CORRUPT, 0, "'%s' lacks required field '%s'",
-						ve->type, f->name);
-			continue;
+		bool kind = v && kind_ok(f, v);
+		if (field_judge(ve, f, v != NULL, kind, kind ? v->valuestring : NULL, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Every element of a checked array span an integer in [0, 2^53-1]? */
+static bool seq_array(const struct json_span *v)
+{
+	const char *p = v->p + 1, *end = v->p + v->n - 1; /* inside [ ] */
+	for (;;) {
+		while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == ','))
+			p++;
+		if (p >= end)
+			return true;
+		if (*p != '-' && !(*p >= '0' && *p <= '9'))
+			return false; /* not a number */
+		const char *q = p;
+		while (q < end && strchr("0123456789+-.eE", *q))
+			q++;
+		struct json_span num = {p, (size_t)(q - p), '0', false};
+		int64_t i;
+		if (!json_span_int(&num, 0, JSON_MAX_SAFE_INT, &i))
+			return false;
+		p = q;
+	}
+}
+
+/* An object field with rules of its own (a turn's error, a blob
+ * reference: rare, and nested): its checked span parsed and judged by
+ * kind_ok, the one rule. */
+static bool object_ok(const struct vocab_field *f, const struct json_span *v)
+{
+	cJSON *o = cJSON_ParseWithLength(v->p, v->n);
+	bool ok = o && kind_ok(f, o);
+	cJSON_Delete(o);
+	return ok;
+}
+
+static bool span_kind_ok(const struct vocab_field *f, const struct json_span *v)
+{
+	int64_t i;
+	switch (f->kind) {
+	case VK_STR: return v->kind == '"';
+	case VK_STR_OR_NULL: return v->kind == '"' || v->kind == 'n';
+	case VK_INT: return json_span_int(v, -JSON_MAX_SAFE_INT, JSON_MAX_SAFE_INT, &i);
+	case VK_BOOL: return v->kind == 't' || v->kind == 'f';
+	case VK_OBJ: return v->kind == '{';
+	case VK_ARR: return v->kind == '[';
+	case VK_ANY: return true;
+	case VK_ENUM: return v->kind == '"';
+	case VK_SEQ_ARR: return v->kind == '[' && seq_array(v);
+	case VK_ERROR: return v->kind == '"' || (v->kind == '{' && object_ok(f, v));
+	case VK_BLOB: return v->kind == '{' && object_ok(f, v);
+	}
+	return false;
+}
+
+int vocab_check_members(const struct vocab_entry *ve, const struct json_member *m, size_t n,
+			struct cerr *err)
+{
+	for (const struct vocab_field *f = ve->fields; f->name; f++) {
+		const struct json_span *v = NULL;
+		for (size_t i = 0; i < n && !v; i++)
+			if (json_span_is(&m[i].key, f->name))
+				v = &m[i].val;
+		bool kind = v && span_kind_ok(f, v);
+		char small[128], *value = NULL;
+		if (kind && f->kind == VK_ENUM) {
+			value = v->n < sizeof small ? small : xmalloc(v->n + 1);
+			json_span_unescape(v, value);
 		}
-		if (!kind_ok(f, v))
-			return cerr_set(err, CERR_CORRUPT, 0, "'%s' field '%s' has the wrong type",
-					ve->type, f->name);
-		if (f->kind == VK_ENUM) {
-			bool known = false;
-			for (const char *const *s = f->values; *s && !known; s++)
-				known = strcmp(*s, v->valuestring) == 0;
-			if (!known)
-				return cerr_set(err, CERR_UNSUPPORTED, 0,
-						"'%s' field '%s' has unknown value '%s'", ve->type,
-						f->name, v->valuestring);
-		}
+		int r = field_judge(ve, f, v != NULL, kind, value, err);
+		if (value != small)
+			free(value);
+		if (r < 0)
+			return -1;
 	}
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/err.h"
+#include "base/json.h"
 
 enum vocab_kind {
 	VK_STR,         /* string */
@@ -90,6 +91,10 @@ int vocab_check(const struct vocab_entry *ve, const cJSON *data, struct cerr *er
  * the plain string of older logs) and message, both borrowed from v.
  * false when v is not one of the two forms. */
 bool vocab_turn_error(const cJSON *v, const char **cls, const char **message);
+/* The same for data held as the members of a checked object
+ * (json_check): the same rules, order and errors. */
+int vocab_check_members(const struct vocab_entry *ve, const struct json_member *m, size_t n,
+			struct cerr *err);
 /* True when s is a well-formed type name: 1..64 bytes of [a-z0-9_./-]. */
 bool vocab_valid_type_name(const char *s);
 
