@@ -124,6 +124,26 @@ void frame_codec_free(struct frame_codec *fc)
 	free(fc);
 }
 
+int frame_decode_into(struct frame_codec *fc, const uint8_t *p, const struct frame_info *fi,
+		      char *out, const char **why)
+{
+	if (fi->content_size > FRAME_MAX_CONTENT) {
+		*why = "frame content larger than the maximum";
+		return -1;
+	}
+	size_t size = (size_t)fi->content_size;
+	size_t r = ZSTD_decompressDCtx(fc->dctx, out, size, p, fi->frame_len);
+	if (ZSTD_isError(r)) {
+		*why = ZSTD_getErrorName(r);
+		return -1;
+	}
+	if (r != size) {
+		*why = "frame content size mismatch";
+		return -1;
+	}
+	return 0;
+}
+
 char *frame_decode(struct frame_codec *fc, const uint8_t *p, const struct frame_info *fi,
 		   const char **why)
 {
@@ -133,15 +153,8 @@ char *frame_decode(struct frame_codec *fc, const uint8_t *p, const struct frame_
 	}
 	size_t size = (size_t)fi->content_size;
 	char *out = xmalloc(size + 1);
-	size_t r = ZSTD_decompressDCtx(fc->dctx, out, size, p, fi->frame_len);
-	if (ZSTD_isError(r)) {
+	if (frame_decode_into(fc, p, fi, out, why) < 0) {
 		free(out);
-		*why = ZSTD_getErrorName(r);
-		return NULL;
-	}
-	if (r != size) {
-		free(out);
-		*why = "frame content size mismatch";
 		return NULL;
 	}
 	out[size] = '\0';

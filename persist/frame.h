@@ -41,6 +41,10 @@ void frame_codec_free(struct frame_codec *fc);
  * static reason in *why (oversize, zstd error, checksum, size mismatch). */
 char *frame_decode(struct frame_codec *fc, const uint8_t *p, const struct frame_info *fi,
 		   const char **why);
+/* The same into out, which has room for fi->content_size bytes (no NUL
+ * is added): 0, or -1 with a static reason in *why. */
+int frame_decode_into(struct frame_codec *fc, const uint8_t *p, const struct frame_info *fi,
+		      char *out, const char **why);
 /* Compress content[0..n) as one frame with content size and checksum,
  * appending it to out. Returns 0, or -1 when zstd fails (never for valid
  * sizes). */

@@ -516,12 +516,11 @@ int scan_fd(int fd, struct scan **out, struct cerr *err)
 	return scan_fd_opts(fd, NULL, out, err);
 }
 
-int scan_fd_opts(int fd, const struct scan_opts *o, struct scan **out, struct cerr *err)
+int scan_read_all(int fd, uint8_t **bytes, size_t *len, struct stat *st, struct cerr *err)
 {
-	struct stat st;
-	if (fsops->fstat(fd, &st) < 0)
+	if (fsops->fstat(fd, st) < 0)
 		return cerr_set(err, CERR_IO, errno, "cannot stat log");
-	size_t n = (size_t)st.st_size;
+	size_t n = (size_t)st->st_size;
 	uint8_t *p = xmalloc(n ? n : 1);
 	ssize_t got = fs_pread_all(fd, p, n, 0);
 	if (got < 0) {
@@ -529,11 +528,28 @@ int scan_fd_opts(int fd, const struct scan_opts *o, struct scan **out, struct ce
 		return cerr_set(err, CERR_IO, errno, "cannot read log");
 	}
 	/* A file that shrank while we read is scanned as what we got. */
-	struct scan *s = scan_buffer_opts(p, (size_t)got, o);
+	*bytes = p;
+	*len = (size_t)got;
+	return 0;
+}
+
+void scan_set_file(struct scan *s, const struct stat *st)
+{
+	s->rev.dev = st->st_dev;
+	s->rev.ino = st->st_ino;
+	s->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+}
+
+int scan_fd_opts(int fd, const struct scan_opts *o, struct scan **out, struct cerr *err)
+{
+	struct stat st;
+	uint8_t *p;
+	size_t n;
+	if (scan_read_all(fd, &p, &n, &st, err) < 0)
+		return -1;
+	struct scan *s = scan_buffer_opts(p, n, o);
 	free(p);
-	s->rev.dev = st.st_dev;
-	s->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
-	s->rev.ino = st.st_ino;
+	scan_set_file(s, &st);
 	*out = s;
 	return 0;
 }
@@ -552,10 +568,11 @@ bool scan_head(const uint8_t *p, size_t n, uint8_t head[SHA256_LEN])
 	return true;
 }
 
-int scan_head_fd(int fd, uint8_t head[SHA256_LEN], bool *found, struct cerr *err)
+int scan_head_read(int fd, uint8_t **bytes, size_t *len, struct cerr *err)
 {
 	struct stat st;
-	*found = false;
+	*bytes = NULL;
+	*len = 0;
 	if (fsops->fstat(fd, &st) < 0)
 		return cerr_set(err, CERR_IO, errno, "cannot stat log");
 	/* A header frame is small; read more only while it is incomplete. */
@@ -572,13 +589,27 @@ int scan_head_fd(int fd, uint8_t head[SHA256_LEN], bool *found, struct cerr *err
 		struct frame_info fi;
 		enum frame_walk w = frame_walk(p, (size_t)got, &fi);
 		if (w == FRAME_COMPLETE) {
-			sha256(p, fi.frame_len, head);
-			*found = true;
+			*bytes = p;
+			*len = fi.frame_len;
+			return 0;
 		}
 		if (w != FRAME_INCOMPLETE || (size_t)got < n || n == size)
 			break;
 		want *= 4;
 	}
+	free(p);
+	return 0;
+}
+
+int scan_head_fd(int fd, uint8_t head[SHA256_LEN], bool *found, struct cerr *err)
+{
+	uint8_t *p;
+	size_t n;
+	if (scan_head_read(fd, &p, &n, err) < 0)
+		return -1;
+	*found = p != NULL;
+	if (p)
+		sha256(p, n, head);
 	free(p);
 	return 0;
 }

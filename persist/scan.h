@@ -112,6 +112,10 @@ bool scan_head(const uint8_t *p, size_t n, uint8_t head[SHA256_LEN]);
 /* The same for the log open at fd, reading only its first frame: 0 with
  * *found, or -1 with CERR_IO when it cannot be read. */
 int scan_head_fd(int fd, uint8_t head[SHA256_LEN], bool *found, struct cerr *err);
+/* The bytes of frame 0 of the log open at fd: 0 with *bytes (the caller
+ * frees it) and *len, *bytes NULL when frame 0 is not structurally
+ * complete; -1 with CERR_IO when it cannot be read. */
+int scan_head_read(int fd, uint8_t **bytes, size_t *len, struct cerr *err);
 /* The most recently started turn that is still open, or NULL. */
 const char *scan_open_turn(const struct scan *s);
 /* The class of a status: CERR_OK for ok and torn. */

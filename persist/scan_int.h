@@ -7,6 +7,8 @@
 #ifndef CAIRN_SCAN_INT_H
 #define CAIRN_SCAN_INT_H
 
+#include <sys/stat.h>
+
 #include "persist/frame.h"
 #include "persist/scan.h"
 
@@ -37,5 +39,11 @@ struct scan_sink {
  * line. */
 void scan_walk(struct scan *s, const uint8_t *p, size_t n, uint64_t base, uint64_t first_seq,
 	       const struct scan_opts *o, const struct scan_sink *k, void *ctx);
+
+/* The whole file at fd: 0 with *bytes (the caller frees it), *len and
+ * *st; -1 with CERR_IO. A file that shrank while read is what was got. */
+int scan_read_all(int fd, uint8_t **bytes, size_t *len, struct stat *st, struct cerr *err);
+/* Record the file's identity and ctime (st) in s. */
+void scan_set_file(struct scan *s, const struct stat *st);
 
 #endif
