@@ -1,0 +1,98 @@
+/* load_async.c — load and prepare on a libuv worker (see load_async.h). */
+#include "persist/load_async.h"
+#include "base/xalloc.h"
+#include "persist/prepare.h"
+#include "persist/store.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+struct load_req {
+	uv_work_t work;
+	char *root, *id;
+	bool has_opts;
+	struct scan_opts opts;
+	load_async_fn load_cb;     /* one of the two is set */
+	prepare_async_fn prepare_cb;
+	void *ctx;
+	/* Results, written by the worker, read on the loop after it. */
+	struct load *load;
+	struct prepared *prepared;
+	struct cerr err;
+	int rc;
+};
+
+/* On the worker: open the log read-only by id and read it. */
+static void work(uv_work_t *w)
+{
+	struct load_req *r = w->data;
+	struct store *st;
+	struct session_ref ref;
+	const struct scan_opts *o = r->has_opts ? &r->opts : NULL;
+	r->rc = -1;
+	if (store_open(r->root, false, &st, &r->err) < 0)
+		return;
+	int fd = -1;
+	if (store_resolve(st, r->id, &ref, &r->err) == 0)
+		fd = store_open_log(st, &ref, false, &r->err);
+	if (fd >= 0) {
+		if (r->prepare_cb)
+			r->rc = prepare_fd(fd, o, &r->prepared, &r->err);
+		else
+			r->rc = load_fd(fd, o, &r->load, &r->err);
+		close(fd);
+	}
+	store_close(st);
+}
+
+/* On the loop: hand the result over and free the request. */
+static void after(uv_work_t *w, int status)
+{
+	struct load_req *r = w->data;
+	bool canceled = status == UV_ECANCELED;
+	const struct cerr *err = canceled || r->rc == 0 ? NULL : &r->err;
+	if (r->prepare_cb)
+		r->prepare_cb(r->ctx, r->prepared, err, canceled);
+	else
+		r->load_cb(r->ctx, r->load, err, canceled);
+	free(r->root);
+	free(r->id);
+	free(r);
+}
+
+int load_async_queue(uv_loop_t *loop, const char *root, const char *id, const struct scan_opts *o,
+		     load_async_fn load_cb, prepare_async_fn prepare_cb, void *ctx,
+		     struct load_req **req, struct cerr *err)
+{
+	struct load_req *r = xcalloc(1, sizeof *r);
+	r->work.data = r;
+	r->root = xstrdup(root);
+	r->id = xstrdup(id);
+	r->has_opts = o != NULL;
+	if (o)
+		r->opts = *o;
+	r->load_cb = load_cb;
+	r->prepare_cb = prepare_cb;
+	r->ctx = ctx;
+	int rc = uv_queue_work(loop, &r->work, work, after);
+	if (rc < 0) {
+		free(r->root);
+		free(r->id);
+		free(r);
+		return cerr_set(err, CERR_IO, 0, "cannot queue the load: %s", uv_strerror(rc));
+	}
+	if (req)
+		*req = r;
+	return 0;
+}
+
+int load_async(uv_loop_t *loop, const char *root, const char *id, const struct scan_opts *o,
+	       load_async_fn cb, void *ctx, struct load_req **req, struct cerr *err)
+{
+	return load_async_queue(loop, root, id, o, cb, NULL, ctx, req, err);
+}
+
+bool load_async_cancel(struct load_req *r)
+{
+	return uv_cancel((uv_req_t *)&r->work) == 0;
+}

@@ -1,0 +1,350 @@
+/* prepare.c — one pass over a load's index building the runner's view of a
+ * session (rules in prepare.h). */
+#include "persist/prepare.h"
+#include "base/strmap.h"
+#include "base/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct prepared {
+	struct load *load;
+	struct prepared_turn *turns;
+	size_t n_turns;
+	size_t *turn_of;     /* load turn number -> latest turn index + 1 */
+	struct prepared_call *calls; /* every tool/call; unmatched ones listed apart */
+	size_t n_calls;
+	bool *resulted;      /* per call */
+	size_t *unmatched;   /* indexes into calls */
+	size_t n_unmatched;
+	struct prepared_input *inputs; /* every input/queued */
+	size_t n_inputs;
+	bool *dequeued;      /* per input */
+	size_t *queued;      /* indexes into inputs, still pending */
+	size_t n_queued;
+	struct prepared_settings settings;
+	size_t open;         /* turn index + 1 of the open turn, 0 none */
+	bool version_known;
+	int64_t version;
+	char **strings;      /* every string the structures point to */
+	size_t n_strings;
+};
+
+/* A copy of v's string owned by p, or NULL when v is not a string. */
+static const char *keep(struct prepared *p, const cJSON *v)
+{
+	if (!cJSON_IsString(v))
+		return NULL;
+	if ((p->n_strings & (p->n_strings - 1)) == 0) /* 0, 1, 2, 4 ...: full */
+		p->strings = xreallocarray(p->strings, p->n_strings ? p->n_strings * 2 : 1,
+					   sizeof *p->strings);
+	return p->strings[p->n_strings++] = xstrdup(v->valuestring);
+}
+
+static const cJSON *field(const cJSON *data, const char *name)
+{
+	return cJSON_GetObjectItemCaseSensitive(data, name);
+}
+
+/* Replace *slot with data's string field `name` when data names it (null
+ * clears it). */
+static void set_field(struct prepared *p, const char **slot, const cJSON *data, const char *name)
+{
+	const cJSON *v = field(data, name);
+	if (v)
+		*slot = keep(p, v);
+}
+
+/* Grow an array of n elements of size sz by one when n is 0 or a power of
+ * two (its capacity). */
+static void *grow(void *a, size_t n, size_t sz)
+{
+	return (n & (n - 1)) == 0 ? xreallocarray(a, n ? n * 2 : 1, sz) : a;
+}
+
+static void on_turn_start(struct prepared *p, size_t i, const cJSON *data)
+{
+	const struct load_event *e = load_event(p->load, i);
+	p->turns = grow(p->turns, p->n_turns, sizeof *p->turns);
+	p->turns[p->n_turns] = (struct prepared_turn){
+		.id = load_turn(p->load, i), .parent = keep(p, field(data, "parent_turn")),
+		.start = i, .end = PREPARED_OPEN};
+	p->turn_of[e->turn] = ++p->n_turns;
+}
+
+static void on_turn_end(struct prepared *p, size_t i, const cJSON *data)
+{
+	size_t k = p->turn_of[load_event(p->load, i)->turn];
+	if (!k || p->turns[k - 1].end != PREPARED_OPEN)
+		return; /* an end without a start: nothing is open */
+	p->turns[k - 1].end = i;
+	p->turns[k - 1].outcome = keep(p, field(data, "outcome"));
+}
+
+static void on_tool(struct prepared *p, struct strmap *ids, size_t i, enum vocab_type t,
+		    const cJSON *data)
+{
+	const cJSON *id = field(data, "call_id");
+	size_t k;
+	if (t == VT_TOOL_CALL) {
+		p->calls = grow(p->calls, p->n_calls, sizeof *p->calls);
+		p->resulted = grow(p->resulted, p->n_calls, sizeof *p->resulted);
+		p->calls[p->n_calls] = (struct prepared_call){
+			.call_id = keep(p, id), .name = keep(p, field(data, "name")),
+			.turn = load_turn(p->load, i), .event = i, .seq = load_event(p->load, i)->seq};
+		p->resulted[p->n_calls] = false;
+		strmap_put(ids, p->calls[p->n_calls].call_id, p->n_calls);
+		p->n_calls++;
+	} else if (strmap_get(ids, id->valuestring, &k)) {
+		if (t == VT_TOOL_STARTED)
+			p->calls[k].started = true;
+		else
+			p->resulted[k] = true;
+	}
+}
+
+static void on_input(struct prepared *p, size_t i, enum vocab_type t, const cJSON *data)
+{
+	const cJSON *id = field(data, "input_id");
+	if (t == VT_INPUT_QUEUED) {
+		p->inputs = grow(p->inputs, p->n_inputs, sizeof *p->inputs);
+		p->dequeued = grow(p->dequeued, p->n_inputs, sizeof *p->dequeued);
+		p->inputs[p->n_inputs] = (struct prepared_input){
+			.input_id = keep(p, id), .text = keep(p, field(data, "text")), .event = i,
+			.seq = load_event(p->load, i)->seq};
+		p->dequeued[p->n_inputs++] = false;
+		return;
+	}
+	/* The pending input it names, or without a name the oldest. */
+	for (size_t k = 0; k < p->n_inputs; k++) {
+		if (p->dequeued[k])
+			continue;
+		if (!id || (p->inputs[k].input_id &&
+			    strcmp(p->inputs[k].input_id, id->valuestring) == 0)) {
+			p->dequeued[k] = true;
+			return;
+		}
+	}
+}
+
+/* Does prepare read this type's data? */
+static bool wanted(enum vocab_type t)
+{
+	switch (t) {
+	case VT_SESSION_HEADER:
+	case VT_SESSION_META:
+	case VT_SESSION_SETTINGS:
+	case VT_TURN_START:
+	case VT_TURN_END:
+	case VT_TOOL_CALL:
+	case VT_TOOL_STARTED:
+	case VT_TOOL_RESULT:
+	case VT_INPUT_QUEUED:
+	case VT_INPUT_DEQUEUED:
+		return true;
+	case VT_USER_MESSAGE:
+	case VT_REQUEST_PREPARED:
+	case VT_ASSISTANT_TEXT:
+	case VT_ASSISTANT_REASONING:
+	case VT_INTERACTION_REQUEST:
+	case VT_INTERACTION_ANSWER:
+	case VT_STEP_END:
+	case VT_BRANCH_REWIND:
+	case VT_UNKNOWN:
+		return false;
+	}
+	return false;
+}
+
+static void apply(struct prepared *p, struct strmap *ids, size_t i, enum vocab_type t,
+		  const cJSON *data)
+{
+	struct prepared_settings *s = &p->settings;
+	switch (t) {
+	case VT_SESSION_HEADER:
+	case VT_SESSION_SETTINGS:
+		set_field(p, &s->provider, data, "provider");
+		set_field(p, &s->model, data, "model");
+		set_field(p, &s->approval, data, "approval");
+		break;
+	case VT_SESSION_META:
+		set_field(p, &s->title, data, "title");
+		if (cJSON_IsBool(field(data, "pinned")))
+			s->pinned = cJSON_IsTrue(field(data, "pinned"));
+		break;
+	case VT_TURN_START: on_turn_start(p, i, data); break;
+	case VT_TURN_END: on_turn_end(p, i, data); break;
+	case VT_TOOL_CALL:
+	case VT_TOOL_STARTED:
+	case VT_TOOL_RESULT: on_tool(p, ids, i, t, data); break;
+	case VT_INPUT_QUEUED:
+	case VT_INPUT_DEQUEUED: on_input(p, i, t, data); break;
+	case VT_USER_MESSAGE:
+	case VT_REQUEST_PREPARED:
+	case VT_ASSISTANT_TEXT:
+	case VT_ASSISTANT_REASONING:
+	case VT_INTERACTION_REQUEST:
+	case VT_INTERACTION_ANSWER:
+	case VT_STEP_END:
+	case VT_BRANCH_REWIND:
+	case VT_UNKNOWN:
+		break;
+	}
+}
+
+struct prepared *prepare_load(struct load *l)
+{
+	struct prepared *p = xcalloc(1, sizeof *p);
+	p->load = l;
+	p->turn_of = xcalloc(load_n_turns(l) + 1, sizeof *p->turn_of);
+	struct strmap ids;
+	strmap_init(&ids);
+	for (size_t i = 0; i < load_count(l); i++) {
+		enum vocab_type t = (enum vocab_type)load_event(l, i)->type;
+		if (!wanted(t))
+			continue;
+		cJSON *root = load_json(l, i);
+		if (!root)
+			abort(); /* validated at load: only memory can fail */
+		apply(p, &ids, i, t, field(root, "data"));
+		cJSON_Delete(root);
+	}
+	strmap_release(&ids);
+	for (size_t k = 0; k < p->n_calls; k++) {
+		if (p->resulted[k])
+			continue;
+		p->unmatched = grow(p->unmatched, p->n_unmatched, sizeof *p->unmatched);
+		p->unmatched[p->n_unmatched++] = k;
+	}
+	for (size_t k = 0; k < p->n_inputs; k++) {
+		if (p->dequeued[k])
+			continue;
+		p->queued = grow(p->queued, p->n_queued, sizeof *p->queued);
+		p->queued[p->n_queued++] = k;
+	}
+	for (size_t k = p->n_turns; k-- > 0 && !p->open;)
+		if (p->turns[k].end == PREPARED_OPEN && p->turn_of[load_event(l, p->turns[k].start)->turn] == k + 1)
+			p->open = k + 1;
+	return p;
+}
+
+int prepare_fd(int fd, const struct scan_opts *o, struct prepared **out, struct cerr *err)
+{
+	struct load *l;
+	if (load_fd(fd, o, &l, err) < 0)
+		return -1;
+	*out = prepare_load(l);
+	return 0;
+}
+
+void prepared_free(struct prepared *p)
+{
+	if (!p)
+		return;
+	load_free(p->load);
+	free(p->turns);
+	free(p->turn_of);
+	free(p->calls);
+	free(p->resulted);
+	free(p->unmatched);
+	free(p->inputs);
+	free(p->dequeued);
+	free(p->queued);
+	for (size_t k = 0; k < p->n_strings; k++)
+		free(p->strings[k]);
+	free(p->strings);
+	free(p);
+}
+
+const struct load *prepared_load(const struct prepared *p)
+{
+	return p->load;
+}
+
+const struct scan *prepared_scan(const struct prepared *p)
+{
+	return load_scan(p->load);
+}
+
+size_t prepared_n_turns(const struct prepared *p)
+{
+	return p->n_turns;
+}
+
+const struct prepared_turn *prepared_turn(const struct prepared *p, size_t k)
+{
+	return &p->turns[k];
+}
+
+const struct prepared_turn *prepared_find_turn(const struct prepared *p, const char *id)
+{
+	for (size_t k = p->n_turns; k-- > 0;)
+		if (strcmp(p->turns[k].id, id) == 0)
+			return &p->turns[k];
+	return NULL;
+}
+
+size_t prepared_path_len(const struct prepared *p)
+{
+	return p->n_turns; /* every turn, in log order, until branches exist */
+}
+
+size_t prepared_path(const struct prepared *p, size_t k)
+{
+	(void)p;
+	return k;
+}
+
+const struct prepared_turn *prepared_open_turn(const struct prepared *p)
+{
+	return p->open ? &p->turns[p->open - 1] : NULL;
+}
+
+size_t prepared_n_unmatched(const struct prepared *p)
+{
+	return p->n_unmatched;
+}
+
+const struct prepared_call *prepared_unmatched(const struct prepared *p, size_t k)
+{
+	return &p->calls[p->unmatched[k]];
+}
+
+size_t prepared_n_queued(const struct prepared *p)
+{
+	return p->n_queued;
+}
+
+const struct prepared_input *prepared_queued(const struct prepared *p, size_t k)
+{
+	return &p->inputs[p->queued[k]];
+}
+
+const struct prepared_settings *prepared_settings(const struct prepared *p)
+{
+	return &p->settings;
+}
+
+uint64_t prepared_next_seq(const struct prepared *p)
+{
+	return load_scan(p->load)->rev.next_seq;
+}
+
+bool prepared_content_version(const struct prepared *p, int64_t *version)
+{
+	if (p->version_known)
+		*version = p->version;
+	return p->version_known;
+}
+
+void prepared_set_content_version(struct prepared *p, int64_t version)
+{
+	p->version = version;
+	p->version_known = true;
+}
+
+int prepare_async(uv_loop_t *loop, const char *root, const char *id, const struct scan_opts *o,
+		  prepare_async_fn cb, void *ctx, struct load_req **req, struct cerr *err)
+{
+	return load_async_queue(loop, root, id, o, NULL, cb, ctx, req, err);
+}

@@ -1,0 +1,377 @@
+/* test_prepare.c — prepare (persist/prepare.c): turns with parents and
+ * outcomes, the active path, the open turn, unmatched tool calls (started
+ * or not), queued inputs not yet dequeued, the settings in effect, the next
+ * seq; and load_async / prepare_async on a real libuv loop, which complete
+ * on the loop thread, can be canceled before they start, and leave a loop
+ * that closes. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "base/json.h"
+#include "persist/load.h"
+#include "persist/load_async.h"
+#include "persist/log.h"
+#include "persist/prepare.h"
+#include "persist/store.h"
+#include "tests/unit/support_fixture.h"
+#include "tests/unit/support_logbytes.h"
+
+static struct prepared *prep(const struct logbytes *l)
+{
+	return prepare_load(load_buffer((const uint8_t *)l->bytes.p, l->bytes.len, NULL));
+}
+
+static void test_turns_parents_path_and_open_turn(void **state)
+{
+	(void)state;
+	struct logbytes l;
+	lbytes_init(&l);
+	lbytes_event(&l, "turn/start", "t1", "{\"parent_turn\":null}");
+	lbytes_event(&l, "turn/end", "t1", "{\"outcome\":\"completed\"}");
+	lbytes_commit(&l);
+	lbytes_event(&l, "turn/start", "t2", "{\"parent_turn\":\"t1\"}");
+	lbytes_event(&l, "turn/end", "t2", "{\"outcome\":\"canceled\"}");
+	lbytes_event(&l, "turn/start", "t3", "{\"parent_turn\":\"t1\"}");
+	lbytes_commit(&l);
+	struct prepared *p = prep(&l);
+	assert_int_equal(prepared_n_turns(p), 3);
+	assert_int_equal(prepared_path_len(p), 3);
+	const struct prepared_turn *t = prepared_turn(p, prepared_path(p, 1));
+	assert_string_equal(t->id, "t2");
+	assert_string_equal(t->parent, "t1");
+	assert_string_equal(t->outcome, "canceled");
+	assert_int_equal(t->start, 3);
+	assert_int_equal(t->end, 4);
+	assert_null(prepared_turn(p, 0)->parent);
+	assert_string_equal(prepared_open_turn(p)->id, "t3");
+	assert_int_equal(prepared_open_turn(p)->end, PREPARED_OPEN);
+	assert_null(prepared_open_turn(p)->outcome);
+	assert_int_equal(prepared_next_seq(p), 6);
+	assert_ptr_equal(prepared_find_turn(p, "t3"), prepared_open_turn(p));
+	assert_null(prepared_find_turn(p, "t9"));
+	prepared_free(p);
+
+	/* Closing it leaves no open turn; an open older turn is found. */
+	lbytes_event(&l, "turn/end", "t3", "{\"outcome\":\"interrupted\"}");
+	lbytes_commit(&l);
+	p = prep(&l);
+	assert_null(prepared_open_turn(p));
+	prepared_free(p);
+	lbytes_event(&l, "turn/start", "t4", NULL);
+	lbytes_event(&l, "turn/start", "t5", NULL);
+	lbytes_event(&l, "turn/end", "t5", "{\"outcome\":\"failed\"}");
+	lbytes_commit(&l);
+	p = prep(&l);
+	assert_string_equal(prepared_open_turn(p)->id, "t4");
+	prepared_free(p);
+	/* A turn id started again is a new turn; the old one is not open. */
+	lbytes_event(&l, "turn/end", "t4", "{\"outcome\":\"completed\"}");
+	lbytes_event(&l, "turn/start", "t1", "{\"parent_turn\":\"t5\"}");
+	lbytes_commit(&l);
+	p = prep(&l);
+	assert_int_equal(prepared_n_turns(p), 6);
+	assert_string_equal(prepared_open_turn(p)->id, "t1");
+	assert_string_equal(prepared_open_turn(p)->parent, "t5");
+	assert_ptr_equal(prepared_find_turn(p, "t1"), prepared_turn(p, 5));
+	prepared_free(p);
+	lbytes_release(&l);
+}
+
+static void test_unmatched_calls_and_queued_inputs(void **state)
+{
+	(void)state;
+	struct logbytes l;
+	lbytes_init(&l);
+	lbytes_event(&l, "turn/start", "t1", NULL);
+	lbytes_event(&l, "tool/call", "t1", "{\"call_id\":\"c1\",\"name\":\"sh\",\"args\":{}}");
+	lbytes_event(&l, "tool/started", "t1", "{\"call_id\":\"c1\"}");
+	lbytes_event(&l, "tool/result", "t1", "{\"call_id\":\"c1\",\"status\":\"ok\"}");
+	lbytes_event(&l, "input/queued", NULL, "{\"input_id\":\"i1\",\"text\":\"one\"}");
+	lbytes_event(&l, "input/queued", NULL, "{\"input_id\":\"i2\",\"text\":\"two\"}");
+	lbytes_event(&l, "input/queued", NULL, "{\"text\":\"anonymous\"}");
+	lbytes_event(&l, "input/queued", NULL, "{\"input_id\":\"i4\",\"text\":\"four\"}");
+	lbytes_commit(&l);
+	lbytes_event(&l, "input/dequeued", NULL, "{\"input_id\":\"i2\"}");
+	lbytes_event(&l, "input/dequeued", NULL, "{}"); /* the oldest: i1 */
+	lbytes_event(&l, "input/dequeued", NULL, "{\"input_id\":\"nope\"}");
+	lbytes_event(&l, "tool/call", "t1", "{\"call_id\":\"c2\",\"name\":\"read\",\"args\":[]}");
+	lbytes_event(&l, "tool/call", "t1", "{\"call_id\":\"c3\",\"name\":\"sh\",\"args\":{}}");
+	lbytes_event(&l, "tool/started", "t1", "{\"call_id\":\"c3\"}");
+	lbytes_event(&l, "tool/result", "t1", "{\"call_id\":\"c9\",\"status\":\"error\"}");
+	lbytes_commit(&l);
+	struct prepared *p = prep(&l);
+	assert_int_equal(prepared_n_unmatched(p), 2);
+	const struct prepared_call *c = prepared_unmatched(p, 0);
+	assert_string_equal(c->call_id, "c2");
+	assert_string_equal(c->name, "read");
+	assert_string_equal(c->turn, "t1");
+	assert_false(c->started);
+	assert_int_equal(c->seq, 12);
+	c = prepared_unmatched(p, 1);
+	assert_string_equal(c->call_id, "c3");
+	assert_true(c->started);
+	assert_int_equal(prepared_n_queued(p), 2);
+	assert_null(prepared_queued(p, 0)->input_id);
+	assert_string_equal(prepared_queued(p, 0)->text, "anonymous");
+	assert_string_equal(prepared_queued(p, 1)->input_id, "i4");
+	assert_int_equal(prepared_queued(p, 1)->seq, 8);
+	/* The load behind it parses any event on demand. */
+	cJSON *e = load_json(prepared_load(p), prepared_queued(p, 1)->event);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(e, "data"), "text")->valuestring,
+			    "four");
+	cJSON_Delete(e);
+	prepared_free(p);
+	lbytes_release(&l);
+}
+
+static void test_settings_in_effect(void **state)
+{
+	(void)state;
+	struct logbytes l;
+	memset(&l, 0, sizeof l);
+	lbytes_event(&l, "session/header", NULL,
+		     "{\"format\":1,\"id\":\"" LB_SID "\",\"created_at\":1,\"cwd\":null,"
+		     "\"provider\":\"anthropic\",\"model\":\"m1\"}");
+	lbytes_commit(&l);
+	struct prepared *p = prep(&l);
+	const struct prepared_settings *s = prepared_settings(p);
+	assert_string_equal(s->provider, "anthropic");
+	assert_string_equal(s->model, "m1");
+	assert_null(s->approval);
+	assert_null(s->title);
+	prepared_free(p);
+	lbytes_event(&l, "session/settings", NULL, "{\"model\":\"m2\",\"approval\":\"ask\"}");
+	lbytes_event(&l, "session/meta", NULL, "{\"title\":\"hello\",\"pinned\":true}");
+	lbytes_commit(&l);
+	lbytes_event(&l, "session/settings", NULL, "{\"provider\":null,\"approval\":\"never\"}");
+	lbytes_event(&l, "session/meta", NULL, "{\"pinned\":false}");
+	lbytes_commit(&l);
+	p = prep(&l);
+	s = prepared_settings(p);
+	assert_null(s->provider);
+	assert_string_equal(s->model, "m2");
+	assert_string_equal(s->approval, "never");
+	assert_string_equal(s->title, "hello");
+	assert_false(s->pinned);
+	int64_t v;
+	assert_false(prepared_content_version(p, &v));
+	prepared_set_content_version(p, 42);
+	assert_true(prepared_content_version(p, &v) && v == 42);
+	prepared_free(p);
+	lbytes_release(&l);
+}
+
+static void test_damaged_log_prepares_its_valid_prefix(void **state)
+{
+	(void)state;
+	struct logbytes l;
+	lbytes_init(&l);
+	lbytes_event(&l, "turn/start", "t1", NULL);
+	lbytes_event(&l, "tool/call", "t1", "{\"call_id\":\"c1\",\"name\":\"sh\",\"args\":{}}");
+	lbytes_commit(&l);
+	size_t whole = l.bytes.len;
+	lbytes_event(&l, "tool/result", "t1", "{\"call_id\":\"c1\",\"status\":\"ok\"}");
+	lbytes_event(&l, "turn/end", "t1", "{\"outcome\":\"completed\"}");
+	lbytes_commit(&l);
+	l.bytes.len = whole + 9; /* the closing frame torn */
+	struct prepared *p = prep(&l);
+	assert_int_equal(prepared_scan(p)->status, SCAN_TORN);
+	assert_string_equal(prepared_open_turn(p)->id, "t1");
+	assert_int_equal(prepared_n_unmatched(p), 1);
+	assert_int_equal(prepared_next_seq(p), 3);
+	prepared_free(p);
+	lbytes_release(&l);
+}
+
+/* ---- on a loop ---- */
+
+struct done {
+	int calls;
+	bool canceled;
+	bool on_loop_thread;
+	struct cerr err;
+	bool failed;
+	size_t events;
+	enum scan_status status;
+	const char *open_turn; /* copied */
+	char open[16];
+};
+
+static pthread_t loop_thread;
+
+static void on_load(void *ctx, struct load *l, const struct cerr *err, bool canceled)
+{
+	struct done *d = ctx;
+	d->calls++;
+	d->canceled = canceled;
+	d->on_loop_thread = pthread_equal(pthread_self(), loop_thread);
+	if (err) {
+		d->failed = true;
+		d->err = *err;
+	}
+	if (l) {
+		d->events = load_count(l);
+		d->status = load_scan(l)->status;
+		load_free(l);
+	}
+}
+
+static void on_prepare(void *ctx, struct prepared *p, const struct cerr *err, bool canceled)
+{
+	struct done *d = ctx;
+	d->calls++;
+	d->canceled = canceled;
+	d->on_loop_thread = pthread_equal(pthread_self(), loop_thread);
+	if (err) {
+		d->failed = true;
+		d->err = *err;
+	}
+	if (p) {
+		d->events = load_count(prepared_load(p));
+		d->status = prepared_scan(p)->status;
+		if (prepared_open_turn(p))
+			snprintf(d->open, sizeof d->open, "%s", prepared_open_turn(p)->id);
+		prepared_free(p);
+	}
+}
+
+/* A session LB_SID of 1 + 2 * n events under root, written by the store;
+ * its last turn open. */
+static void make_session(const char *root, int n)
+{
+	struct store *st;
+	struct log *lg;
+	struct cerr err;
+	if (store_open(root, true, &st, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(log_create(st, LB_SID, "/w", NULL, &lg, &err), 0);
+	uint64_t next = 1; /* after the header */
+	for (int i = 0; i < n; i++) {
+		char turn[16];
+		snprintf(turn, sizeof turn, "t%d", i);
+		const char *why;
+		cJSON *outcome = json_parse_strict("{\"outcome\":\"completed\"}", 23, &why);
+		struct log_event evs[2] = {{.type = "turn/start", .turn = turn},
+					   {.type = "turn/end", .turn = turn, .data = outcome}};
+		if (log_append(lg, next, evs, i + 1 < n ? 2 : 1, &next, &err) < 0)
+			fail_msg("%s", err.msg);
+		cJSON_Delete(outcome);
+	}
+	log_close(lg);
+	store_close(st);
+}
+
+static void test_async_completes_on_the_loop(void **state)
+{
+	(void)state;
+	char dir[64], root[80];
+	assert_int_equal(tmp_root("prep", dir, sizeof dir, root, sizeof root), 0);
+	make_session(root, 5);
+	uv_loop_t loop;
+	assert_int_equal(uv_loop_init(&loop), 0);
+	loop_thread = pthread_self();
+	struct done a = {0}, b = {0}, c = {0}, m = {0};
+	struct cerr err;
+	assert_int_equal(load_async(&loop, root, LB_SID, NULL, on_load, &a, NULL, &err), 0);
+	assert_int_equal(prepare_async(&loop, root, LB_SID, NULL, on_prepare, &b, NULL, &err), 0);
+	assert_int_equal(load_async(&loop, root, "01ARYZ6S41", NULL, on_load, &c, NULL, &err), 0);
+	assert_int_equal(load_async(&loop, root, "nosuch", NULL, on_load, &m, NULL, &err), 0);
+	assert_int_equal(a.calls + b.calls, 0); /* nothing before the loop runs */
+	assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+	assert_int_equal(a.calls, 1);
+	assert_true(a.on_loop_thread);
+	assert_false(a.failed || a.canceled);
+	assert_int_equal(a.events, 10);
+	assert_int_equal(a.status, SCAN_OK);
+	assert_int_equal(b.calls, 1);
+	assert_true(b.on_loop_thread);
+	assert_string_equal(b.open, "t4");
+	assert_int_equal(c.events, 10); /* a unique prefix */
+	assert_int_equal(m.calls, 1);
+	assert_true(m.failed);
+	assert_int_equal(m.err.cls, CERR_MISSING);
+	assert_int_equal(uv_loop_close(&loop), 0);
+	rm_rf(dir);
+}
+
+/* Workers busy with a blocker: requests queued behind it have not started
+ * and can be canceled; their callbacks say so, on the loop. */
+static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
+static int blockers_started;
+static pthread_cond_t started_cv = PTHREAD_COND_INITIALIZER;
+
+static void block_work(uv_work_t *w)
+{
+	(void)w;
+	pthread_mutex_lock(&gate);
+	blockers_started++;
+	pthread_cond_signal(&started_cv);
+	pthread_mutex_unlock(&gate);
+	usleep(200000);
+}
+
+static void block_after(uv_work_t *w, int status)
+{
+	(void)w, (void)status;
+}
+
+static void test_async_cancel_before_start(void **state)
+{
+	(void)state;
+	char dir[64], root[80];
+	assert_int_equal(tmp_root("prep", dir, sizeof dir, root, sizeof root), 0);
+	make_session(root, 2);
+	uv_loop_t loop;
+	assert_int_equal(uv_loop_init(&loop), 0);
+	loop_thread = pthread_self();
+	/* Occupy every worker of the pool (UV_THREADPOOL_SIZE, 4 by default). */
+	uv_work_t blockers[4];
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(uv_queue_work(&loop, &blockers[i], block_work, block_after), 0);
+	pthread_mutex_lock(&gate);
+	while (blockers_started < 4)
+		pthread_cond_wait(&started_cv, &gate);
+	pthread_mutex_unlock(&gate);
+	struct done a = {0}, b = {0};
+	struct load_req *ra, *rb;
+	struct cerr err;
+	assert_int_equal(load_async(&loop, root, LB_SID, NULL, on_load, &a, &ra, &err), 0);
+	assert_int_equal(prepare_async(&loop, root, LB_SID, NULL, on_prepare, &b, &rb, &err), 0);
+	assert_true(load_async_cancel(ra));
+	assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+	assert_int_equal(a.calls, 1);
+	assert_true(a.canceled);
+	assert_false(a.failed);
+	assert_true(a.on_loop_thread);
+	assert_int_equal(b.calls, 1); /* not canceled: it ran */
+	assert_false(b.canceled);
+	assert_int_equal(b.events, 4);
+	assert_int_equal(uv_loop_close(&loop), 0);
+	rm_rf(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_turns_parents_path_and_open_turn),
+		cmocka_unit_test(test_unmatched_calls_and_queued_inputs),
+		cmocka_unit_test(test_settings_in_effect),
+		cmocka_unit_test(test_damaged_log_prepares_its_valid_prefix),
+		cmocka_unit_test(test_async_completes_on_the_loop),
+		cmocka_unit_test(test_async_cancel_before_start),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
