@@ -147,18 +147,35 @@ int event_check(struct json_check *jc, const char *line, size_t n, uint64_t expe
 			       *jign = NULL, *jdata = NULL;
 	for (size_t i = 0; i < jc->n_top; i++) {
 		const struct json_span *k = &jc->top[i].key, *v = &jc->top[i].val;
-		if (json_span_is(k, "seq"))
-			jseq = v;
-		else if (json_span_is(k, "t"))
-			jt = v;
-		else if (json_span_is(k, "type"))
-			jtype = v;
-		else if (json_span_is(k, "turn"))
-			jturn = v;
-		else if (json_span_is(k, "ignorable"))
-			jign = v;
-		else if (json_span_is(k, "data"))
-			jdata = v;
+		if (k->esc) { /* rare: compare decoded */
+			if (json_span_is(k, "seq"))
+				jseq = v;
+			else if (json_span_is(k, "t"))
+				jt = v;
+			else if (json_span_is(k, "type"))
+				jtype = v;
+			else if (json_span_is(k, "turn"))
+				jturn = v;
+			else if (json_span_is(k, "ignorable"))
+				jign = v;
+			else if (json_span_is(k, "data"))
+				jdata = v;
+			continue;
+		}
+		const char *q = k->p;
+		switch (k->n) {
+		case 1: if (q[0] == 't') jt = v; break;
+		case 3: if (memcmp(q, "seq", 3) == 0) jseq = v; break;
+		case 4:
+			if (memcmp(q, "type", 4) == 0)
+				jtype = v;
+			else if (memcmp(q, "turn", 4) == 0)
+				jturn = v;
+			else if (memcmp(q, "data", 4) == 0)
+				jdata = v;
+			break;
+		case 9: if (memcmp(q, "ignorable", 9) == 0) jign = v; break;
+		}
 	}
 	/* A type name is at most 64 bytes; escaped, at most 6 times that. */
 	char type[6 * 64 + 1], turn[6 * TURN_ID_MAX + 1];

@@ -316,9 +316,13 @@ int vocab_check_members(const struct vocab_entry *ve, const struct json_member *
 {
 	for (const struct vocab_field *f = ve->fields; f->name; f++) {
 		const struct json_span *v = NULL;
-		for (size_t i = 0; i < n && !v; i++)
-			if (json_span_is(&m[i].key, f->name))
+		size_t len = strlen(f->name);
+		for (size_t i = 0; i < n && !v; i++) {
+			const struct json_span *k = &m[i].key;
+			if (k->esc ? json_span_is(k, f->name)
+				   : k->n == len && memcmp(k->p, f->name, len) == 0)
 				v = &m[i].val;
+		}
 		bool kind = v && span_kind_ok(f, v);
 		char small[128], *value = NULL;
 		if (kind && f->kind == VK_ENUM) {
