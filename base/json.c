@@ -31,6 +31,37 @@ static bool hex4(const char *s, size_t n)
 	       hex_digit(s[3]) >= 0;
 }
 
+/* Skip plain string bytes from s[i], 8 at a time: none a quote, a
+ * backslash or a control character (SWAR tests). Returns where the first
+ * group of 8 holding one starts (or where fewer than 8 are left). */
+static size_t skip_plain(const char *s, size_t i, size_t n)
+{
+	const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+	while (i + 8 <= n) {
+		uint64_t w;
+		memcpy(&w, s + i, 8);
+		uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+		uint64_t special = ((q - ones) & ~q) | ((b - ones) & ~b) | ((w - ones * 0x20) & ~w);
+		if (special & high)
+			break;
+		i += 8;
+	}
+	return i;
+}
+
+/* The double the number literal s[0..n) denotes, as strtod reads it. */
+static double literal_double(const char *s, size_t n)
+{
+	char small[64];
+	char *z = n < sizeof small ? small : xmalloc(n + 1);
+	memcpy(z, s, n);
+	z[n] = '\0';
+	double d = strtod(z, NULL);
+	if (z != small)
+		free(z);
+	return d;
+}
+
 /* Why the number literal s[0..n) (valid syntax; nonzero: a digit of its
  * mantissa is not 0) cannot be stored as a double, or NULL. Only a literal
  * with an exponent or of more than 300 characters can leave the range of a
@@ -40,13 +71,7 @@ static const char *number_unstorable(const char *s, size_t n, bool nonzero, bool
 {
 	if (!exp && n <= 300)
 		return NULL;
-	char small[64];
-	char *z = n < sizeof small ? small : xmalloc(n + 1);
-	memcpy(z, s, n);
-	z[n] = '\0';
-	double d = strtod(z, NULL);
-	if (z != small)
-		free(z);
+	double d = literal_double(s, n);
 	if (isinf(d))
 		return "number out of range (over 1.8e308 in magnitude)";
 	if (d == 0 && nonzero)
@@ -108,18 +133,7 @@ static const char *lex_check(const char *s, size_t n, size_t *bad_num, const cha
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 		if (in_str) {
-			/* Skip 8 plain string bytes at a time: none a quote, a
-			 * backslash or a control character (SWAR tests). */
-			while (i + 8 <= n) {
-				uint64_t w;
-				memcpy(&w, s + i, 8);
-				const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
-				uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
-				uint64_t special = ((q - ones) & ~q) | ((b - ones) & ~b) | ((w - ones * 0x20) & ~w);
-				if (special & high)
-					break;
-				i += 8;
-			}
+			i = skip_plain(s, i, n);
 			if (i >= n)
 				break;
 			c = (unsigned char)s[i];
@@ -442,16 +456,7 @@ static bool jw_string(struct jwalk *w, struct json_span *v)
 	size_t n = w->n, i = w->i + 1;
 	bool esc = false;
 	for (;;) {
-		while (i + 8 <= n) {
-			uint64_t x;
-			memcpy(&x, s + i, 8);
-			const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
-			uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
-			uint64_t special = ((q - ones) & ~q) | ((b - ones) & ~b) | ((x - ones * 0x20) & ~x);
-			if (special & high)
-				break;
-			i += 8;
-		}
+		i = skip_plain(s, i, n);
 		if (i >= n)
 			return jw_fail(w, "invalid JSON");
 		unsigned char c = (unsigned char)s[i];
@@ -577,14 +582,7 @@ bool json_span_int(const struct json_span *v, int64_t min, int64_t max, int64_t 
 			x = x * 10 + (p[j] - '0');
 		return double_int(k ? -(double)x : (double)x, min, max, out);
 	}
-	char small[64];
-	char *z = n < sizeof small ? small : xmalloc(n + 1);
-	memcpy(z, p, n);
-	z[n] = '\0';
-	double d = strtod(z, NULL);
-	if (z != small)
-		free(z);
-	return double_int(d, min, max, out);
+	return double_int(literal_double(p, n), min, max, out);
 }
 
 static const char *jkey_bytes(const struct jwalk *w, const struct jkey *k)

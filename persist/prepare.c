@@ -62,8 +62,10 @@ static void *grow(void *a, size_t n, size_t sz)
 	return (n & (n - 1)) == 0 ? xreallocarray(a, n ? n * 2 : 1, sz) : a;
 }
 
-static void on_turn_start(struct prepared *p, size_t i, const cJSON *data)
+static void on_turn_start(struct prepared *p, struct strmap *ids, size_t i, enum vocab_type t,
+			  const cJSON *data)
 {
+	(void)ids, (void)t;
 	const struct load_event *e = load_event(p->load, i);
 	p->turns = grow(p->turns, p->n_turns, sizeof *p->turns);
 	p->turns[p->n_turns] = (struct prepared_turn){
@@ -72,8 +74,10 @@ static void on_turn_start(struct prepared *p, size_t i, const cJSON *data)
 	p->turn_of[e->turn] = ++p->n_turns;
 }
 
-static void on_turn_end(struct prepared *p, size_t i, const cJSON *data)
+static void on_turn_end(struct prepared *p, struct strmap *ids, size_t i, enum vocab_type t,
+			const cJSON *data)
 {
+	(void)ids, (void)t;
 	size_t k = p->turn_of[load_event(p->load, i)->turn];
 	if (!k || p->turns[k - 1].end != PREPARED_OPEN)
 		return; /* an end without a start: nothing is open */
@@ -103,8 +107,10 @@ static void on_tool(struct prepared *p, struct strmap *ids, size_t i, enum vocab
 	}
 }
 
-static void on_input(struct prepared *p, size_t i, enum vocab_type t, const cJSON *data)
+static void on_input(struct prepared *p, struct strmap *ids, size_t i, enum vocab_type t,
+		     const cJSON *data)
 {
+	(void)ids;
 	const cJSON *id = field(data, "input_id");
 	if (t == VT_INPUT_QUEUED) {
 		p->inputs = grow(p->inputs, p->n_inputs, sizeof *p->inputs);
@@ -127,58 +133,43 @@ static void on_input(struct prepared *p, size_t i, enum vocab_type t, const cJSO
 	}
 }
 
-/* Does prepare read this type's data? */
-static bool wanted(enum vocab_type t)
+static void on_settings(struct prepared *p, struct strmap *ids, size_t i, enum vocab_type t,
+			const cJSON *data)
 {
-	switch (t) {
-	case VT_SESSION_HEADER:
-	case VT_SESSION_META:
-	case VT_SESSION_SETTINGS:
-	case VT_TURN_START:
-	case VT_TURN_END:
-	case VT_TOOL_CALL:
-	case VT_TOOL_STARTED:
-	case VT_TOOL_RESULT:
-	case VT_INPUT_QUEUED:
-	case VT_INPUT_DEQUEUED:
-		return true;
-	case VT_USER_MESSAGE:
-	case VT_REQUEST_PREPARED:
-	case VT_ASSISTANT_TEXT:
-	case VT_ASSISTANT_REASONING:
-	case VT_INTERACTION_REQUEST:
-	case VT_INTERACTION_ANSWER:
-	case VT_STEP_END:
-	case VT_BRANCH_REWIND:
-	case VT_UNKNOWN:
-		return false;
-	}
-	return false;
+	(void)ids, (void)i, (void)t;
+	struct prepared_settings *s = &p->settings;
+	set_field(p, &s->provider, data, "provider");
+	set_field(p, &s->model, data, "model");
+	set_field(p, &s->approval, data, "approval");
 }
 
-static void apply(struct prepared *p, struct strmap *ids, size_t i, enum vocab_type t,
-		  const cJSON *data)
+static void on_meta(struct prepared *p, struct strmap *ids, size_t i, enum vocab_type t,
+		    const cJSON *data)
 {
-	struct prepared_settings *s = &p->settings;
+	(void)ids, (void)i, (void)t;
+	set_field(p, &p->settings.title, data, "title");
+	if (cJSON_IsBool(field(data, "pinned")))
+		p->settings.pinned = cJSON_IsTrue(field(data, "pinned"));
+}
+
+typedef void handler(struct prepared *p, struct strmap *ids, size_t i, enum vocab_type t,
+		     const cJSON *data);
+
+/* What prepare does with an event of type t (NULL: nothing, and its line
+ * is not parsed). */
+static handler *handler_of(enum vocab_type t)
+{
 	switch (t) {
-	case VT_SESSION_HEADER:
-	case VT_SESSION_SETTINGS:
-		set_field(p, &s->provider, data, "provider");
-		set_field(p, &s->model, data, "model");
-		set_field(p, &s->approval, data, "approval");
-		break;
-	case VT_SESSION_META:
-		set_field(p, &s->title, data, "title");
-		if (cJSON_IsBool(field(data, "pinned")))
-			s->pinned = cJSON_IsTrue(field(data, "pinned"));
-		break;
-	case VT_TURN_START: on_turn_start(p, i, data); break;
-	case VT_TURN_END: on_turn_end(p, i, data); break;
+	case VT_SESSION_HEADER: /* the first settings */
+	case VT_SESSION_SETTINGS: return on_settings;
+	case VT_SESSION_META: return on_meta;
+	case VT_TURN_START: return on_turn_start;
+	case VT_TURN_END: return on_turn_end;
 	case VT_TOOL_CALL:
 	case VT_TOOL_STARTED:
-	case VT_TOOL_RESULT: on_tool(p, ids, i, t, data); break;
+	case VT_TOOL_RESULT: return on_tool;
 	case VT_INPUT_QUEUED:
-	case VT_INPUT_DEQUEUED: on_input(p, i, t, data); break;
+	case VT_INPUT_DEQUEUED: return on_input;
 	case VT_USER_MESSAGE:
 	case VT_REQUEST_PREPARED:
 	case VT_ASSISTANT_TEXT:
@@ -188,8 +179,9 @@ static void apply(struct prepared *p, struct strmap *ids, size_t i, enum vocab_t
 	case VT_STEP_END:
 	case VT_BRANCH_REWIND:
 	case VT_UNKNOWN:
-		break;
+		return NULL;
 	}
+	return NULL;
 }
 
 struct prepared *prepare_load(struct load *l)
@@ -201,12 +193,13 @@ struct prepared *prepare_load(struct load *l)
 	strmap_init(&ids);
 	for (size_t i = 0; i < load_count(l); i++) {
 		enum vocab_type t = (enum vocab_type)load_event(l, i)->type;
-		if (!wanted(t))
+		handler *h = handler_of(t);
+		if (!h)
 			continue;
 		cJSON *root = load_json(l, i);
 		if (!root)
 			abort(); /* validated at load: only memory can fail */
-		apply(p, &ids, i, t, field(root, "data"));
+		h(p, &ids, i, t, field(root, "data"));
 		cJSON_Delete(root);
 	}
 	strmap_release(&ids);

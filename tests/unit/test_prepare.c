@@ -206,13 +206,13 @@ struct done {
 	bool failed;
 	size_t events;
 	enum scan_status status;
-	const char *open_turn; /* copied */
-	char open[16];
+	char open[16]; /* the open turn's id */
 };
 
 static pthread_t loop_thread;
 
-static void on_load(void *ctx, struct load *l, const struct cerr *err, bool canceled)
+/* What every callback records: that it ran, where, and how. */
+static struct done *called(void *ctx, const struct cerr *err, bool canceled)
 {
 	struct done *d = ctx;
 	d->calls++;
@@ -222,6 +222,12 @@ static void on_load(void *ctx, struct load *l, const struct cerr *err, bool canc
 		d->failed = true;
 		d->err = *err;
 	}
+	return d;
+}
+
+static void on_load(void *ctx, struct load *l, const struct cerr *err, bool canceled)
+{
+	struct done *d = called(ctx, err, canceled);
 	if (l) {
 		d->events = load_count(l);
 		d->status = load_scan(l)->status;
@@ -231,14 +237,7 @@ static void on_load(void *ctx, struct load *l, const struct cerr *err, bool canc
 
 static void on_prepare(void *ctx, struct prepared *p, const struct cerr *err, bool canceled)
 {
-	struct done *d = ctx;
-	d->calls++;
-	d->canceled = canceled;
-	d->on_loop_thread = pthread_equal(pthread_self(), loop_thread);
-	if (err) {
-		d->failed = true;
-		d->err = *err;
-	}
+	struct done *d = called(ctx, err, canceled);
 	if (p) {
 		d->events = load_count(prepared_load(p));
 		d->status = prepared_scan(p)->status;
