@@ -241,13 +241,13 @@ static void small_turn(struct batcher *bt, unsigned turn_no, struct buf *tmp)
 	char turn[24], call[32];
 	snprintf(turn, sizeof turn, "t%07u", turn_no);
 	batcher_add(bt, "turn/start", turn, cJSON_CreateObject());
-	gen_text(tmp, rnd_in(20, 300));
+	gen_text(tmp, rnd_in(20, 330));
 	cJSON *d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "text", tmp->p);
 	batcher_add(bt, "user/message", turn, d);
 	batcher_flush(bt);
 	for (unsigned k = rnd_in(2, 8); k > 0 && !bt->done; k--) {
-		gen_text(tmp, rnd_in(20, 200));
+		gen_text(tmp, rnd_in(30, 215));
 		d = cJSON_CreateObject();
 		cJSON_AddStringToObject(d, "text", tmp->p);
 		batcher_add(bt, "assistant/text", turn, d);
@@ -264,7 +264,7 @@ static void small_turn(struct batcher *bt, unsigned turn_no, struct buf *tmp)
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "call_id", call);
 	cJSON_AddStringToObject(d, "status", "ok");
-	gen_text(tmp, rnd_in(20, 250));
+	gen_text(tmp, rnd_in(30, 270));
 	cJSON_AddStringToObject(d, "output", tmp->p);
 	batcher_add(bt, "tool/result", turn, d);
 	d = cJSON_CreateObject();

@@ -5,11 +5,14 @@
  * as the content of one frame behind a valid header frame (so mutations
  * reach the line and event parser instead of dying at the zstd checksum),
  * and as the content of the header frame itself. Every scan must satisfy
- * the scan.h contract; a violation aborts. Run with fuzz/run.sh. */
+ * the scan.h contract, and a compact load (load.h) of the same bytes must
+ * read exactly what the scan read; a violation aborts. Run with
+ * fuzz/run.sh. */
 #include "base/buf.h"
 #include "base/json.h"
 #include "persist/event.h"
 #include "persist/frame.h"
+#include "persist/load.h"
 #include "persist/scan.h"
 
 #include <stdint.h>
@@ -127,11 +130,33 @@ static void check_reformat(const struct scan *s)
 	buf_release(&out);
 }
 
+/* A compact load of p[0..n) reads what the scan s of them read. */
+static void check_load(const uint8_t *p, size_t n, const struct scan *s)
+{
+	struct load *l = load_buffer(p, n, NULL);
+	const struct scan *ls = load_scan(l);
+	REQUIRE(ls->status == s->status && ls->err.cls == s->err.cls);
+	REQUIRE(ls->good_len == s->good_len && ls->damage_at == s->damage_at);
+	REQUIRE(revision_same(&ls->rev, &s->rev));
+	REQUIRE(load_count(l) == s->n_events && load_n_frames(l) == s->n_frames);
+	for (size_t i = 0; i < s->n_events; i++) {
+		size_t len;
+		const char *line = load_line(l, i, &len);
+		const struct event *ev = &s->events[i];
+		REQUIRE(load_event(l, i)->seq == ev->seq && load_event(l, i)->type == ev->vtype);
+		REQUIRE(len == ev->line_len && memcmp(line, ev->line, len) == 0);
+		const char *turn = load_turn(l, i);
+		REQUIRE((turn == NULL) == (ev->turn == NULL) && (!turn || strcmp(turn, ev->turn) == 0));
+	}
+	load_free(l);
+}
+
 static void scan_and_check(const uint8_t *p, size_t n)
 {
 	struct scan *s = scan_buffer(p, n);
 	check_scan(s, n);
 	check_reformat(s);
+	check_load(p, n, s);
 	scan_free(s);
 }
 
@@ -155,6 +180,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct scan *s = scan_buffer((const uint8_t *)log.p, log.len);
 	check_scan(s, log.len);
 	check_reformat(s);
+	check_load((const uint8_t *)log.p, log.len, s);
 	REQUIRE(s->status != SCAN_TORN);
 	REQUIRE(s->n_frames >= 1 && s->n_frames <= 2);
 	REQUIRE(s->good_len == hdr_len || s->good_len == log.len);
