@@ -453,6 +453,8 @@ int load_tail(int fd, size_t min_events, const struct scan_opts *o, struct load 
 		win *= 2;
 	}
 	free(w);
+	if (h != 0)
+		l->st.rev.len = size; /* nothing walked: the header is damaged */
 	l->tail = true;
 	scan_set_file(&l->st, &st);
 	load_finish(l);

@@ -291,6 +291,25 @@ static void test_tail_is_the_end_of_the_full_load(void **state)
 	close(fd);
 	buf_release(&d);
 
+	/* A damaged header: the tail says what a full load says. */
+	struct buf h = BUF_INIT;
+	buf_add(&h, l.bytes.p, l.bytes.len);
+	h.p[20] ^= 0x01;
+	fd = write_log(dir, &h);
+	struct load *full, *tl;
+	struct cerr err;
+	assert_int_equal(load_fd(fd, NULL, &full, &err), 0);
+	assert_int_equal(load_tail(fd, 3, NULL, &tl, &err), 0);
+	assert_int_equal(load_scan(full)->status, SCAN_CORRUPT);
+	assert_int_equal(load_scan(tl)->status, SCAN_CORRUPT);
+	assert_int_equal(load_scan(tl)->damage_at, 0);
+	assert_true(revision_same(&load_scan(tl)->rev, &load_scan(full)->rev));
+	assert_int_equal(load_count(tl), 0);
+	load_free(tl);
+	load_free(full);
+	close(fd);
+	buf_release(&h);
+
 	lbytes_release(&t);
 	lbytes_release(&l);
 	rm_rf(dir);
