@@ -32,18 +32,24 @@ static bool hex4(const char *s, size_t n)
 }
 
 /* Skip plain string bytes from s[i], 8 at a time: none a quote, a
- * backslash or a control character (SWAR tests). Returns where the first
- * group of 8 holding one starts (or where fewer than 8 are left). */
-static size_t skip_plain(const char *s, size_t i, size_t n)
+ * backslash or a control character (SWAR tests). Returns the offset of the
+ * first byte that is one, or where fewer than 8 bytes are left. (The
+ * lowest flagged byte of a group is exact: only bytes above a true match
+ * can be flagged falsely, by the borrow.) */
+static inline size_t skip_plain(const char *s, size_t i, size_t n)
 {
 	const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
 	while (i + 8 <= n) {
 		uint64_t w;
 		memcpy(&w, s + i, 8);
 		uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
-		uint64_t special = ((q - ones) & ~q) | ((b - ones) & ~b) | ((w - ones * 0x20) & ~w);
-		if (special & high)
+		uint64_t special = (((q - ones) & ~q) | ((b - ones) & ~b) | ((w - ones * 0x20) & ~w)) & high;
+		if (special) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			i += (size_t)__builtin_ctzll(special) / 8;
+#endif
 			break;
+		}
 		i += 8;
 	}
 	return i;
@@ -592,7 +598,10 @@ static const char *jkey_bytes(const struct jwalk *w, const struct jkey *k)
 
 static bool jkey_same(const struct jwalk *w, const struct jkey *a, const struct jkey *b)
 {
-	return a->n == b->n && memcmp(jkey_bytes(w, a), jkey_bytes(w, b), a->n) == 0;
+	if (a->n != b->n)
+		return false;
+	const char *x = jkey_bytes(w, a), *y = jkey_bytes(w, b);
+	return a->n == 0 || (x[0] == y[0] && memcmp(x, y, a->n) == 0);
 }
 
 static _Thread_local const struct jwalk *sort_walk; /* qsort has no context argument */
@@ -688,7 +697,9 @@ static bool jw_container(struct jwalk *w, struct json_span *v, enum jw_role role
 				w->i++;
 			}
 			enum jw_role sub = JW_OTHER;
-			if (role == JW_ROOT && w->c->sub && json_span_is(&key, w->c->sub))
+			if (role == JW_ROOT && w->c->sub &&
+			    (key.esc ? json_span_is(&key, w->c->sub)
+				     : key.n == w->c->sub_len && memcmp(key.p, w->c->sub, key.n) == 0))
 				sub = JW_SUB;
 			if (!jw_value(w, &val, sub))
 				return false;
@@ -764,6 +775,7 @@ void json_check_init(struct json_check *c, const char *sub)
 {
 	memset(c, 0, sizeof *c);
 	c->sub = sub;
+	c->sub_len = sub ? strlen(sub) : 0;
 }
 
 void json_check_release(struct json_check *c)

@@ -53,6 +53,7 @@ struct json_member {
  * json_check_init / json_check_release. */
 struct json_check {
 	const char *sub;           /* borrowed; NULL: no inner members */
+	size_t sub_len;            /* private */
 	struct json_member *top;   /* root members in text order */
 	size_t n_top;
 	struct json_member *inner; /* members of root.sub when it is an object */
