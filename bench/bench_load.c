@@ -275,7 +275,7 @@ static void bench_full(void)
 			r + 1, fo[r], fb[r], fr[r]);
 	}
 	double rf = median(fr, nr);
-	row("  same, CPU time of a first load in a fresh process", "s", median(fo, nr),
+	row("  same, CPU time, first load in a new process", "s", median(fo, nr),
 	    median(fb, nr), rf, "(info)", true);
 
 	/* 2. What the load holds once it returned (the file buffer it read is

@@ -128,7 +128,7 @@ static const char *span_str(const struct json_span *v, char *out, size_t cap)
 {
 	if (v->kind != '"' || v->n >= cap)
 		return NULL;
-	json_span_unescape(v, out);
+	json_check_unescape(v, out);
 	return out;
 }
 
@@ -148,17 +148,17 @@ int event_check(struct json_check *jc, const char *line, size_t n, uint64_t expe
 	for (size_t i = 0; i < jc->n_top; i++) {
 		const struct json_span *k = &jc->top[i].key, *v = &jc->top[i].val;
 		if (k->esc) { /* rare: compare decoded */
-			if (json_span_is(k, "seq"))
+			if (json_check_is(k, "seq"))
 				jseq = v;
-			else if (json_span_is(k, "t"))
+			else if (json_check_is(k, "t"))
 				jt = v;
-			else if (json_span_is(k, "type"))
+			else if (json_check_is(k, "type"))
 				jtype = v;
-			else if (json_span_is(k, "turn"))
+			else if (json_check_is(k, "turn"))
 				jturn = v;
-			else if (json_span_is(k, "ignorable"))
+			else if (json_check_is(k, "ignorable"))
 				jign = v;
-			else if (json_span_is(k, "data"))
+			else if (json_check_is(k, "data"))
 				jdata = v;
 			continue;
 		}
@@ -183,8 +183,8 @@ int event_check(struct json_check *jc, const char *line, size_t n, uint64_t expe
 	const char *tturn = jturn ? span_str(jturn, turn, sizeof turn) : NULL;
 	struct envelope e = {
 		.is_obj = root.kind == '{',
-		.seq_ok = jseq && json_span_int(jseq, 0, JSON_MAX_SAFE_INT, &e.seq),
-		.t_ok = jt && json_span_int(jt, 0, JSON_MAX_SAFE_INT, &e.t),
+		.seq_ok = jseq && json_check_int(jseq, 0, JSON_MAX_SAFE_INT, &e.seq),
+		.t_ok = jt && json_check_int(jt, 0, JSON_MAX_SAFE_INT, &e.t),
 		/* Too long to decode here: surely not a valid name, but a
 		 * string all the same (the judge says "invalid type"). */
 		.type = tname ? tname : jtype && jtype->kind == '"' ? "" : NULL,

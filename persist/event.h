@@ -15,6 +15,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/json.h"
+#include "base/json_check.h"
 #include "persist/vocab.h"
 
 #define TURN_ID_MAX 128

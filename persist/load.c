@@ -113,7 +113,7 @@ static int sink_line(void *ctx, const char *p, size_t n, size_t at, uint64_t exp
 	if (r.turn.kind) {
 		char dec[6 * TURN_ID_MAX + 1];
 		if (r.turn.esc)
-			turn = turn_intern(l, dec, json_span_unescape(&r.turn, dec));
+			turn = turn_intern(l, dec, json_check_unescape(&r.turn, dec));
 		else
 			turn = turn_intern(l, r.turn.p, r.turn.n);
 	}

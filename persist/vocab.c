@@ -275,7 +275,7 @@ static bool seq_array(const struct json_span *v)
 			q++;
 		struct json_span num = {p, (size_t)(q - p), '0', false};
 		int64_t i;
-		if (!json_span_int(&num, 0, JSON_MAX_SAFE_INT, &i))
+		if (!json_check_int(&num, 0, JSON_MAX_SAFE_INT, &i))
 			return false;
 		p = q;
 	}
@@ -298,7 +298,7 @@ static bool span_kind_ok(const struct vocab_field *f, const struct json_span *v)
 	switch (f->kind) {
 	case VK_STR: return v->kind == '"';
 	case VK_STR_OR_NULL: return v->kind == '"' || v->kind == 'n';
-	case VK_INT: return json_span_int(v, -JSON_MAX_SAFE_INT, JSON_MAX_SAFE_INT, &i);
+	case VK_INT: return json_check_int(v, -JSON_MAX_SAFE_INT, JSON_MAX_SAFE_INT, &i);
 	case VK_BOOL: return v->kind == 't' || v->kind == 'f';
 	case VK_OBJ: return v->kind == '{';
 	case VK_ARR: return v->kind == '[';
@@ -319,7 +319,7 @@ int vocab_check_members(const struct vocab_entry *ve, const struct json_member *
 		size_t len = strlen(f->name);
 		for (size_t i = 0; i < n && !v; i++) {
 			const struct json_span *k = &m[i].key;
-			if (k->esc ? json_span_is(k, f->name)
+			if (k->esc ? json_check_is(k, f->name)
 				   : k->n == len && memcmp(k->p, f->name, len) == 0)
 				v = &m[i].val;
 		}
@@ -327,7 +327,7 @@ int vocab_check_members(const struct vocab_entry *ve, const struct json_member *
 		char small[128], *value = NULL;
 		if (kind && f->kind == VK_ENUM) {
 			value = v->n < sizeof small ? small : xmalloc(v->n + 1);
-			json_span_unescape(v, value);
+			json_check_unescape(v, value);
 		}
 		int r = field_judge(ve, f, v != NULL, kind, value, err);
 		if (value != small)

@@ -13,6 +13,7 @@
 
 #include "base/err.h"
 #include "base/json.h"
+#include "base/json_check.h"
 
 enum vocab_kind {
 	VK_STR,         /* string */

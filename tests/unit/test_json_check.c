@@ -14,6 +14,7 @@
 
 #include "base/buf.h"
 #include "base/json.h"
+#include "base/json_check.h"
 #include "base/utf8.h"
 
 static struct json_check jc;
@@ -165,22 +166,22 @@ static void test_members_kept(void **state)
 	assert_true(json_check(&jc, s, strlen(s), &root, &why));
 	assert_int_equal(root.kind, '{');
 	assert_int_equal(jc.n_top, 4);
-	assert_true(json_span_is(&jc.top[1].key, "type"));
+	assert_true(json_check_is(&jc.top[1].key, "type"));
 	int64_t v;
-	assert_true(json_span_int(&jc.top[0].val, 0, 10, &v));
+	assert_true(json_check_int(&jc.top[0].val, 0, 10, &v));
 	assert_int_equal(v, 3);
 	assert_true(jc.has_inner);
 	assert_int_equal(jc.n_inner, 2);
 	assert_int_equal(jc.inner[0].val.kind, '[');
 	assert_int_equal(jc.inner[0].val.n, strlen("[1,{\"b\":2}]"));
 	char out[8];
-	assert_int_equal(json_span_unescape(&jc.inner[1].val, out), 2);
+	assert_int_equal(json_check_unescape(&jc.inner[1].val, out), 2);
 	assert_string_equal(out, "d\n");
 	/* An integer the way cJSON reads it: 1.0 and 1e1 are integers. */
 	assert_true(json_check(&jc, "{\"data\":{},\"a\":1e1,\"b\":2.5,\"c\":-4.0}", 36, &root, &why));
-	assert_true(json_span_int(&jc.top[1].val, 0, 100, &v) && v == 10);
-	assert_false(json_span_int(&jc.top[2].val, 0, 100, &v));
-	assert_false(json_span_int(&jc.top[3].val, 0, 100, &v));
+	assert_true(json_check_int(&jc.top[1].val, 0, 100, &v) && v == 10);
+	assert_false(json_check_int(&jc.top[2].val, 0, 100, &v));
+	assert_false(json_check_int(&jc.top[3].val, 0, 100, &v));
 }
 
 static void test_invalid_u_escape_is_rejected(void **state)
