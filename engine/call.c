@@ -1,0 +1,439 @@
+/* call.c — one model call with the retries the failure table allows
+ * (call.h, docs/providers.md).
+ *
+ * States, with their transitions (one uv_timer serves each state's wait):
+ *   START    --timer 0-------------------------> ASKING   (before_attempt)
+ *   START    --request cannot be built---------> ENDING
+ *   ASKING   --call_proceed--------------------> SENDING  (transfer or offline ticks)
+ *   SENDING  --retryable failure---------------> WAITING  (backoff or Retry-After)
+ *   WAITING  --timer---------------------------> ASKING   (the next attempt)
+ *   SENDING  --transfer done, not retried------> ENDING
+ *   any      --call_cancel---------------------> ENDING   (a transfer reports CANCELED first)
+ *   ENDING   --on_done, timer closed-----------> freed
+ */
+#include "engine/call.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "base/buf.h"
+#include "base/xalloc.h"
+#include "engine/offline.h"
+#include "engine/sse.h"
+
+const struct call_retry CALL_RETRY_DEFAULT = {3, 1000, 8000, 60000};
+
+/* What an HTTP error reply may hold before it is cut (it is only read
+ * for its message). */
+#define ERROR_BODY_MAX (64u * 1024u)
+
+enum call_state { CALL_START, CALL_ASKING, CALL_SENDING, CALL_WAITING, CALL_ENDING };
+
+struct call {
+	uv_loop_t *loop;
+	struct http *http;
+	uv_timer_t timer;
+	enum call_state st;
+	struct call_hooks hk;
+	enum provider_kind kind;
+	unsigned pace_ms;
+	struct http_timeouts timeouts;
+	struct call_retry retry;
+	struct provider_request rq;
+	char *prompt;
+	struct offline *off;
+	struct http_xfer *x;
+	struct sse *sse;
+	struct stream_decoder *dec;
+	long status;          /* of the attempt under way */
+	struct buf errbody;   /* a non-2xx reply's body */
+	bool paused;
+	bool cancel;          /* call_cancel was called */
+	bool stream_failed;   /* the decoder emitted STREAM_ERROR */
+	struct call_result res;
+};
+
+static void timer_cb(uv_timer_t *t);
+
+const char *call_outcome_name(enum call_outcome o)
+{
+	switch (o) {
+	case CALL_COMPLETE: return "complete";
+	case CALL_PROVIDER_ERROR: return "provider";
+	case CALL_DELIVERY_UNKNOWN: return "delivery_unknown";
+	case CALL_CANCELED: return "canceled";
+	}
+	return "?";
+}
+
+unsigned call_attempt(const struct call *c)
+{
+	return c->res.attempts;
+}
+
+static void set_result(struct call *c, enum call_outcome o, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void set_result(struct call *c, enum call_outcome o, const char *code, const char *fmt, ...)
+{
+	c->res.outcome = o;
+	snprintf(c->res.code, sizeof c->res.code, "%s", code ? code : "");
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->res.message, sizeof c->res.message, fmt, ap);
+	va_end(ap);
+}
+
+/* The pieces of one attempt, dropped before the next or at the end. */
+static void drop_attempt(struct call *c)
+{
+	sse_free(c->sse);
+	c->sse = NULL;
+	stream_decoder_free(c->dec);
+	c->dec = NULL;
+	buf_reset(&c->errbody);
+	c->status = 0;
+	c->stream_failed = false;
+}
+
+static void closed_cb(uv_handle_t *h)
+{
+	struct call *c = h->data;
+	free(c);
+}
+
+/* Tell the caller and free everything (the struct once its timer closed). */
+static void finish(struct call *c)
+{
+	c->st = CALL_ENDING;
+	uv_timer_stop(&c->timer);
+	if (c->cancel && c->res.outcome != CALL_CANCELED)
+		set_result(c, CALL_CANCELED, NULL, "canceled");
+	c->hk.on_done(c->hk.ud, c, &c->res);
+	drop_attempt(c);
+	buf_release(&c->errbody);
+	provider_request_release(&c->rq);
+	offline_free(c->off);
+	free(c->prompt);
+	uv_close((uv_handle_t *)&c->timer, closed_cb);
+}
+
+/* End from the loop, not from inside the caller's call. */
+static void finish_later(struct call *c)
+{
+	c->st = CALL_ENDING;
+	uv_timer_start(&c->timer, timer_cb, 0, 0);
+}
+
+/* Everything the reply says passes here: the result keeps what it needs. */
+static void emit(void *arg, const struct stream_event *ev)
+{
+	struct call *c = arg;
+	switch (ev->kind) {
+	case STREAM_FINISH:
+		c->res.have_finish = true;
+		c->res.finish = ev->finish;
+		break;
+	case STREAM_USAGE:
+		if (ev->usage)
+			c->res.usage = *ev->usage;
+		break;
+	case STREAM_ERROR:
+		c->stream_failed = true;
+		set_result(c, CALL_PROVIDER_ERROR, ev->error_type, "%s",
+			   ev->text && *ev->text ? ev->text : "the provider reported an error");
+		break;
+	default:
+		break;
+	}
+	c->hk.on_event(c->hk.ud, c, ev);
+}
+
+static int sse_cb(void *ud, const char *name, const char *data, size_t len)
+{
+	struct call *c = ud;
+	stream_decoder_feed(c->dec, name, data, len);
+	return 0;
+}
+
+static bool ok_status(long s)
+{
+	return s >= 200 && s < 300;
+}
+
+static void on_head(void *ud, struct http_xfer *x, long status)
+{
+	(void)x;
+	struct call *c = ud;
+	c->status = status;
+	c->res.http_status = status;
+}
+
+static int on_body(void *ud, struct http_xfer *x, const char *p, size_t n)
+{
+	(void)x;
+	struct call *c = ud;
+	if (c->paused)
+		return HTTP_BODY_PAUSE;
+	if (!ok_status(c->status)) {
+		size_t room = ERROR_BODY_MAX - c->errbody.len;
+		buf_add(&c->errbody, p, n < room ? n : room);
+		return HTTP_BODY_OK;
+	}
+	if (sse_feed(c->sse, p, n) == SSE_E_LIMIT && !c->stream_failed) {
+		c->stream_failed = true;
+		set_result(c, CALL_PROVIDER_ERROR, "malformed",
+			   "the reply holds an event larger than %u bytes", SSE_EVENT_MAX);
+		http_xfer_cancel(c->x);
+	}
+	return HTTP_BODY_OK;
+}
+
+/* The wait Retry-After asks for, in ms (seconds or an HTTP date); -1:
+ * none or unreadable. */
+static long long retry_after_ms(const char *v)
+{
+	if (!v || !*v)
+		return -1;
+	char *end;
+	long long s = strtoll(v, &end, 10);
+	if (end != v && *end == '\0')
+		return s < 0 ? -1 : s * 1000;
+	time_t when = curl_getdate(v, NULL);
+	if (when == (time_t)-1)
+		return -1;
+	long long d = (long long)(when - time(NULL));
+	return d < 0 ? 0 : d * 1000;
+}
+
+/* Try again when the budget allows: true when the next attempt is set. */
+static bool retry(struct call *c, long long asked_ms)
+{
+	if (c->cancel || c->res.attempts > c->retry.max_retries)
+		return false;
+	unsigned long long wait = c->retry.backoff_min_ms;
+	for (unsigned i = 1; i < c->res.attempts && wait < c->retry.backoff_max_ms; i++)
+		wait *= 2;
+	if (wait > c->retry.backoff_max_ms)
+		wait = c->retry.backoff_max_ms;
+	if (asked_ms >= 0) {
+		if ((unsigned long long)asked_ms > c->retry.retry_after_max_ms)
+			return false; /* longer than anyone waits for a reply */
+		wait = (unsigned long long)asked_ms;
+	}
+	drop_attempt(c);
+	c->st = CALL_WAITING;
+	uv_timer_start(&c->timer, timer_cb, wait, 0);
+	return true;
+}
+
+/* A non-2xx reply: its message, and whether it may be tried again. */
+static void http_error(struct call *c, struct http_xfer *x)
+{
+	char *msg = NULL, *code = NULL;
+	provider_error_body(c->errbody.p ? c->errbody.p : "", c->errbody.len, c->status, &msg, &code);
+	bool quota = code && strcmp(code, "insufficient_quota") == 0;
+	bool again = !quota && (c->status == 429 || c->status == 529 ||
+				(c->status >= 500 && c->status < 600));
+	set_result(c, CALL_PROVIDER_ERROR, code, "%s", msg);
+	long long asked = retry_after_ms(http_xfer_header(x, "Retry-After"));
+	free(msg);
+	free(code);
+	if (!(again && retry(c, asked)))
+		finish(c);
+}
+
+static void on_done(void *ud, struct http_xfer *x, const struct http_result *r)
+{
+	struct call *c = ud;
+	c->x = NULL;
+	if (c->cancel || r->outcome == HTTP_E_CANCELED) {
+		if (c->stream_failed && !c->cancel)
+			finish(c); /* cut short for a malformed reply: said above */
+		else {
+			set_result(c, CALL_CANCELED, NULL, "canceled");
+			finish(c);
+		}
+		return;
+	}
+	if (c->status && !ok_status(c->status) &&
+	    (r->outcome == HTTP_COMPLETE || r->outcome == HTTP_E_BROKEN ||
+	     r->outcome == HTTP_E_TIMEOUT_GAP)) {
+		http_error(c, x);
+		return;
+	}
+	switch (r->outcome) {
+	case HTTP_COMPLETE:
+		if (c->stream_failed)
+			break; /* the error inside the stream is the result */
+		if (stream_decoder_closed(c->dec))
+			set_result(c, CALL_COMPLETE, NULL, "%s", "");
+		else
+			set_result(c, CALL_DELIVERY_UNKNOWN, NULL,
+				   "the reply ended before its closing event");
+		break;
+	case HTTP_E_CONNECT:
+	case HTTP_E_TIMEOUT_CONNECT:
+		/* Nothing of the request went out: safe to send again. */
+		set_result(c, CALL_PROVIDER_ERROR, NULL, "cannot reach the provider: %s", r->msg);
+		if (retry(c, -1))
+			return;
+		break;
+	case HTTP_E_NO_RESPONSE:
+	case HTTP_E_BROKEN:
+	case HTTP_E_TIMEOUT_FIRST_BYTE:
+	case HTTP_E_TIMEOUT_GAP:
+		if (!c->stream_failed)
+			set_result(c, CALL_DELIVERY_UNKNOWN, NULL, "%s: %s",
+				   http_outcome_name(r->outcome), r->msg);
+		break;
+	case HTTP_E_SETUP:
+		set_result(c, CALL_PROVIDER_ERROR, NULL, "%s", r->msg);
+		break;
+	case HTTP_E_CANCELED:
+		break;
+	}
+	finish(c);
+}
+
+static void offline_tick(struct call *c)
+{
+	if (!offline_step(c->off, emit, c)) {
+		set_result(c, CALL_COMPLETE, NULL, "%s", "");
+		finish(c);
+		return;
+	}
+	if (c->st == CALL_SENDING && !c->paused)
+		uv_timer_start(&c->timer, timer_cb, c->pace_ms, 0);
+}
+
+static void ask(struct call *c)
+{
+	c->st = CALL_ASKING;
+	c->res.attempts++;
+	c->hk.before_attempt(c->hk.ud, c, c->res.attempts);
+}
+
+static void timer_cb(uv_timer_t *t)
+{
+	struct call *c = t->data;
+	switch (c->st) {
+	case CALL_START:
+	case CALL_WAITING:
+		ask(c);
+		break;
+	case CALL_SENDING:
+		offline_tick(c);
+		break;
+	case CALL_ENDING:
+		finish(c);
+		break;
+	case CALL_ASKING:
+		break;
+	}
+}
+
+struct call *call_start(uv_loop_t *loop, struct http *http, const struct call_spec *spec,
+			const struct call_hooks *hooks)
+{
+	struct call *c = xcalloc(1, sizeof *c);
+	c->loop = loop;
+	c->http = http;
+	c->hk = *hooks;
+	c->kind = spec->kind;
+	c->pace_ms = spec->pace_ms;
+	c->timeouts = spec->timeouts;
+	c->retry = spec->retry;
+	c->rq = (struct provider_request)PROVIDER_REQUEST_INIT;
+	c->res.usage = (struct stream_usage){-1, -1, -1, -1, -1};
+	buf_init(&c->errbody);
+	uv_timer_init(loop, &c->timer);
+	c->timer.data = c;
+	c->st = CALL_START;
+	struct cerr err;
+	if (spec->kind == PROVIDER_OFFLINE) {
+		c->prompt = spec->prompt ? xstrdup(spec->prompt) : NULL;
+	} else if (!http) {
+		set_result(c, CALL_PROVIDER_ERROR, NULL, "no HTTP engine for a network provider");
+		finish_later(c);
+		return c;
+	} else if (provider_build(spec->kind, &spec->params, spec->msgs, spec->n, &c->rq, &err) < 0) {
+		set_result(c, CALL_PROVIDER_ERROR, NULL, "%s", err.msg);
+		finish_later(c);
+		return c;
+	}
+	uv_timer_start(&c->timer, timer_cb, 0, 0);
+	return c;
+}
+
+void call_proceed(struct call *c)
+{
+	if (c->st != CALL_ASKING)
+		return;
+	c->st = CALL_SENDING;
+	if (c->kind == PROVIDER_OFFLINE) {
+		if (!c->off)
+			c->off = offline_new(c->prompt);
+		if (!c->paused)
+			uv_timer_start(&c->timer, timer_cb, 0, 0);
+		return;
+	}
+	c->sse = sse_new(0, sse_cb, c);
+	c->dec = stream_decoder_new(c->kind, emit, c);
+	struct http_request req = {
+		.method = "POST",
+		.url = c->rq.url,
+		.headers = (const char *const *)c->rq.headers,
+		.body = c->rq.body,
+		.body_len = c->rq.body_len,
+		.timeouts = c->timeouts,
+		.on_head = on_head,
+		.on_body = on_body,
+		.on_done = on_done,
+		.ud = c,
+	};
+	struct cerr err;
+	c->x = http_start(c->http, &req, &err);
+	if (!c->x) {
+		set_result(c, CALL_PROVIDER_ERROR, NULL, "%s", err.msg);
+		finish_later(c);
+	}
+}
+
+void call_cancel(struct call *c)
+{
+	if (c->cancel || c->st == CALL_ENDING)
+		return;
+	c->cancel = true;
+	if (c->x) {
+		http_xfer_cancel(c->x); /* on_done follows with CANCELED */
+		return;
+	}
+	set_result(c, CALL_CANCELED, NULL, "canceled");
+	finish_later(c);
+}
+
+void call_pause(struct call *c)
+{
+	c->paused = true;
+	if (c->kind == PROVIDER_OFFLINE && c->st == CALL_SENDING)
+		uv_timer_stop(&c->timer);
+}
+
+void call_resume(struct call *c)
+{
+	if (!c->paused)
+		return;
+	c->paused = false;
+	if (c->st != CALL_SENDING)
+		return;
+	if (c->kind == PROVIDER_OFFLINE)
+		uv_timer_start(&c->timer, timer_cb, c->pace_ms, 0);
+	else if (c->x)
+		http_xfer_resume(c->x);
+}
