@@ -64,6 +64,7 @@ const char *cerr_class_name(enum cerr_class cls)
 	case CERR_UNSUPPORTED: return "unsupported";
 	case CERR_CONFLICT: return "conflict";
 	case CERR_LOCKED: return "locked";
+	case CERR_BUSY: return "busy";
 	}
 	return "io";
 }
@@ -77,7 +78,7 @@ int cerr_severity(enum cerr_class cls)
 {
 	/* Damage outranks everything; a plain usage slip ranks lowest. */
 	static const int rank[] = {
-		[CERR_OK] = 0, [CERR_USAGE] = 1, [CERR_MISSING] = 2, [CERR_LOCKED] = 3,
+		[CERR_OK] = 0, [CERR_USAGE] = 1, [CERR_MISSING] = 2, [CERR_LOCKED] = 3, [CERR_BUSY] = 3,
 		[CERR_CONFLICT] = 4, [CERR_IO] = 5, [CERR_UNSUPPORTED] = 6, [CERR_CORRUPT] = 7,
 	};
 	return (unsigned)cls < sizeof rank / sizeof rank[0] ? rank[cls] : 5;

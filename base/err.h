@@ -18,6 +18,7 @@ enum cerr_class {
 	CERR_UNSUPPORTED = 5, /* format version or required event unknown */
 	CERR_CONFLICT = 6,    /* expected seq/revision changed underneath */
 	CERR_LOCKED = 7,      /* another process owns the writer lock */
+	CERR_BUSY = 8,        /* the session runs a turn or an exclusive operation */
 };
 
 struct cerr {

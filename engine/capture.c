@@ -40,6 +40,7 @@ struct capture {
 	enum capture_state st;
 	struct cerr err;
 	uint64_t next_seq; /* the seq after every posted item */
+	uint64_t version;  /* the content version of the last acknowledged item */
 
 	cJSON *pending;    /* events not posted yet */
 	size_t pending_text;
@@ -60,7 +61,7 @@ struct capture {
 static void timer_cb(uv_timer_t *t);
 
 struct capture *capture_new(uv_loop_t *loop, struct fifo *f, const char *session,
-			    uint64_t next_seq, const struct capture_opts *opts)
+			    uint64_t next_seq, uint64_t version, const struct capture_opts *opts)
 {
 	struct capture *c = xcalloc(1, sizeof *c);
 	c->f = f;
@@ -69,6 +70,7 @@ struct capture *capture_new(uv_loop_t *loop, struct fifo *f, const char *session
 	if (c->o.batch_max < 64)
 		c->o.batch_max = 64; /* room for any character, and then some */
 	c->next_seq = next_seq;
+	c->version = version;
 	c->pending = cJSON_CreateArray();
 	buf_init(&c->text);
 	uv_timer_init(loop, &c->timer);
@@ -164,11 +166,12 @@ static void item_done(struct fifo_item *it, void *ctx, const struct fifo_receipt
 		if (!c->sent_head)
 			c->sent_tail = NULL;
 	}
+	if (!err)
+		c->version = r->content_version;
 	if (err)
 		fail(c, err);
 	else if (s && c->durable_cb && c->st != CAPTURE_CLOSING)
 		c->durable_cb(c, c->durable_ctx, s->events, s->first_seq);
-	(void)r;
 	if (s) {
 		cJSON_Delete(s->events);
 		free(s);
@@ -329,13 +332,13 @@ static void add_waiter(struct capture *c, capture_commit_cb cb, void *ctx)
 
 int capture_commit(struct capture *c, capture_commit_cb cb, void *ctx)
 {
-	if (c->st == CAPTURE_TAKEN || c->st == CAPTURE_CLOSING)
+	if (c->st == CAPTURE_CLOSING)
 		return -1;
 	if (c->st == CAPTURE_OPEN)
 		flush(c);
 	add_waiter(c, cb, ctx);
 	/* Already settled (nothing in flight, or failed): answer from the loop. */
-	if (c->st == CAPTURE_FAILED || c->acked >= c->posted)
+	if (c->st == CAPTURE_FAILED || c->err.cls != CERR_OK || c->acked >= c->posted)
 		uv_timer_start(&c->timer, timer_cb, 0, 0);
 	return 0;
 }
@@ -364,6 +367,11 @@ enum capture_state capture_state(const struct capture *c)
 const struct cerr *capture_error(const struct capture *c)
 {
 	return &c->err;
+}
+
+uint64_t capture_version(const struct capture *c)
+{
+	return c->version;
 }
 
 size_t capture_outstanding(const struct capture *c)

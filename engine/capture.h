@@ -61,10 +61,11 @@ typedef void (*capture_durable_cb)(struct capture *c, void *ctx, const cJSON *ev
 				   uint64_t first_seq);
 
 /* A capture for session at next_seq (what the log expects next, from the
- * BEFORE save's receipt) posting to f; opts NULL: the defaults. The caller
+ * BEFORE save's receipt, with its content version) posting to f; opts
+ * NULL: the defaults. The caller
  * ends it with capture_close. */
 struct capture *capture_new(uv_loop_t *loop, struct fifo *f, const char *session,
-			    uint64_t next_seq, const struct capture_opts *opts);
+			    uint64_t next_seq, uint64_t version, const struct capture_opts *opts);
 /* Be told of each durable batch (NULL: no). */
 void capture_on_durable(struct capture *c, capture_durable_cb cb, void *ctx);
 
@@ -78,7 +79,9 @@ void capture_text(struct capture *c, enum capture_stream s, const char *turn, co
 		  size_t len);
 /* Post what is pending, then call cb once every item posted so far has
  * completed. A FAILED capture calls cb with the error from the loop (never
- * from inside this call). Returns -1 (cb never runs) once taken or closing. */
+ * from inside this call). Once taken it posts nothing and only waits (what
+ * a full save needs: capture_version after every item). Returns -1 (cb
+ * never runs) once closing. */
 int capture_commit(struct capture *c, capture_commit_cb cb, void *ctx);
 
 /* End capturing: the events still pending as a new JSON array the caller
@@ -91,6 +94,9 @@ enum capture_state capture_take(struct capture *c, cJSON **events, uint64_t *nex
 enum capture_state capture_state(const struct capture *c);
 /* The failure that poisoned the capture (class CERR_OK when none). */
 const struct cerr *capture_error(const struct capture *c);
+/* The catalog's content version after the last acknowledged item (what a
+ * full save after them expects), or the one given to capture_new. */
+uint64_t capture_version(const struct capture *c);
 /* Items posted and not completed yet. */
 size_t capture_outstanding(const struct capture *c);
 

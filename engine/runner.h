@@ -1,0 +1,88 @@
+/* runner.h — turns on the loop: admission, the BEFORE save, the model
+ * calls with their capture, and the completion marker (DESIGN §3 steps
+ * 1–4); settlement (step 5) when the consumer says it handled the marker.
+ *
+ * A turn, in order:
+ * 1. admission: one turn per session at a time (another: CERR_BUSY);
+ * 2. the BEFORE save: turn/start (parent_turn, client_submit_id) and
+ *    user/message, marking the session running; nothing is sent to a
+ *    provider before it is acknowledged. Rejected: nothing is dispatched,
+ *    the turn ends "not_started" and its marker gives the text back;
+ * 3. each model call: request/prepared and every pending batch are durable
+ *    before each attempt goes out; streamed text goes to the sink as it
+ *    comes and to the capture (engine/capture.h); a failed capture stops
+ *    every further request (the turn fails with class capture_failed);
+ * 4. step/end and turn/end are captured (not committed) and the marker
+ *    "turn_done" is published into the sink after every item of the turn,
+ *    with the turn's outcome: {"turn", "outcome", "error"?, "usage"?,
+ *    "text"?}. outcome is one of turn/end's (completed, canceled, failed)
+ *    or "not_started";
+ * 5. runner_settle (the consumer applied everything up to that marker):
+ *    the marker's identity is checked (a stale one settles nothing), the
+ *    rest of the turn is taken from the capture and saved by a full save;
+ *    its receipt is adopted, the durable events are published, the session
+ *    is released, and a marker "settled" follows: {"ok": true, "next_seq",
+ *    "version"} or {"ok": false, "error"} (the session is then unsaved).
+ * Sink items carry the turn's identity (session, generation, operation).
+ * While the sink asks the producer to pause, every running call stops
+ * reading its reply (backpressure). Everything runs on the loop thread. */
+#ifndef CAIRN_RUNNER_H
+#define CAIRN_RUNNER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "base/err.h"
+#include "engine/call.h"
+#include "engine/context.h"
+#include "persist/fifo.h"
+#include "sink/sink.h"
+
+struct runner;
+
+struct runner_deps {
+	uv_loop_t *loop;
+	struct fifo *fifo;
+	struct http *http; /* NULL: only the offline provider can run */
+	struct sink *sink; /* its pressure callback becomes the runner's */
+};
+
+struct runner_turn {
+	const char *session;          /* the session's id */
+	bool create;                  /* the BEFORE save creates the session... */
+	const char *cwd;              /* ... with this cwd (NULL: none) */
+	uint64_t generation;          /* of the session's runtime */
+	uint64_t next_seq, version;   /* its durable head */
+	struct context *ctx;          /* its events so far (borrowed for the turn; the
+				       * runner adds the turn's own) */
+	const char *turn;             /* the new turn's id */
+	const char *parent_turn;      /* NULL: the previous turn */
+	const char *client_submit_id; /* NULL: none */
+	const char *text;             /* the prompt */
+	const char *provider;         /* its name, for request/prepared and the header */
+	struct call_spec call;        /* kind, params (model, base_url, key, system,
+				       * tools), pace, timeouts, retry; msgs/n/prompt
+				       * are the runner's */
+};
+
+/* A runner on deps (borrowed; they outlive it). Free with runner_free
+ * once every turn has settled. */
+struct runner *runner_new(const struct runner_deps *deps);
+void runner_free(struct runner *r);
+/* Start turn t (strings copied). *op (may be NULL) gets the identity its
+ * sink items carry. A session with a turn not yet settled: CERR_BUSY. */
+int runner_start(struct runner *r, const struct runner_turn *t, struct sink_op *op,
+		 struct cerr *err);
+/* Cancel session's turn: before its BEFORE save is acknowledged nothing is
+ * dispatched; a call in flight is aborted (its partial text kept). The
+ * marker follows with outcome canceled (or not_started). No turn: no-op. */
+void runner_cancel(struct runner *r, const char *session);
+/* The consumer handled the "turn_done" marker op: settle it (above).
+ * A stale or unknown op: CERR_CONFLICT, nothing is saved. */
+int runner_settle(struct runner *r, const struct sink_op *op, struct cerr *err);
+/* Does session have a turn that is not settled yet? */
+bool runner_busy(const struct runner *r, const char *session);
+
+#endif
