@@ -28,7 +28,7 @@
 #include "base/xalloc.h"
 #include "engine/call.h"
 #include "engine/offline.h"
-#include "tests/unit/support_fake.h"
+#include "tests/unit/support_servers.h"
 #include "tests/unit/support_fixture.h"
 
 struct run {
@@ -165,7 +165,7 @@ static void run_call(struct run *r, enum provider_kind kind, const char *base_ur
 	const struct ctx_message *msgs = one_prompt(&n);
 	char *own = NULL;
 	if (!base_url)
-		base_url = own = fake_url(&r->fake, kind == PROVIDER_OPENAI ? "/v1" : "");
+		base_url = own = url(r->fake.port, kind == PROVIDER_OPENAI ? "/v1" : "");
 	struct call_spec spec = {
 		.kind = kind,
 		.params = {.model = "m-1", .base_url = base_url, .api_key = kind == PROVIDER_ANTHROPIC ? "ant-test" : "sk-test"},

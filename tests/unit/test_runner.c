@@ -30,7 +30,7 @@
 #include "engine/runner.h"
 #include "persist/scan.h"
 #include "persist/store.h"
-#include "tests/unit/support_fake.h"
+#include "tests/unit/support_servers.h"
 #include "tests/unit/support_fixture.h"
 
 struct rx {
@@ -295,7 +295,7 @@ static char *cairn_path(void)
 
 static struct runner_turn openai_turn(struct rx *x, const char *text, char **base)
 {
-	*base = fake_url(&x->fake, "/v1");
+	*base = url(x->fake.port, "/v1");
 	struct runner_turn t = offline_turn(x, text);
 	t.provider = "openai";
 	t.call.kind = PROVIDER_OPENAI;
