@@ -69,4 +69,7 @@ int sessions_json(struct catalog *cat, bool all, bool trash, const char *project
 /* The `inspect --json` object of a scan; path may be NULL. Caller frees. */
 cJSON *inspect_json(const struct scan *s, const char *path);
 
+/* cairn -p: one turn headless (cmd_prompt.c); argv is main's, whole. */
+int cmd_prompt(struct cli *c, int argc, char **argv);
+
 #endif

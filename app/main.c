@@ -39,8 +39,11 @@ const struct command cli_commands[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: cairn [--data-dir DIR] COMMAND [ARGS]\n\n"
-		   "cairn keeps every chat session as a durable, append-only event log.\n\n"
+	fprintf(f, "usage: cairn [--data-dir DIR] COMMAND [ARGS]\n"
+		   "       cairn [--data-dir DIR] -p PROMPT|- [--session ID] [--json] [--provider P]\n"
+		   "             [--model M] [--system FILE]\n\n"
+		   "cairn keeps every chat session as a durable, append-only event log.\n"
+		   "-p runs one turn headless: the answer on stdout, notices on stderr.\n\n"
 		   "commands:\n");
 	for (const struct command *c = cli_commands; c->name; c++)
 		fprintf(f, "  %-9s %s\n", c->name, c->summary);
@@ -50,7 +53,8 @@ static void usage(FILE *f)
 		   "  --help          this help\n"
 		   "  --version       the version\n\n"
 		   "exit codes: 0 ok, 1 io, 2 usage, 3 missing, 4 corrupt, 5 unsupported,\n"
-		   "            6 conflict, 7 locked\n"
+		   "            6 conflict, 7 locked, 8 busy; with -p also 10 provider error,\n"
+		   "            11 canceled, 12 delivery unknown, 13 saved state uncertain\n"
 		   "See cairn(1) and docs/format.md.\n");
 }
 
@@ -98,9 +102,38 @@ static int overview(struct cli *c)
 	return 0;
 }
 
+/* Is this a headless run: -p among the global options, before any
+ * command (which may come in any order with them)? */
+static bool headless(int argc, char **argv)
+{
+	static const char *const with_value[] = {"--data-dir", "--session", "--provider",
+						 "--model", "--system", NULL};
+	bool prompt = false;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "-p") == 0 || strcmp(a, "--prompt") == 0) {
+			prompt = true;
+			i++;
+			continue;
+		}
+		bool skip = false;
+		for (const char *const *w = with_value; *w; w++)
+			skip |= strcmp(a, *w) == 0;
+		if (skip) {
+			i++;
+			continue;
+		}
+		if (a[0] != '-' && !prompt)
+			return false; /* a command comes first */
+	}
+	return prompt;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli c = {0};
+	if (headless(argc, argv))
+		return cmd_prompt(&c, argc, argv);
 	int i = 1;
 	for (; i < argc; i++) {
 		const char *a = argv[i];

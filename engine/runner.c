@@ -123,6 +123,12 @@ static void publish_durable(struct turn *t, const cJSON *events, uint64_t first_
 	}
 }
 
+static void captured(struct capture *c, void *ctx, const cJSON *events, uint64_t first_seq)
+{
+	(void)c;
+	publish_durable(ctx, events, first_seq);
+}
+
 /* Add events to the turn's context, as the log now holds them. */
 static void add_to_context(struct turn *t, const cJSON *events)
 {
@@ -371,7 +377,8 @@ static void before_done(struct fifo_item *it, void *ctx, const struct fifo_recei
 	(void)it;
 	struct turn *t = ctx;
 	if (err) {
-		set_error(t, "not_started", err->msg, 0);
+		/* The persistence class says why (io, locked, conflict, ...). */
+		set_error(t, cerr_class_name(err->cls), err->msg, 0);
 		t->outcome = "not_started";
 		publish_done(t);
 		return;
@@ -393,6 +400,7 @@ static void before_done(struct fifo_item *it, void *ctx, const struct fifo_recei
 	add_to_context(t, evs);
 	cJSON_Delete(evs);
 	t->cap = capture_new(t->r->d.loop, t->r->d.fifo, t->session, t->next_seq, t->version, NULL);
+	capture_on_durable(t->cap, captured, t);
 	if (t->cancel) {
 		t->outcome = "canceled";
 		end_turn(t, "canceled");

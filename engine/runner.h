@@ -23,6 +23,8 @@
  *    its receipt is adopted, the durable events are published, the session
  *    is released, and a marker "settled" follows: {"ok": true, "next_seq",
  *    "version"} or {"ok": false, "error"} (the session is then unsaved).
+ * Every event of the turn reaches the sink as a durable event (with its
+ * seq) once the FIFO acknowledged it; streamed text reaches it at once.
  * Sink items carry the turn's identity (session, generation, operation).
  * While the sink asks the producer to pause, every running call stops
  * reading its reply (backpressure). Everything runs on the loop thread. */
