@@ -18,6 +18,7 @@
 #include "engine/config.h"
 #include "engine/runner.h"
 #include "engine/sysprompt.h"
+#include "persist/prepare.h"
 #include "persist/scan.h"
 #include "persist/store.h"
 
@@ -399,14 +400,6 @@ static void signal_cb(uv_signal_t *sg, int signum)
 
 /* ---- the turn ---- */
 
-static const char *header_str(const struct scan *s, const char *k)
-{
-	if (s->n_events == 0)
-		return NULL;
-	const cJSON *v = cJSON_GetObjectItem(s->events[0].data, k);
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 static int start_turn(struct hl *h, struct cerr *err)
 {
 	struct config_selection sel;
@@ -461,32 +454,28 @@ static void opened(struct fifo_item *it, void *ctx, const struct fifo_receipt *r
 		shut_down(h);
 		return;
 	}
-	const struct scan *s = r->scan;
+	/* The session as the writer read it after its repair: events
+	 * parsed one at a time into the context, settings in effect. */
+	const struct prepared *p = r->prepared;
+	const struct load *l = prepared_load(p);
 	h->resumed = true;
-	h->next_seq = s->rev.next_seq;
+	h->next_seq = prepared_scan(p)->rev.next_seq;
 	h->version = r->content_version;
-	snprintf(h->turn, sizeof h->turn, "t%zu", s->turns + 1);
-	h->sess_provider = header_str(s, "provider") ? xstrdup(header_str(s, "provider")) : NULL;
-	h->sess_model = header_str(s, "model") ? xstrdup(header_str(s, "model")) : NULL;
-	for (size_t i = 1; i < s->n_events; i++) {
-		const struct event *ev = &s->events[i];
-		if (!ev->kind)
+	snprintf(h->turn, sizeof h->turn, "t%zu", prepared_n_turns(p) + 1);
+	const struct prepared_settings *set = prepared_settings(p);
+	h->sess_provider = set->provider ? xstrdup(set->provider) : NULL;
+	h->sess_model = set->model ? xstrdup(set->model) : NULL;
+	for (size_t i = 1; i < load_count(l); i++) {
+		const struct load_event *ev = load_event(l, i);
+		if (ev->type == VT_UNKNOWN)
 			continue; /* unknown, ignorable */
-		if (ev->vtype == VT_SESSION_SETTINGS) {
-			const cJSON *v = cJSON_GetObjectItem(ev->data, "provider");
-			if (cJSON_IsString(v)) {
-				free(h->sess_provider);
-				h->sess_provider = xstrdup(v->valuestring);
-			}
-			v = cJSON_GetObjectItem(ev->data, "model");
-			if (cJSON_IsString(v)) {
-				free(h->sess_model);
-				h->sess_model = xstrdup(v->valuestring);
-			}
-		}
-		if (context_add(h->ctx, ev->vtype, ev->turn, ev->data, &e) < 0) {
+		cJSON *line = load_json(l, i);
+		int rc = context_add(h->ctx, (enum vocab_type)ev->type, load_turn(l, i),
+				     cJSON_GetObjectItem(line, "data"), &e);
+		cJSON_Delete(line);
+		if (rc < 0) {
 			h->fail = e;
-			shut_down(h);
+			fifo_post(h->fifo, fifo_release(h->id), release_done, h, &e);
 			return;
 		}
 	}

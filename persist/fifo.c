@@ -6,6 +6,7 @@
 #include "base/clock.h"
 #include "base/xalloc.h"
 #include "persist/fifo_int.h"
+#include "persist/prepare.h"
 #include "base/bgprio.h"
 #include "persist/scan.h"
 
@@ -50,7 +51,7 @@ static void item_free(struct fifo_item *it)
 	cJSON_Delete(it->events);
 	cJSON_Delete(it->meta);
 	cJSON_Delete(it->header);
-	scan_free(it->rcpt.scan); /* a receipt no callback took */
+	prepared_free(it->rcpt.prepared); /* a receipt no callback took */
 	free(it->cwd);
 	free(it->text);
 	free(it);
@@ -296,7 +297,7 @@ static void deliver(struct fifo *f)
 		if (it->cb) {
 			it->cb(it, it->ctx, it->failed ? NULL : &it->rcpt, it->failed ? &it->err : NULL);
 			if (!it->failed)
-				it->rcpt.scan = NULL; /* the callback's */
+				it->rcpt.prepared = NULL; /* the callback's */
 		}
 		item_free(it);
 	}

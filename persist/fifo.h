@@ -44,6 +44,7 @@
 
 struct fifo;
 struct fifo_item;
+struct prepared;
 struct scan;
 
 enum fifo_kind {
@@ -72,11 +73,13 @@ struct fifo_receipt {
 	struct cerr catalog_err;
 	/* FIFO_OPEN: what the open repaired (a torn tail cut, closers
 	 * appended for an interrupted turn) and the session as read after
-	 * that, owned by the callback (scan_free; freed with the item when
-	 * there is no callback). */
+	 * that, prepared for a runner (prepare.h: its events, turns, open
+	 * turn, unmatched calls, queued inputs, settings), owned by the
+	 * callback (prepared_free; freed with the item when there is no
+	 * callback). */
 	uint64_t cut_bytes;
 	size_t closers;
-	struct scan *scan;
+	struct prepared *prepared;
 };
 
 /* Called once per item on the loop thread; err is NULL on success (see
@@ -104,7 +107,7 @@ struct fifo_item *fifo_draft(const char *cwd, const char *text);
  * its writer lock on its own descriptor, reads the log, cuts a torn tail
  * and closes an interrupted turn whatever the catalog says, rebuilds the
  * session's row from the log, and completes with the session read (the
- * receipt's scan, next seq and content version). The session stays open
+ * receipt's prepared session, next seq and content version). The session stays open
  * and locked (the handle cache never closes it; another process gets
  * CERR_LOCKED when it writes) until a fifo_release item. A missing,
  * corrupt or locked session fails the item and is not held. */

@@ -12,6 +12,7 @@
  * closes it; a release closes it, which releases the lock. */
 #include "persist/fifo_int.h"
 #include "base/xalloc.h"
+#include "persist/prepare.h"
 #include "persist/repair.h"
 
 #include <cjson/cJSON.h>
@@ -19,18 +20,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The session as the host gets it: the whole log read from the writer's
- * descriptor, owned by the caller. The one read and parse of an open. */
-static int hold_read(const struct log *lg, struct scan **out, struct cerr *err)
+/* The session as the host gets it: the log read from the writer's
+ * descriptor and prepared (prepare.h), owned by the caller. The one read
+ * and parse of an open. */
+static int hold_read(const struct log *lg, struct prepared **out, struct cerr *err)
 {
-	return scan_fd(log_fd(lg), out, err);
+	return prepare_fd(log_fd(lg), NULL, out, err);
 }
 
 /* The helper: read the session for the open that is out. */
 static void hold_read_job(void *arg)
 {
 	struct fifo_sess *w = arg;
-	w->read_rc = hold_read(w->lg, &w->read_item->rcpt.scan, &w->read_item->err);
+	w->read_rc = hold_read(w->lg, &w->read_item->rcpt.prepared, &w->read_item->err);
 }
 
 /* Wait for w's read and complete its open (writer thread). */

@@ -8,6 +8,7 @@
  *	FIFO and exit 0. */
 #include "base/err.h"
 #include "persist/fifo.h"
+#include "persist/prepare.h"
 #include "persist/scan.h"
 
 #include <stdio.h>
@@ -31,7 +32,7 @@ static void opened(struct fifo_item *it, void *ctx, const struct fifo_receipt *r
 		g->code = (int)err->cls;
 	} else {
 		printf("HELD %llu %zu\n", (unsigned long long)r->next_seq, r->closers);
-		scan_free(r->scan);
+		prepared_free(r->prepared);
 	}
 	fflush(stdout);
 }

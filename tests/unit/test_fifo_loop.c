@@ -33,6 +33,7 @@
 #include "persist/catalog.h"
 #include "persist/draft.h"
 #include "persist/fifo.h"
+#include "persist/prepare.h"
 #include "persist/log.h"
 #include "persist/scan.h"
 #include "persist/store.h"
@@ -161,7 +162,7 @@ struct rec {
 	bool catalog_behind;
 	uint64_t cut_bytes;
 	size_t closers;
-	struct scan *scan; /* FIFO_OPEN: taken from the receipt; the test frees it */
+	struct prepared *prepared;
 };
 
 static void done_cb(struct fifo_item *it, void *ctx, const struct fifo_receipt *r,
@@ -180,7 +181,7 @@ static void done_cb(struct fifo_item *it, void *ctx, const struct fifo_receipt *
 		c->catalog_behind = r->catalog_behind;
 		c->cut_bytes = r->cut_bytes;
 		c->closers = r->closers;
-		c->scan = r->scan;
+		c->prepared = r->prepared;
 	}
 }
 
@@ -603,12 +604,14 @@ static void test_open_cuts_torn_tail_and_closes_open_turn(void **state)
 	assert_int_equal(c.cut_bytes, sizeof torn);
 	assert_int_equal(c.closers, 1);
 	assert_int_equal(c.next_seq, 4);
-	assert_non_null(c.scan);
-	assert_int_equal(c.scan->status, SCAN_OK);
-	assert_int_equal(c.scan->n_open_turns, 0);
-	assert_int_equal(c.scan->n_events, 4);
-	assert_string_equal(c.scan->events[3].type, "turn/end");
-	scan_free(c.scan);
+	assert_non_null(c.prepared);
+	assert_int_equal(prepared_scan(c.prepared)->status, SCAN_OK);
+	assert_null(prepared_open_turn(c.prepared));
+	const struct load *l = prepared_load(c.prepared);
+	assert_int_equal(load_count(l), 4);
+	assert_int_equal(load_event(l, 3)->type, VT_TURN_END);
+	assert_int_equal(prepared_n_turns(c.prepared), 1);
+	prepared_free(c.prepared);
 	assert_int_equal(try_lock(x, "A"), CERR_LOCKED);
 	/* Opened twice, the repair would end the host's own turn. */
 	post(x, fifo_open("A"), &c);
@@ -647,9 +650,9 @@ static void test_open_in_a_batch_with_other_writes(void **state)
 		assert_true(i == 0 || c[i - 1].order < c[i].order);
 	}
 	assert_int_equal(c[1].next_seq, 2);
-	assert_int_equal(c[1].scan->status, SCAN_OK);
-	assert_int_equal(c[1].scan->n_events, 2); /* header and its first event */
-	scan_free(c[1].scan);
+	assert_int_equal(prepared_scan(c[1].prepared)->status, SCAN_OK);
+	assert_int_equal(load_count(prepared_load(c[1].prepared)), 2); /* header and its first event */
+	prepared_free(c[1].prepared);
 	assert_int_equal(c[2].next_seq, 4);
 	assert_int_equal(c[3].next_seq, 3);
 	assert_int_equal(try_lock(x, "A"), CERR_LOCKED);
@@ -677,7 +680,7 @@ static void test_held_session_survives_handle_cache(void **state)
 	struct rec c;
 	post_wait(x, hist("H", 1, true), &c);
 	post_wait(x, fifo_open("H"), &c);
-	scan_free(c.scan);
+	prepared_free(c.prepared);
 	static struct rec cs[200];
 	for (int i = 0; i < 200; i++) {
 		char id[8];
@@ -757,13 +760,16 @@ static void test_create_sets_header_provider_model_forked_from(void **state)
 	cJSON_Delete(from);
 	post_wait(x, it, &c);
 	post_wait(x, fifo_open("F"), &c);
-	const cJSON *h = c.scan->events[0].data;
+	cJSON *line = load_json(prepared_load(c.prepared), 0);
+	const cJSON *h = cJSON_GetObjectItem(line, "data");
 	assert_string_equal(cJSON_GetObjectItem(h, "provider")->valuestring, "anthropic");
 	assert_string_equal(cJSON_GetObjectItem(h, "model")->valuestring, "claude-x");
 	const cJSON *ff = cJSON_GetObjectItem(h, "forked_from");
 	assert_string_equal(cJSON_GetObjectItem(ff, "session")->valuestring, "A");
-	assert_string_equal(c.scan->cwd, "/proj");
-	scan_free(c.scan);
+	assert_string_equal(prepared_scan(c.prepared)->cwd, "/proj");
+	assert_string_equal(prepared_settings(c.prepared)->provider, "anthropic");
+	cJSON_Delete(line);
+	prepared_free(c.prepared);
 }
 
 int main(void)
