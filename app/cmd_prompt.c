@@ -475,10 +475,12 @@ static void opened(struct fifo_item *it, void *ctx, const struct fifo_receipt *r
 		cJSON_Delete(line);
 		if (rc < 0) {
 			h->fail = e;
+			prepared_free(r->prepared);
 			fifo_post(h->fifo, fifo_release(h->id), release_done, h, &e);
 			return;
 		}
 	}
+	prepared_free(r->prepared); /* the receipt's session is ours to free */
 	if (start_turn(h, &e) < 0) {
 		h->fail = e;
 		fifo_post(h->fifo, fifo_release(h->id), release_done, h, &e);

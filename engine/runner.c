@@ -257,7 +257,7 @@ static void before_attempt(void *ud, struct call *c, unsigned attempt)
 	char fp[SHA256_HEX_LEN + 1];
 	fingerprint(msgs, n, fp);
 	cJSON_AddStringToObject(d, "context_fp", fp);
-	char *tools = cJSON_PrintUnformatted(t->tools ? t->tools : cJSON_CreateArray());
+	char *tools = t->tools ? cJSON_PrintUnformatted(t->tools) : xstrdup("[]");
 	uint8_t h[SHA256_LEN];
 	sha256(tools, strlen(tools), h);
 	sha256_hex(h, fp);
