@@ -10,8 +10,8 @@
  *     asynchronous API: each posts its next full save from the receipt of
  *     the last), into a data root of their own;
  *   - a session of --events events (about 300 bytes each) is loaded over
- *     and over on a libuv worker (store_open_log + scan_fd; the load and
- *     prepare API will replace it), completing on the loop;
+ *     and over on a libuv worker (load_async, as a viewer or the
+ *     browser's preview loads a session), completing on the loop;
  *   - a search is typed into catalog_worker every 30 ms (the prefixes of a
  *     word, one character at a time, then the next word), on the data set
  *     of bench_catalog (--sessions sessions of 20 turns, cached under
@@ -33,6 +33,8 @@
 #include "bench/support_dataset.h"
 #include "persist/catalog_worker.h"
 #include "persist/fifo.h"
+#include "persist/load.h"
+#include "persist/load_async.h"
 #include "persist/log.h"
 #include "persist/scan.h"
 #include "persist/store.h"
@@ -225,35 +227,36 @@ static void post_turn(struct saver *s)
 
 #define BIG_ID "stall-big"
 
-static uv_work_t load_req;
 static unsigned loads_done;
 static double load_ms_sum;
 static uint64_t load_events;
+static uint64_t load_t0;
 
-static void load_work(uv_work_t *w)
+static void load_done(void *ctx, struct load *l, const struct cerr *err, bool canceled);
+
+/* The product's load: load_async (persist/load_async.h) on a libuv worker. */
+static void load_start(void)
 {
-	uint64_t t0 = clock_mono_ns();
-	struct store *st;
-	struct session_ref ref;
-	struct scan *s = NULL;
 	struct cerr e;
-	if (store_open(save_root, false, &st, &e) < 0 || store_resolve(st, BIG_ID, &ref, &e) < 0)
+	struct load_req *req;
+	load_t0 = clock_mono_ns();
+	if (load_async(&loop, save_root, BIG_ID, NULL, load_done, NULL, &req, &e) < 0)
 		die_err("load", &e);
-	int fd = store_open_log(st, &ref, false, &e);
-	if (fd < 0 || scan_fd(fd, &s, &e) < 0)
-		die_err("load", &e);
-	close(fd);
-	load_events = s->n_events;
-	scan_free(s);
-	store_close(st);
-	load_ms_sum += ms_since(t0); /* read on the loop after this work completes */
 }
 
-static void load_done(uv_work_t *w, int status)
+static void load_done(void *ctx, struct load *l, const struct cerr *err, bool canceled)
 {
-	loads_done++;
+	(void)ctx;
+	if (err)
+		die_err("load", err);
+	if (!canceled) {
+		load_events = load_count(l);
+		load_free(l);
+		loads_done++;
+		load_ms_sum += ms_since(load_t0);
+	}
 	if (running)
-		CB_TIMED(CB_LOADED, uv_queue_work(&loop, &load_req, load_work, load_done));
+		CB_TIMED(CB_LOADED, load_start());
 }
 
 static uv_work_t nop_req;
@@ -431,7 +434,7 @@ int main(int argc, char **argv)
 		post_turn(&savers[i]);
 	}
 	if (opt.load)
-		uv_queue_work(&loop, &load_req, load_work, load_done);
+		load_start();
 	if (opt.helpers_nice) {
 		/* libuv starts its pool at the first uv_queue_work. */
 		if (!opt.load)
@@ -492,7 +495,7 @@ int main(int argc, char **argv)
 	snprintf(m, sizeof m, "  load: %d savers' full saves per second", SAVERS);
 	snprintf(o, sizeof o, "%.0f /s", saves / span_s);
 	add_row(m, o, "", 0, false, "(info)", "-");
-	snprintf(m, sizeof m, "  load: loads of %llu events (scan on a worker)",
+	snprintf(m, sizeof m, "  load: loads of %llu events (load_async on a worker)",
 		 (unsigned long long)load_events);
 	snprintf(o, sizeof o, "%u", loads);
 	add_row(m, o, "", 0, false, "(info)", "-");

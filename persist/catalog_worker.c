@@ -149,7 +149,7 @@ static void end_tx(struct lane *l)
 static void run_req(uv_work_t *work)
 {
 	struct req *q = work->data;
-	bgprio_enter(); /* libuv's worker serves background work only */
+	bgprio_enter(); /* libuv's workers serve background work only */
 	struct lane *l = q->lane;
 	if (atomic_load(&l->stop))
 		return; /* superseded before it started: never runs */

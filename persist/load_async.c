@@ -1,5 +1,6 @@
 /* load_async.c — load and prepare on a libuv worker (see load_async.h). */
 #include "persist/load_async.h"
+#include "base/bgprio.h"
 #include "base/xalloc.h"
 #include "persist/prepare.h"
 #include "persist/store.h"
@@ -29,6 +30,7 @@ static void work(uv_work_t *w)
 	struct store *st;
 	struct session_ref ref;
 	const struct scan_opts *o = r->has_opts ? &r->opts : NULL;
+	bgprio_enter(); /* libuv's worker serves background work only */
 	r->rc = -1;
 	if (store_open(r->root, false, &st, &r->err) < 0)
 		return;
