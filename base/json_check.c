@@ -212,8 +212,10 @@ static int jkey_cmp(const void *a, const void *b)
 /* Do keys[from..) of the object just closed hold a duplicate? */
 static bool jw_dup_keys(struct jwalk *w, size_t from)
 {
-	struct jkey *k = w->keys + from;
 	size_t n = w->n_keys - from;
+	if (n < 2)
+		return false; /* and keys may still be NULL: no offset from it */
+	struct jkey *k = w->keys + from;
 	if (n <= 16) {
 		for (size_t a = 0; a < n; a++)
 			for (size_t b = a + 1; b < n; b++)

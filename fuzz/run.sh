@@ -2,7 +2,8 @@
 # run.sh BINARY SECONDS — run the libFuzzer binary fuzz_<name> for SECONDS
 # on a work corpus under build-fuzz/fuzz/<name>/ with fuzz/<name>.dict. Seeds:
 # for the log decoder, built by fuzz/make_seeds.c (plain libzstd, independent
-# of cairn's writer); for the others, the files in fuzz/<name>_seeds/. Exits
+# of cairn's writer) plus fuzz/log_seeds/ (inputs that once failed); for the
+# others, the files in fuzz/<name>_seeds/. Exits
 # non-zero when the fuzzer finds a crash, a leak, a timeout or an invariant
 # violation (artifacts are kept beside the corpus).
 set -euo pipefail
@@ -23,6 +24,8 @@ if [ "$name" = log ]; then
 	"$cc" -std=c11 -O1 -Wall -Wextra -Werror -o "$work/make_seeds" "$here/make_seeds.c" \
 		$(pkg-config --cflags --libs libzstd)
 	"$work/make_seeds" "$work/seeds"
+	# and the inputs that once failed, replayed on every run
+	cp "$here/log_seeds/"* "$work/seeds/"
 else
 	cp "$here/${name}_seeds/"* "$work/seeds/"
 fi

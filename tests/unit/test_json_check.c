@@ -195,6 +195,24 @@ static void test_invalid_u_escape_is_rejected(void **state)
 	cJSON_Delete(t);
 }
 
+/* An object that closes before any key was seen anywhere (the key table
+ * still empty) is checked without arithmetic on the empty table (UBSan:
+ * found by fuzz_log on "{}"). */
+static void test_empty_objects_before_any_key(void **state)
+{
+	(void)state;
+	static const char *const texts[] = {"{}", "{\"a\":{}}", "[{},{}]", "{\"data\":{},\"b\":[{}]}"};
+	for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+		struct json_check fresh; /* its key table not grown yet */
+		json_check_init(&fresh, "data");
+		struct json_span root;
+		const char *why;
+		assert_true(json_check(&fresh, texts[i], strlen(texts[i]), &root, &why));
+		json_check_release(&fresh);
+		assert_true(agree_s(texts[i]));
+	}
+}
+
 int main(void)
 {
 	json_check_init(&jc, "data");
@@ -203,6 +221,7 @@ int main(void)
 		cmocka_unit_test(test_generated_texts_and_mutations_agree),
 		cmocka_unit_test(test_members_kept),
 		cmocka_unit_test(test_invalid_u_escape_is_rejected),
+		cmocka_unit_test(test_empty_objects_before_any_key),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
 	json_check_release(&jc);
