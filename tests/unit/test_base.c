@@ -42,7 +42,7 @@ static void assert_ulid_shape(const char *u)
 	assert_true(u[0] >= '0' && u[0] <= '7');
 }
 
-static void test_ulid_known_vector(void **state)
+static void test_ulid_time_prefix_matches_the_spec_vectors(void **state)
 {
 	(void)state;
 	char u[ULID_LEN + 1];
@@ -97,7 +97,7 @@ static void test_ulid_new_uses_now(void **state)
 
 /* ---- pathkey ---- */
 
-static void test_pathkey_valid_id(void **state)
+static void test_pathkey_valid_id_takes_1_to_64_safe_characters(void **state)
 {
 	(void)state;
 	char id[SESSION_ID_MAX + 2];
@@ -218,7 +218,7 @@ static void assert_bounded_key(const char *cwd, const char *key)
 	}
 }
 
-static void test_pathkey_long_cwd(void **state)
+static void test_pathkey_long_cwd_gets_a_bounded_distinct_key(void **state)
 {
 	(void)state;
 	char a[1200], b[1200];
@@ -272,7 +272,7 @@ static void test_pathkey_long_cwd(void **state)
 
 /* ---- buf ---- */
 
-static void test_buf_growth(void **state)
+static void test_buf_grows_to_100k_bytes_kept_nul_terminated(void **state)
 {
 	(void)state;
 	struct buf b = BUF_INIT;
@@ -317,7 +317,7 @@ static void test_buf_growth(void **state)
 	buf_release(&e);
 }
 
-static void test_buf_int(void **state)
+static void test_buf_add_int_prints_like_printf_up_to_int64_limits(void **state)
 {
 	(void)state;
 	static const int64_t v[] = {0, 7, -7, 10, 1234567890123, INT64_MAX, INT64_MIN, -1};
@@ -333,7 +333,7 @@ static void test_buf_int(void **state)
 	buf_release(&b);
 }
 
-static void test_buf_json_string(void **state)
+static void test_buf_json_string_escapes_controls_and_round_trips(void **state)
 {
 	(void)state;
 	struct buf b = BUF_INIT;
@@ -364,7 +364,7 @@ static void test_buf_json_string(void **state)
 
 /* ---- strmap ---- */
 
-static void test_strmap(void **state)
+static void test_strmap_finds_each_of_5000_keys_and_misses_absent_ones(void **state)
 {
 	(void)state;
 	enum { N = 5000 };
@@ -453,7 +453,7 @@ static void check_utf8(const char *s, size_t n, bool ok, size_t bad)
 		fail_msg("bad_at %zu, expected %zu", at, bad);
 }
 
-static void test_utf8_valid(void **state)
+static void test_utf8_valid_rejects_malformed_and_names_the_offset(void **state)
 {
 	(void)state;
 	check_utf8("", 0, true, 0);
@@ -589,7 +589,7 @@ static void test_json_unstorable_numbers(void **state)
 	cJSON_Delete(v);
 }
 
-static void test_json_duplicates(void **state)
+static void test_json_parse_rejects_duplicate_keys_at_any_depth(void **state)
 {
 	(void)state;
 	static const char *const dup[] = {
@@ -618,7 +618,7 @@ static void test_json_duplicates(void **state)
 		      "\"k7\":7,\"k8\":8,\"k9\":9,\"k10\":10,\"k11\":11}");
 }
 
-static void test_json_escapes(void **state)
+static void test_json_parse_rejects_escaped_nul_in_keys_and_values(void **state)
 {
 	(void)state;
 	const char *nul = "{\"a\":\"x\\u0000y\"}";
@@ -660,7 +660,7 @@ static void test_json_escapes(void **state)
 	expect_reject(rawnl, sizeof rawnl - 1);
 }
 
-static void test_json_trailing(void **state)
+static void test_json_parse_rejects_trailing_bytes_and_lax_lexemes(void **state)
 {
 	(void)state;
 	static const char *const bad[] = {
@@ -697,7 +697,7 @@ static void test_json_trailing(void **state)
 	expect_reject(s, 6);
 }
 
-static void test_json_get_int(void **state)
+static void test_json_get_int_takes_only_exact_integers_in_range(void **state)
 {
 	(void)state;
 	cJSON *v = parse("[5,11,-1,1.5,9007199254740991,9007199254740992,-9007199254740991,"
@@ -734,7 +734,7 @@ static void test_json_get_int(void **state)
 	cJSON_Delete(v);
 }
 
-static void test_json_print(void **state)
+static void test_json_print_is_compact_and_keeps_53_bit_integers(void **state)
 {
 	(void)state;
 	cJSON *v = parse("{ \"a\" : [ 1 , \"x\\n\" ] , \"b\" : null , \"c\" : 9007199254740991 }");
@@ -747,7 +747,7 @@ static void test_json_print(void **state)
 
 /* ---- err ---- */
 
-static void test_err(void **state)
+static void test_cerr_keeps_class_errno_message_and_context_prefix(void **state)
 {
 	(void)state;
 	struct cerr e;
@@ -835,7 +835,7 @@ static void pjob_run(void *arg)
 /* Every job runs exactly once, by a helper or by the waiter: with no
  * helpers all run in pool_wait; a job a helper is still running is waited
  * for (not run twice); many jobs over few helpers all complete. */
-static void test_pool(void **state)
+static void test_pool_runs_every_job_exactly_once(void **state)
 {
 	(void)state;
 	struct cerr err;
@@ -879,26 +879,26 @@ static void test_pool(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ulid_known_vector),
+		cmocka_unit_test(test_ulid_time_prefix_matches_the_spec_vectors),
 		cmocka_unit_test(test_ulid_sorts_by_time),
 		cmocka_unit_test(test_ulid_new_uses_now),
-		cmocka_unit_test(test_pathkey_valid_id),
+		cmocka_unit_test(test_pathkey_valid_id_takes_1_to_64_safe_characters),
 		cmocka_unit_test(test_pathkey_project_encoding),
-		cmocka_unit_test(test_pathkey_long_cwd),
-		cmocka_unit_test(test_buf_growth),
-		cmocka_unit_test(test_buf_json_string),
-		cmocka_unit_test(test_buf_int),
-		cmocka_unit_test(test_strmap),
+		cmocka_unit_test(test_pathkey_long_cwd_gets_a_bounded_distinct_key),
+		cmocka_unit_test(test_buf_grows_to_100k_bytes_kept_nul_terminated),
+		cmocka_unit_test(test_buf_json_string_escapes_controls_and_round_trips),
+		cmocka_unit_test(test_buf_add_int_prints_like_printf_up_to_int64_limits),
+		cmocka_unit_test(test_strmap_finds_each_of_5000_keys_and_misses_absent_ones),
 		cmocka_unit_test(test_strmap_del_keeps_the_other_keys_findable),
-		cmocka_unit_test(test_utf8_valid),
-		cmocka_unit_test(test_json_duplicates),
+		cmocka_unit_test(test_utf8_valid_rejects_malformed_and_names_the_offset),
+		cmocka_unit_test(test_json_parse_rejects_duplicate_keys_at_any_depth),
 		cmocka_unit_test(test_json_unstorable_numbers),
-		cmocka_unit_test(test_json_escapes),
-		cmocka_unit_test(test_json_trailing),
-		cmocka_unit_test(test_json_get_int),
-		cmocka_unit_test(test_json_print),
-		cmocka_unit_test(test_err),
-		cmocka_unit_test(test_pool),
+		cmocka_unit_test(test_json_parse_rejects_escaped_nul_in_keys_and_values),
+		cmocka_unit_test(test_json_parse_rejects_trailing_bytes_and_lax_lexemes),
+		cmocka_unit_test(test_json_get_int_takes_only_exact_integers_in_range),
+		cmocka_unit_test(test_json_print_is_compact_and_keeps_53_bit_integers),
+		cmocka_unit_test(test_cerr_keeps_class_errno_message_and_context_prefix),
+		cmocka_unit_test(test_pool_runs_every_job_exactly_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

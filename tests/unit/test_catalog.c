@@ -60,7 +60,7 @@ static void close_and_mark_schema(struct fx *f, int v)
 
 /* ---- files, schema, connections ---- */
 
-static void test_file_modes(void **state)
+static void test_catalog_files_are_0600_whatever_the_umask(void **state)
 {
 	struct fx *f = *state;
 	static const mode_t masks[] = {0, 077, 022};
@@ -130,7 +130,7 @@ static void expect_hits(struct fx *f, const char *q, size_t n)
 		fail_msg("search '%s': %zu hits, want %zu", q, got, n);
 }
 
-static void test_schema(void **state)
+static void test_catalog_schema_is_wal_versioned_and_kept_on_reopen(void **state)
 {
 	struct fx *f = *state;
 	make(f, "s1", "/p", NULL, B("[" USER("x") "]"));
@@ -217,7 +217,7 @@ static struct scan *scan_of(struct fx *f, const char *id, struct stat *sb)
  * its file moves to the watermarks table keyed by the digest of the log's
  * header frame, and goes on telling damage from a torn tail; one whose
  * file was replaced since applied to nothing and is dropped. */
-static void test_schema_5_watermarks(void **state)
+static void test_schema_5_watermarks_migrate_by_header_or_drop(void **state)
 {
 	struct fx *f = *state;
 	make(f, "s1", "/p", NULL, B("[" USER("one") "]", "[" USER("two") "]"));
@@ -267,7 +267,7 @@ static void test_schema_5_watermarks(void **state)
 	scan_free(s2);
 }
 
-static void test_two_connections(void **state)
+static void test_second_connection_reads_during_a_write(void **state)
 {
 	struct fx *f = *state;
 	make(f, "s1", "/p", NULL, B("[" START("t1") "]"));
@@ -421,7 +421,7 @@ static int writer(const char *root, const char *id, int rounds)
 	return bad;
 }
 
-static void test_concurrent_processes(void **state)
+static void test_two_writer_processes_lose_no_batch(void **state)
 {
 	struct fx *f = *state;
 	make(f, "sA", "/p", NULL, B("[" META("{}") "]"));
@@ -610,7 +610,7 @@ static void test_wal_cut_back_when_it_starts_again(void **state)
 
 /* Reading only: no index.db is "missing"; what the last commit holds is
  * seen, even from the WAL; nothing can be written. */
-static void test_open_read_only(void **state)
+static void test_read_only_open_sees_commits_and_writes_nothing(void **state)
 {
 	struct fx *f = *state;
 	struct catalog *ro;
@@ -655,7 +655,7 @@ static void names_in(const char *dir, char *out, size_t n)
 /* A catalog in memory, where index.db cannot be read: filled from the
  * logs themselves, listed and searched like index.db, and nothing of it
  * reaches the disk; an index.db of another schema is left as it is. */
-static void test_open_memory(void **state)
+static void test_memory_catalog_fills_from_logs_and_writes_nothing(void **state)
 {
 	struct fx *f = *state;
 	make(f, "s1", "/p", NULL, B("[" USER("hello memory") "]", "[" META("{'title':'First'}") "]"));
@@ -707,19 +707,19 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(x) cmocka_unit_test_setup_teardown(x, setup, catfx_teardown)
-		T(test_file_modes),
-		T(test_schema),
-		T(test_schema_5_watermarks),
-		T(test_two_connections),
+		T(test_catalog_files_are_0600_whatever_the_umask),
+		T(test_catalog_schema_is_wal_versioned_and_kept_on_reopen),
+		T(test_schema_5_watermarks_migrate_by_header_or_drop),
+		T(test_second_connection_reads_during_a_write),
 		T(test_busy_timeout_waits),
 		T(test_busy_beyond_timeout_locked),
-		T(test_concurrent_processes),
+		T(test_two_writer_processes_lose_no_batch),
 		T(test_list_order_and_filters),
 		T(test_sync_lifecycle),
 		T(test_close_truncates_the_wal),
 		T(test_wal_cut_back_when_it_starts_again),
-		T(test_open_read_only),
-		T(test_open_memory),
+		T(test_read_only_open_sees_commits_and_writes_nothing),
+		T(test_memory_catalog_fills_from_logs_and_writes_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -151,7 +151,7 @@ static void open_text(struct buf *b, int a, int be)
  * one as relevant as the best indexed documents ranks with them (first:
  * it is the newest), one as weak as the weakest ranks first among those,
  * after every stronger indexed hit. */
-static void test_open_turns_same_scale(void **state)
+static void test_open_turn_text_ranks_with_the_indexed_statistics(void **state)
 {
 	struct fx *f = *state;
 	corpus(f, "big", RANK_DOCS, rank_text);
@@ -233,7 +233,7 @@ static void budget_text(struct buf *b, size_t i)
  * the newest match, marked partial with how many of the newest messages
  * it read, and does exactly that again. With a rare word it is cheap
  * enough to read everything, and then it finds the oldest. */
-static void test_budget_partial(void **state)
+static void test_costly_query_stops_at_its_budget_marked_partial(void **state)
 {
 	struct fx *f = *state;
 	corpus(f, "big", BUDGET_DOCS, budget_text);
@@ -280,9 +280,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 #define T(x) cmocka_unit_test_setup_teardown(x, setup, catfx_teardown)
 		T(test_sampled_ranking_is_bm25),
-		T(test_open_turns_same_scale),
+		T(test_open_turn_text_ranks_with_the_indexed_statistics),
 		T(test_unreadable_averages_counted),
-		T(test_budget_partial),
+		T(test_costly_query_stops_at_its_budget_marked_partial),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,7 +36,7 @@ static int setup(void **state)
 
 /* ---- the projection ---- */
 
-static void test_projection_fields(void **state)
+static void test_projection_fills_every_field_from_the_log(void **state)
 {
 	struct fx *f = *state;
 	make(f, "sP", "/p/proj", "{'provider':'prov1','model':'m1','forked_from':{'session':'sOrig','turn':'t7'}}",
@@ -68,7 +68,7 @@ static void test_projection_fields(void **state)
 	expect_row(f, "sP", "provider=NULL|model=m2|status=idle|version=10|turns=2");
 }
 
-static void test_titles_and_pins(void **state)
+static void test_title_is_first_prompt_cut_and_pins_are_kept(void **state)
 {
 	struct fx *f = *state;
 	char b1[512] = "[{'type':'user/message','data':{'text':'   ";
@@ -100,7 +100,7 @@ static void test_titles_and_pins(void **state)
 
 /* ---- statuses ---- */
 
-static void test_statuses(void **state)
+static void test_each_damaged_log_gets_its_status_and_still_lists(void **state)
 {
 	struct fx *f = *state;
 	const char *const *two = B("[" START("t1") "," USER("first words") "]", "[" END("t1", "completed") "]");
@@ -202,7 +202,7 @@ static uint64_t add_projected(struct fx *f, struct log *lg, const char *key, con
 	return ver;
 }
 
-static void test_project_batch(void **state)
+static void test_projected_batch_matches_a_sync_of_the_log(void **state)
 {
 	struct fx *f = *state;
 	struct log *lg;
@@ -298,7 +298,7 @@ static void expect_claim(struct fx *f, const char *id, const char *session, cons
 	free(s), free(t), free(st);
 }
 
-static void test_claims_and_status(void **state)
+static void test_submit_claims_follow_their_turn_outcome(void **state)
 {
 	struct fx *f = *state;
 	make(f, "sC", "/p", NULL, B("[{'type':'turn/start','turn':'t1','data':{'client_submit_id':'sub-1'}}," USER("q") "]",
@@ -448,7 +448,7 @@ static void incremental_scenario(struct fx *f)
 	log_close(lg);
 }
 
-static void test_rebuild_equivalence(void **state)
+static void test_rebuild_equals_the_incremental_projection(void **state)
 {
 	struct fx *f = *state;
 	incremental_scenario(f);
@@ -496,13 +496,13 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(x) cmocka_unit_test_setup_teardown(x, setup, catfx_teardown)
-		T(test_projection_fields),
-		T(test_titles_and_pins),
-		T(test_statuses),
-		T(test_project_batch),
+		T(test_projection_fills_every_field_from_the_log),
+		T(test_title_is_first_prompt_cut_and_pins_are_kept),
+		T(test_each_damaged_log_gets_its_status_and_still_lists),
+		T(test_projected_batch_matches_a_sync_of_the_log),
 		T(test_project_before_sync),
-		T(test_claims_and_status),
-		T(test_rebuild_equivalence),
+		T(test_submit_claims_follow_their_turn_outcome),
+		T(test_rebuild_equals_the_incremental_projection),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

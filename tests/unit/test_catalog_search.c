@@ -123,7 +123,7 @@ static void test_words_and_phrases(void **state)
 	expect_snippet(f, "cafe", "[Caf\xC3\xA9]");
 }
 
-static void test_ranking(void **state)
+static void test_more_hits_rank_first_then_the_newest(void **state)
 {
 	struct fx *f = *state;
 	/* Same length; more occurrences first even though older. */
@@ -142,7 +142,7 @@ static void test_ranking(void **state)
 	cat_hits_free(r.h, r.n);
 }
 
-static void test_limits(void **state)
+static void test_search_returns_at_most_the_limit_asked(void **state)
 {
 	struct fx *f = *state;
 	struct buf b = BUF_INIT;
@@ -166,7 +166,7 @@ static void test_limits(void **state)
 	expect(f, "\"number 42\"", "big/t42/user");
 }
 
-static void test_deleted_excluded(void **state)
+static void test_trashed_sessions_are_found_only_when_asked(void **state)
 {
 	struct fx *f = *state;
 	make_synced(f, "live", B("[" USER("t", "shared secret word") "]"));
@@ -186,7 +186,7 @@ static void test_deleted_excluded(void **state)
 	cat_hits_free(r.h, r.n);
 }
 
-static void test_empty_query_usage(void **state)
+static void test_blank_query_is_a_usage_error(void **state)
 {
 	struct fx *f = *state;
 	words_fixture(f);
@@ -234,7 +234,7 @@ static void expect_refused(struct fx *f, const char *q, const char *what)
  * or as a repeated phrase) finds what it finds once, in the same order:
  * repeats are dropped, so they count neither against the caps nor in
  * relevance. */
-static void test_repeated_terms(void **state)
+static void test_repeated_terms_count_once(void **state)
 {
 	struct fx *f = *state;
 	words_fixture(f);
@@ -312,7 +312,7 @@ static void test_query_caps(void **state)
 	buf_release(&b);
 }
 
-static void test_hostile_input(void **state)
+static void test_fts_syntax_in_a_query_is_plain_text(void **state)
 {
 	struct fx *f = *state;
 	words_fixture(f);
@@ -372,7 +372,7 @@ static void test_hostile_input(void **state)
 #define TOKYO "\xE6\x9D\xB1\xE4\xBA\xAC"           /* 東京 */
 #define TOWER "\xE3\x82\xBF\xE3\x83\xAF\xE3\x83\xBC" /* タワー */
 
-static void test_cjk(void **state)
+static void test_cjk_text_is_found_by_any_run_of_characters(void **state)
 {
 	struct fx *f = *state;
 	/* 我们今天讨论数据库的索引设计 / 東京タワーに行きました / 데이터베이스를
@@ -415,7 +415,7 @@ static void test_cjk(void **state)
 
 /* Input methods put U+3000 IDEOGRAPHIC SPACE between words: it separates
  * terms like a space does. */
-static void test_cjk_fullwidth_space(void **state)
+static void test_ideographic_space_separates_terms(void **state)
 {
 	struct fx *f = *state;
 	make_synced(f, "ja", B("[" ASSIST("t1", TOKYO TOWER "\xE3\x81\xAB\xE8\xA1\x8C\xE3\x81\x8D\xE3\x81\xBE\xE3\x81\x97\xE3\x81\x9F") "]"));
@@ -428,7 +428,7 @@ static void test_cjk_fullwidth_space(void **state)
  * and a search finds it all the same: ranked on the word index's scale
  * (the order is the one it has once the turn ended), with a snippet, in
  * phrases, not in the trash unless asked. */
-static void test_open_turns(void **state)
+static void test_open_turn_is_found_before_it_is_indexed(void **state)
 {
 	struct fx *f = *state;
 	/* Sessions without the word, so that it is rare enough to count. */
@@ -497,7 +497,7 @@ static void test_open_turns(void **state)
 	cat_hits_free(r.h, r.n);
 }
 
-static void test_roles_and_chunks(void **state)
+static void test_every_role_is_found_across_chunks_with_snippet(void **state)
 {
 	struct fx *f = *state;
 	make_synced(f, "r", B("[{'type':'turn/start','turn':'t1'}," USER("t1", "please list the files") ","
@@ -551,18 +551,18 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(x) cmocka_unit_test_setup_teardown(x, setup, catfx_teardown)
-		T(test_open_turns),
+		T(test_open_turn_is_found_before_it_is_indexed),
 		T(test_words_and_phrases),
-		T(test_ranking),
-		T(test_limits),
-		T(test_deleted_excluded),
-		T(test_empty_query_usage),
-		T(test_hostile_input),
-		T(test_repeated_terms),
+		T(test_more_hits_rank_first_then_the_newest),
+		T(test_search_returns_at_most_the_limit_asked),
+		T(test_trashed_sessions_are_found_only_when_asked),
+		T(test_blank_query_is_a_usage_error),
+		T(test_fts_syntax_in_a_query_is_plain_text),
+		T(test_repeated_terms_count_once),
 		T(test_query_caps),
-		T(test_cjk),
-		T(test_cjk_fullwidth_space),
-		T(test_roles_and_chunks),
+		T(test_cjk_text_is_found_by_any_run_of_characters),
+		T(test_ideographic_space_separates_terms),
+		T(test_every_role_is_found_across_chunks_with_snippet),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

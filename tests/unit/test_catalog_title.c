@@ -35,7 +35,7 @@ static void long_title(const char *ch)
 	title_is(big, CATALOG_TITLE_MAX, big); /* exactly the maximum: not cut */
 }
 
-static void test_title_of(void **state)
+static void test_title_collapses_space_drops_controls_cuts_with_ellipsis(void **state)
 {
 	(void)state;
 	title_is("  hello \t\n  world  ", 80, "hello world");
@@ -59,7 +59,7 @@ static void test_title_of(void **state)
 
 /* Joiners that build one character stay, and a cut never splits a grapheme
  * cluster: an emoji family or a letter with its accent is one character. */
-static void test_title_graphemes(void **state)
+static void test_title_cut_never_splits_a_grapheme_cluster(void **state)
 {
 	(void)state;
 	/* 👨‍👩‍👧 family: three emoji joined by U+200D */
@@ -80,8 +80,8 @@ static void test_title_graphemes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_title_of),
-		cmocka_unit_test(test_title_graphemes),
+		cmocka_unit_test(test_title_collapses_space_drops_controls_cuts_with_ellipsis),
+		cmocka_unit_test(test_title_cut_never_splits_a_grapheme_cluster),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

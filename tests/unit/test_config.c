@@ -63,7 +63,7 @@ static void set_or_unset(const char *name, const char *v)
 		unsetenv(name);
 }
 
-static void test_selection_table(void **state)
+static void test_provider_and_model_follow_flag_session_file_env(void **state)
 {
 	static const struct row rows[] = {
 		/* flag     session            file       o_url        o_key  a_key  --model */
@@ -115,7 +115,7 @@ static void test_selection_table(void **state)
 	config_release(&cfg);
 }
 
-static void test_file_values(void **state)
+static void test_file_values_override_defaults_and_name_their_source(void **state)
 {
 	write_config("{\n"
 		     "  \"provider\": \"openai\",\n"
@@ -177,7 +177,7 @@ static void expect_refused(const char *text, enum cerr_class cls, const char *ne
 		fail_msg("message '%s' lacks '%s' or the file", err.msg, needle);
 }
 
-static void test_malformed(void **state)
+static void test_malformed_config_is_refused_with_line_and_key(void **state)
 {
 	expect_refused("{\n  \"provider\": \"openai\",\n  \"timeouts\": {\"gap\": 3,}\n}\n", CERR_USAGE, ":3:2");
 	expect_refused("{\"provider\": \"openai\"} x", CERR_USAGE, ":1:24: invalid JSON");
@@ -194,7 +194,7 @@ static void test_malformed(void **state)
 	expect_refused("{\"providers\": {\"anthropic\": 1}}", CERR_USAGE, "'providers.anthropic' must be an object");
 }
 
-static void test_redact_url(void **state)
+static void test_redact_url_hides_credentials_only(void **state)
 {
 	char *u = config_redact_url("https://user:pa@ss@proxy.example/v1?x=@");
 	assert_string_equal(u, "https://***@proxy.example/v1?x=@");
@@ -211,7 +211,7 @@ static void put(const char *path, const char *text)
 
 /* AGENTS.md: the global one, then the repository root's down to cwd; one
  * above the root is not read. */
-static void test_agents_order(void **state)
+static void test_agents_files_read_global_then_root_down_to_cwd(void **state)
 {
 	write_config("{}");
 	const char *top = path_in(dir, "w");
@@ -293,11 +293,11 @@ static void test_agents_order(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_selection_table, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_file_values, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
-		cmocka_unit_test(test_redact_url),
-		cmocka_unit_test_setup_teardown(test_agents_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_provider_and_model_follow_flag_session_file_env, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_file_values_override_defaults_and_name_their_source, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_malformed_config_is_refused_with_line_and_key, setup, teardown),
+		cmocka_unit_test(test_redact_url_hides_credentials_only),
+		cmocka_unit_test_setup_teardown(test_agents_files_read_global_then_root_down_to_cwd, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

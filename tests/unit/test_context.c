@@ -30,7 +30,7 @@ static void expect_part(const struct ctx_message *m, size_t k, enum ctx_part_kin
 		assert_string_equal(m->parts[k].text, text);
 }
 
-static void test_conversation(void **state)
+static void test_log_becomes_the_provider_message_sequence(void **state)
 {
 	struct context *c = support_context(support_conversation);
 	size_t n;
@@ -86,7 +86,7 @@ static void test_conversation(void **state)
  * has not closed) gets a not_executed one before the next message; a
  * result whose call is not in the branch is dropped; a result for the
  * same call twice is sent once. */
-static void test_calls_always_answered(void **state)
+static void test_every_call_gets_exactly_one_result(void **state)
 {
 	static const char *const lines[] = {
 		"{\"type\":\"turn/start\",\"turn\":\"a\",\"data\":{}}",
@@ -132,7 +132,7 @@ static void test_calls_always_answered(void **state)
 	context_free(c);
 }
 
-static void test_reasoning_blocks(void **state)
+static void test_reasoning_blocks_split_at_signatures_and_text(void **state)
 {
 	static const char *const lines[] = {
 		"{\"type\":\"turn/start\",\"turn\":\"a\",\"data\":{}}",
@@ -166,7 +166,7 @@ static void test_reasoning_blocks(void **state)
 
 /* The view follows parent turns: a turn rewound to t1 does not see t2;
  * an absent parent_turn is the previous turn in log order; null a root. */
-static void test_branches(void **state)
+static void test_context_follows_parent_turns_not_log_order(void **state)
 {
 	static const char *const lines[] = {
 		"{\"type\":\"turn/start\",\"turn\":\"t1\",\"data\":{\"parent_turn\":null}}",
@@ -197,7 +197,7 @@ static void test_branches(void **state)
 	context_free(c);
 }
 
-static void test_refused_data(void **state)
+static void test_malformed_data_fails_and_unseen_types_are_ignored(void **state)
 {
 	struct context *c = context_new();
 	struct cerr err;
@@ -222,7 +222,7 @@ static void test_refused_data(void **state)
 /* A prompt and a tool output too long for an event: the model gets them
  * whole from their blobs; without the session directory, the head and
  * tail kept inline; a blob that cannot be read fails the add. */
-static void test_blobs(void **state)
+static void test_blob_content_reaches_the_model_whole(void **state)
 {
 	char dir[256], root[256];
 	assert_int_equal(tmp_root("ctxblob", dir, sizeof dir, root, sizeof root), 0);
@@ -292,12 +292,12 @@ static void test_blobs(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_conversation),
-		cmocka_unit_test(test_calls_always_answered),
-		cmocka_unit_test(test_reasoning_blocks),
-		cmocka_unit_test(test_branches),
-		cmocka_unit_test(test_refused_data),
-		cmocka_unit_test(test_blobs),
+		cmocka_unit_test(test_log_becomes_the_provider_message_sequence),
+		cmocka_unit_test(test_every_call_gets_exactly_one_result),
+		cmocka_unit_test(test_reasoning_blocks_split_at_signatures_and_text),
+		cmocka_unit_test(test_context_follows_parent_turns_not_log_order),
+		cmocka_unit_test(test_malformed_data_fails_and_unseen_types_are_ignored),
+		cmocka_unit_test(test_blob_content_reaches_the_model_whole),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -87,7 +87,7 @@ static void expect_fail(const char *s, uint64_t expect, enum cerr_class cls)
 	assert_memory_equal(&ev, &before, sizeof ev);
 }
 
-static void test_every_type_parses(void **state)
+static void test_every_vocabulary_type_parses_with_its_data(void **state)
 {
 	(void)state;
 	for (size_t i = 0; i < N_TYPES; i++) {
@@ -135,7 +135,7 @@ static void test_every_type_parses(void **state)
 	assert_null(vocab_find("Turn/Start"));
 }
 
-static void test_turn_required(void **state)
+static void test_turn_is_required_where_the_vocabulary_says(void **state)
 {
 	(void)state;
 	static const char *const need[] = {"turn/start", "tool/call", "tool/started",
@@ -165,7 +165,7 @@ static void test_turn_required(void **state)
 	expect_fail(mk(1, "turn/start", turn, "{}"), 1, CERR_CORRUPT);
 }
 
-static void test_envelope_errors(void **state)
+static void test_envelope_errors_are_corrupt(void **state)
 {
 	(void)state;
 	/* a number a double cannot hold: the log would not read back as
@@ -232,7 +232,7 @@ static void test_envelope_errors(void **state)
 	}
 }
 
-static void test_vocabulary_errors(void **state)
+static void test_missing_or_mistyped_data_fields_are_corrupt(void **state)
 {
 	(void)state;
 	/* missing required fields: corrupt */
@@ -352,7 +352,7 @@ static void test_vocabulary_errors(void **state)
 	event_release(&ev);
 }
 
-static void test_unknown_types(void **state)
+static void test_unknown_type_is_unsupported_unless_ignorable(void **state)
 {
 	(void)state;
 	expect_fail(mk(2, "future/thing", "t", "{}"), 2, CERR_UNSUPPORTED);
@@ -389,7 +389,7 @@ static void test_unknown_types(void **state)
  * enum has exactly one value per type of the list above (a type added to
  * the table without a test entry fails here), and a name not in the
  * table maps to VT_UNKNOWN, which has no name. */
-static void test_type_enum_roundtrip(void **state)
+static void test_type_enum_round_trips_every_vocabulary_name(void **state)
 {
 	(void)state;
 	assert_int_equal(VOCAB_N_TYPES, N_TYPES);
@@ -417,7 +417,7 @@ static void test_type_enum_roundtrip(void **state)
 	}
 }
 
-static void test_line_length(void **state)
+static void test_max_length_line_parses_and_one_byte_more_is_corrupt(void **state)
 {
 	(void)state;
 	const char *pre = "{\"seq\":1,\"t\":1,\"type\":\"user/message\",\"data\":{\"text\":\"";
@@ -447,7 +447,7 @@ static void test_line_length(void **state)
 	free(s);
 }
 
-static void test_key_order_free(void **state)
+static void test_members_parse_in_any_order(void **state)
 {
 	(void)state;
 	static const char *const orders[] = {
@@ -569,7 +569,7 @@ static void format_roundtrip(uint64_t seq, int64_t t, const char *type, const ch
 	cJSON_Delete(data);
 }
 
-static void test_format_roundtrip(void **state)
+static void test_formatted_event_parses_back_to_itself(void **state)
 {
 	(void)state;
 	format_roundtrip(0, 1700000000000LL, "session/header", NULL, false,
@@ -614,15 +614,15 @@ static void test_format_keeps_large_integers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_every_type_parses),
-		cmocka_unit_test(test_turn_required),
-		cmocka_unit_test(test_envelope_errors),
-		cmocka_unit_test(test_vocabulary_errors),
-		cmocka_unit_test(test_unknown_types),
-		cmocka_unit_test(test_type_enum_roundtrip),
-		cmocka_unit_test(test_line_length),
-		cmocka_unit_test(test_key_order_free),
-		cmocka_unit_test(test_format_roundtrip),
+		cmocka_unit_test(test_every_vocabulary_type_parses_with_its_data),
+		cmocka_unit_test(test_turn_is_required_where_the_vocabulary_says),
+		cmocka_unit_test(test_envelope_errors_are_corrupt),
+		cmocka_unit_test(test_missing_or_mistyped_data_fields_are_corrupt),
+		cmocka_unit_test(test_unknown_type_is_unsupported_unless_ignorable),
+		cmocka_unit_test(test_type_enum_round_trips_every_vocabulary_name),
+		cmocka_unit_test(test_max_length_line_parses_and_one_byte_more_is_corrupt),
+		cmocka_unit_test(test_members_parse_in_any_order),
+		cmocka_unit_test(test_formatted_event_parses_back_to_itself),
 		cmocka_unit_test(test_format_keeps_large_integers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

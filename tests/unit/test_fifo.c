@@ -309,7 +309,7 @@ static void check_receipt(struct fx *x, const char *id, const struct rec *c, uin
 /* Step by step, each receipt is the log's next seq and the catalog's
  * content version right after the item; meta items (title, pin) append a
  * session/meta event each and show in the catalog. */
-static void test_receipts_and_meta(void **state)
+static void test_receipt_is_next_seq_and_catalog_version(void **state)
 {
 	struct fx *x = *state;
 	struct rec c;
@@ -362,7 +362,7 @@ static void test_receipts_and_meta(void **state)
 
 /* Pipelined items of two sessions complete once each, on the loop thread,
  * in post order, only when the loop runs, with chained receipts. */
-static void test_order_and_thread(void **state)
+static void test_items_complete_once_in_post_order_on_the_loop(void **state)
 {
 	struct fx *x = *state;
 	enum { N = 14 };
@@ -410,7 +410,7 @@ static void test_order_and_thread(void **state)
 
 /* A history item with fifo_item_create makes the session (id of our
  * choosing, key from its cwd); without it, or with a bad id, nothing is. */
-static void test_create(void **state)
+static void test_create_flag_makes_the_session_and_a_bad_id_nothing(void **state)
 {
 	struct fx *x = *state;
 	struct rec c[3];
@@ -520,7 +520,7 @@ static uint64_t wal_size(const struct fx *x)
 /* Items of several sessions in one batch share one catalog transaction:
  * all complete, the catalog holds each, and the WAL grows by far less than
  * for the same items committed one by one. */
-static void test_group_commit(void **state)
+static void test_sessions_in_one_batch_share_one_transaction(void **state)
 {
 	struct fx *x = *state;
 	struct rec c[6];
@@ -637,7 +637,7 @@ static void test_checkpoints_bound_the_wal(void **state)
  * log; receipts come in order and the watermark follows once the writer is
  * idle. In the same way a save whose expected version is stale conflicts,
  * and the session's later items in the round fail fast. */
-static void test_pipelined_full_saves(void **state)
+static void test_pipelined_full_saves_share_one_round_and_sync(void **state)
 {
 	struct fx *x = *state;
 	struct rec c[8];
@@ -662,7 +662,7 @@ static void test_pipelined_full_saves(void **state)
  * Receipts, the log's order, the catalog's row and the watermark all
  * come out as if each had waited; a stale version in such a round still
  * conflicts, and what follows it fails fast. */
-static void test_overlapping_rounds(void **state)
+static void test_overlapping_rounds_end_as_if_each_had_waited(void **state)
 {
 	struct fx *x = *state;
 	struct rec c[10];
@@ -704,7 +704,7 @@ static void reopen_fifo(struct fx *x)
 		fail_msg("fifo_new: %s", err.msg);
 }
 
-static void test_new_writer_first_item(void **state)
+static void test_new_writer_checks_the_first_item_version(void **state)
 {
 	struct fx *x = *state;
 	struct rec c[4];
@@ -720,7 +720,7 @@ static void test_new_writer_first_item(void **state)
 /* A writer that opens a log whose watermark lags (here: the catalog holds
  * another log's) syncs the log and raises it to all of it, even when it
  * writes nothing. */
-static void test_open_heals_watermark(void **state)
+static void test_writer_open_raises_a_lagging_watermark(void **state)
 {
 	struct fx *x = *state;
 	struct rec c[2];
@@ -884,7 +884,7 @@ static void test_unstorable_events_refused(void **state)
 /* Delete moves the whole directory to the trash, restore brings it back
  * (and appends work again), purge removes it, lock file included, and the
  * catalog forgets it. */
-static void test_delete_restore_purge(void **state)
+static void test_delete_restore_purge_move_the_whole_directory(void **state)
 {
 	struct fx *x = *state;
 	struct rec c;
@@ -936,7 +936,7 @@ static void test_delete_restore_purge(void **state)
 
 /* Delete is refused while the session runs or another process holds its
  * lock; nothing moves; it goes through once released. */
-static void test_delete_locked(void **state)
+static void test_delete_is_refused_while_running_or_locked(void **state)
 {
 	struct fx *x = *state;
 	struct rec c;
@@ -985,7 +985,7 @@ static void test_delete_locked(void **state)
 /* Flush returns 0 once everything earlier is durable (the log already holds
  * it before the loop delivers anything), and 1 at a passed deadline while
  * the writer is paused; nothing is lost by a timeout. */
-static void test_flush(void **state)
+static void test_flush_waits_for_durability_and_times_out_losing_nothing(void **state)
 {
 	struct fx *x = *state;
 	struct rec c[3], setup;
@@ -1058,23 +1058,23 @@ static void test_close_timeout_and_post_after_close(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_receipts_and_meta, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_order_and_thread, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_create, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_receipt_is_next_seq_and_catalog_version, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_items_complete_once_in_post_order_on_the_loop, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_create_flag_makes_the_session_and_a_bad_id_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_coalescing_and_boundaries, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pipelined_full_saves, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_overlapping_rounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sessions_in_one_batch_share_one_transaction, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipelined_full_saves_share_one_round_and_sync, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_overlapping_rounds_end_as_if_each_had_waited, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_checkpoints_bound_the_wal, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_new_writer_first_item, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_open_heals_watermark, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_new_writer_checks_the_first_item_version, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_writer_open_raises_a_lagging_watermark, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_conflict_fail_fast_recovery, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_full_save_checks_seq, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unstorable_events_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_keeps_items_apart, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_delete_restore_purge, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_delete_locked, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_flush, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_delete_restore_purge_move_the_whole_directory, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_delete_is_refused_while_running_or_locked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flush_waits_for_durability_and_times_out_losing_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_timeout_and_post_after_close, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,4 +1,4 @@
-/* test_fifo_faults.c — fault loops over the persistence FIFO (SQLite style):
+/* test_every_fault_acks_once_and_keeps_acked_events.c — fault loops over the persistence FIFO (SQLite style):
  * a scripted sequence of items for two sessions (creation, coalesced history
  * batches, full saves, meta changes, a delete, one session's saves in
  * consecutive overlapping rounds, then a recovery save) runs
@@ -662,7 +662,7 @@ static void fault_loop(const struct fault *f, unsigned fired[FF_NOPS], unsigned 
 	}
 }
 
-static void test_fifo_faults(void **state)
+static void test_every_fault_acks_once_and_keeps_acked_events(void **state)
 {
 	(void)state;
 	unsigned fired[FF_NOPS] = {0}, total = 0, unknown_runs = 0;
@@ -683,7 +683,7 @@ static void test_fifo_faults(void **state)
 
 /* The same script with slow log syncs: a sync of the round in flight
  * fails after the next round's projection has committed. */
-static void test_fifo_faults_slow_syncs(void **state)
+static void test_faults_with_slow_syncs_keep_acked_events(void **state)
 {
 	(void)state;
 	static const struct fault slow[] = {F(FF_FDATASYNC, EIO), F(FF_FDATASYNC, ENOSPC),
@@ -752,7 +752,7 @@ static sqlite3 *open_db(void)
 /* Another connection holding the catalog's write lock delays a batch; past
  * the busy timeout the batch fails locked, writes nothing and leaves no gap:
  * the same seq works once the lock is gone. */
-static void test_busy_catalog(void **state)
+static void test_busy_catalog_fails_locked_and_leaves_no_gap(void **state)
 {
 	(void)state;
 	sqlite3 *db;
@@ -910,7 +910,7 @@ static void test_one_projection_fails_in_a_round(void **state)
 
 /* A root that cannot be made: fifo_new fails with an error and leaves the
  * loop with nothing to close. */
-static void test_fifo_new_fails(void **state)
+static void test_fifo_new_on_a_bad_root_fails_leaving_nothing(void **state)
 {
 	(void)state;
 	uv_loop_t loop;
@@ -926,12 +926,12 @@ static void test_fifo_new_fails(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fifo_faults),
-		cmocka_unit_test(test_fifo_faults_slow_syncs),
-		cmocka_unit_test(test_busy_catalog),
+		cmocka_unit_test(test_every_fault_acks_once_and_keeps_acked_events),
+		cmocka_unit_test(test_faults_with_slow_syncs_keep_acked_events),
+		cmocka_unit_test(test_busy_catalog_fails_locked_and_leaves_no_gap),
 		cmocka_unit_test(test_catalog_fails_after_durable_write),
 		cmocka_unit_test(test_one_projection_fails_in_a_round),
-		cmocka_unit_test(test_fifo_new_fails),
+		cmocka_unit_test(test_fifo_new_on_a_bad_root_fails_leaving_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

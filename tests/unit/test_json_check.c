@@ -51,7 +51,7 @@ static bool agree_s(const char *s)
 	return agree(s, strlen(s));
 }
 
-static void test_edge_cases_agree(void **state)
+static void test_json_check_agrees_with_strict_parse_on_edge_cases(void **state)
 {
 	(void)state;
 	static const char *const yes[] = {
@@ -157,7 +157,7 @@ static void test_generated_texts_and_mutations_agree(void **state)
 	assert_true(rejected > 10000);
 }
 
-static void test_members_kept(void **state)
+static void test_json_check_keeps_top_level_members_and_their_keys(void **state)
 {
 	(void)state;
 	const char *s = "{\"seq\":3,\"t\\u0079pe\":\"x\",\"data\":{\"a\":[1,{\"b\":2}],\"c\":\"d\\n\"},\"z\":null}";
@@ -217,9 +217,9 @@ int main(void)
 {
 	json_check_init(&jc, "data");
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_edge_cases_agree),
+		cmocka_unit_test(test_json_check_agrees_with_strict_parse_on_edge_cases),
 		cmocka_unit_test(test_generated_texts_and_mutations_agree),
-		cmocka_unit_test(test_members_kept),
+		cmocka_unit_test(test_json_check_keeps_top_level_members_and_their_keys),
 		cmocka_unit_test(test_invalid_u_escape_is_rejected),
 		cmocka_unit_test(test_empty_objects_before_any_key),
 	};

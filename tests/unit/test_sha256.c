@@ -30,7 +30,7 @@ static void expect(const void *p, size_t n, const char *want)
 	assert_string_equal(got, want);
 }
 
-static void test_known_vectors(void **state)
+static void test_sha256_matches_the_published_vectors(void **state)
 {
 	(void)state;
 	expect("", 0, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
@@ -46,7 +46,7 @@ static void test_known_vectors(void **state)
 
 /* Every length from 0 to 200 bytes (one, two and three blocks, each
  * padding case) against sha256sum, when it is installed. */
-static void test_matches_sha256sum(void **state)
+static void test_sha256_matches_sha256sum_for_every_length_to_200(void **state)
 {
 	(void)state;
 	if (system("command -v sha256sum >/dev/null 2>&1") != 0)
@@ -76,8 +76,8 @@ static void test_matches_sha256sum(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_known_vectors),
-		cmocka_unit_test(test_matches_sha256sum),
+		cmocka_unit_test(test_sha256_matches_the_published_vectors),
+		cmocka_unit_test(test_sha256_matches_sha256sum_for_every_length_to_200),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
