@@ -375,7 +375,7 @@ static void test_close_times_out_then_closes(void **state)
 /* Once a close began, items and barriers are refused at once and their
  * callbacks never run; what was posted before completes before the close
  * callback. */
-static void test_post_after_close_fails(void **state)
+static void test_post_after_close_is_refused_and_never_called_back(void **state)
 {
 	struct lx *x = *state;
 	struct rec before, late, late_barrier;
@@ -779,7 +779,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_null_barrier_waits_for_all_sessions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_barrier_waits_for_round_in_flight, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_times_out_then_closes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_post_after_close_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_post_after_close_is_refused_and_never_called_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drafts_saved_in_order_adjacent_ones_merged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_helpers_syncs_on_the_writer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_sessions_out_of_the_cache_are_forgotten, setup, teardown),

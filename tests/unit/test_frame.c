@@ -154,7 +154,7 @@ static size_t roundtrip(const char *c, size_t n)
 	return blocks;
 }
 
-static void test_roundtrip_small(void **state)
+static void test_small_and_random_content_round_trips(void **state)
 {
 	(void)state;
 	assert_int_equal(roundtrip("x", 1), 1);
@@ -191,7 +191,7 @@ static void test_roundtrip_compressible_1mib(void **state)
 	free(c);
 }
 
-static void test_roundtrip_max_content(void **state)
+static void test_max_content_frame_round_trips(void **state)
 {
 	(void)state;
 	size_t n = FRAME_MAX_CONTENT;
@@ -313,7 +313,7 @@ static void test_walk_requires_checksum_and_size(void **state)
 	free(dst);
 }
 
-static void test_walk_block_headers(void **state)
+static void test_walk_judges_block_headers_before_their_data(void **state)
 {
 	(void)state;
 	struct buf f = BUF_INIT;
@@ -423,7 +423,7 @@ static void test_decode_rejects_oversize_before_allocating(void **state)
 	buf_release(&f);
 }
 
-static void test_decode_rejects_damage(void **state)
+static void test_decode_rejects_damaged_checksum_content_or_size(void **state)
 {
 	(void)state;
 	char *r = random_bytes(1024);
@@ -504,15 +504,15 @@ static void test_decode_rejects_damage(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_roundtrip_small),
+		cmocka_unit_test(test_small_and_random_content_round_trips),
 		cmocka_unit_test(test_roundtrip_random_multiblock),
 		cmocka_unit_test(test_roundtrip_compressible_1mib),
-		cmocka_unit_test(test_roundtrip_max_content),
+		cmocka_unit_test(test_max_content_frame_round_trips),
 		cmocka_unit_test(test_walk_rejects_foreign_frames),
 		cmocka_unit_test(test_walk_requires_checksum_and_size),
-		cmocka_unit_test(test_walk_block_headers),
+		cmocka_unit_test(test_walk_judges_block_headers_before_their_data),
 		cmocka_unit_test(test_decode_rejects_oversize_before_allocating),
-		cmocka_unit_test(test_decode_rejects_damage),
+		cmocka_unit_test(test_decode_rejects_damaged_checksum_content_or_size),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

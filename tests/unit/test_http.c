@@ -219,7 +219,7 @@ static char *openai_text(const char *events)
 
 /* ---- tests ---- */
 
-static void test_complete_stream(void **state)
+static void test_stream_completes_with_every_byte_in_order(void **state)
 {
 	setup_env();
 	static const char text[] = "H\xc3\xa9llo w\xc3\xb6rld \xf0\x9f\x98\x80, streamed in pieces";
@@ -294,7 +294,7 @@ static void test_http_error_with_retry_after(void **state)
 	fake_stop(&f);
 }
 
-static void test_connect_refused(void **state)
+static void test_refused_connect_fails_before_sending(void **state)
 {
 	setup_env();
 	int port;
@@ -315,7 +315,7 @@ static void test_connect_refused(void **state)
 	got_release(&g);
 }
 
-static void test_setup_error(void **state)
+static void test_bad_url_fails_at_setup_before_sending(void **state)
 {
 	setup_env();
 	struct got g;
@@ -326,7 +326,7 @@ static void test_setup_error(void **state)
 	got_release(&g);
 }
 
-static void test_connect_timeout(void **state)
+static void test_silent_server_times_out_connecting(void **state)
 {
 	setup_env();
 	/* TLS is part of connecting: a server that takes the TCP connection
@@ -347,7 +347,7 @@ static void test_connect_timeout(void **state)
 	raw_stop(&r);
 }
 
-static void test_first_byte_timeout(void **state)
+static void test_no_first_byte_times_out_after_sending(void **state)
 {
 	setup_env();
 	struct raw r;
@@ -368,7 +368,7 @@ static void test_first_byte_timeout(void **state)
 	raw_stop(&r);
 }
 
-static void test_sent_no_response(void **state)
+static void test_close_after_request_is_no_response(void **state)
 {
 	setup_env();
 	struct raw r;
@@ -386,7 +386,7 @@ static void test_sent_no_response(void **state)
 	raw_stop(&r);
 }
 
-static void test_gap_timeout(void **state)
+static void test_stall_mid_stream_times_out_on_the_gap(void **state)
 {
 	setup_env();
 	struct fake f;
@@ -459,13 +459,13 @@ static void broken_once(bool reset)
 	fake_stop(&f);
 }
 
-static void test_broken_mid_body(void **state)
+static void test_connection_broken_mid_body_is_broken(void **state)
 {
 	broken_once(false);
 	broken_once(true);
 }
 
-static void test_cancel(void **state)
+static void test_cancel_mid_stream_or_before_start_reports_canceled(void **state)
 {
 	setup_env();
 	struct fake f;
@@ -658,7 +658,7 @@ static void cloexec_done(void *ud, struct http_xfer *x, const struct http_result
 	((struct cloexec_probe *)ud)->checked |= 2;
 }
 
-static void test_close_on_exec(void **state)
+static void test_transfer_sockets_are_close_on_exec(void **state)
 {
 	setup_env();
 	struct fake f;
@@ -809,7 +809,7 @@ static void test_ca_bundle_from_the_environment(void **state)
 	rm_rf(dir);
 }
 
-static void test_sigpipe_ignored(void **state)
+static void test_http_new_ignores_sigpipe(void **state)
 {
 	uv_loop_t loop;
 	uv_loop_init(&loop);
@@ -823,23 +823,23 @@ static void test_sigpipe_ignored(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_complete_stream),
+		cmocka_unit_test(test_stream_completes_with_every_byte_in_order),
 		cmocka_unit_test(test_http_error_with_retry_after),
-		cmocka_unit_test(test_connect_refused),
-		cmocka_unit_test(test_setup_error),
-		cmocka_unit_test(test_connect_timeout),
-		cmocka_unit_test(test_first_byte_timeout),
-		cmocka_unit_test(test_sent_no_response),
-		cmocka_unit_test(test_gap_timeout),
+		cmocka_unit_test(test_refused_connect_fails_before_sending),
+		cmocka_unit_test(test_bad_url_fails_at_setup_before_sending),
+		cmocka_unit_test(test_silent_server_times_out_connecting),
+		cmocka_unit_test(test_no_first_byte_times_out_after_sending),
+		cmocka_unit_test(test_close_after_request_is_no_response),
+		cmocka_unit_test(test_stall_mid_stream_times_out_on_the_gap),
 		cmocka_unit_test(test_steady_stream_outlives_the_gap),
-		cmocka_unit_test(test_broken_mid_body),
-		cmocka_unit_test(test_cancel),
+		cmocka_unit_test(test_connection_broken_mid_body_is_broken),
+		cmocka_unit_test(test_cancel_mid_stream_or_before_start_reports_canceled),
 		cmocka_unit_test(test_pause_holds_memory_bounded),
-		cmocka_unit_test(test_close_on_exec),
+		cmocka_unit_test(test_transfer_sockets_are_close_on_exec),
 		cmocka_unit_test(test_no_resend_on_a_reused_connection),
 		cmocka_unit_test(test_proxy_from_the_environment),
 		cmocka_unit_test(test_ca_bundle_from_the_environment),
-		cmocka_unit_test(test_sigpipe_ignored),
+		cmocka_unit_test(test_http_new_ignores_sigpipe),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

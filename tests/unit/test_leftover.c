@@ -92,7 +92,7 @@ static void kill_at_staging_sync(void *ctx, enum faultfs_op op, bool after)
 		kill(getpid(), SIGKILL);
 }
 
-static void test_kill_during_creation(void **state)
+static void test_kill_during_creation_leaves_a_tmp_not_a_session(void **state)
 {
 	struct fx *f = *state;
 	kill_pattern = P(f, "root/sessions/*/" ID "/.session.jsonl.zst.*.tmp");
@@ -363,7 +363,7 @@ int main(void)
 {
 #define T(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
 	const struct CMUnitTest tests[] = {
-		T(test_kill_during_creation),
+		T(test_kill_during_creation_leaves_a_tmp_not_a_session),
 		T(test_cleanup_removes_a_fresh_folder),
 		T(test_cleanup_removes_an_opened_folder),
 		T(test_cleanup_holds_the_lock_a_moment),

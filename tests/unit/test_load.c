@@ -324,7 +324,7 @@ static void test_tail_is_the_end_of_the_full_load(void **state)
 	rm_rf(dir);
 }
 
-static void test_events_parse_on_demand(void **state)
+static void test_load_parses_each_event_on_demand_like_scan(void **state)
 {
 	(void)state;
 	struct logbytes l;
@@ -390,7 +390,7 @@ int main(void)
 		cmocka_unit_test(test_load_is_scan_on_every_cut_and_bit_flip),
 		cmocka_unit_test(test_load_is_scan_on_bad_lines),
 		cmocka_unit_test(test_tail_is_the_end_of_the_full_load),
-		cmocka_unit_test(test_events_parse_on_demand),
+		cmocka_unit_test(test_load_parses_each_event_on_demand_like_scan),
 		cmocka_unit_test(test_load_never_changes_the_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

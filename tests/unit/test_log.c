@@ -138,7 +138,7 @@ static void text_frame(struct buf *out, uint64_t seq)
 
 /* ---- creation and first publication ---- */
 
-static void test_create_writes_nothing(void **state)
+static void test_create_writes_nothing_until_the_first_append(void **state)
 {
 	struct fx *f = *state;
 	struct log *lg;
@@ -166,7 +166,7 @@ static void test_create_writes_nothing(void **state)
 	assert_false(exists(P(f, "root/sessions")));
 }
 
-static void test_first_append_publishes(void **state)
+static void test_first_append_publishes_the_header_and_events(void **state)
 {
 	struct fx *f = *state;
 	struct log *lg;
@@ -235,7 +235,7 @@ static void test_first_append_publishes(void **state)
 	assert_non_null(strstr(err.msg, "not UTF-8"));
 }
 
-static void test_empty_batch_and_cas(void **state)
+static void test_append_at_a_wrong_seq_conflicts_and_writes_nothing(void **state)
 {
 	struct fx *f = *state;
 	const char *path = make_session(f, "cas", 2);
@@ -360,7 +360,7 @@ static void test_unstorable_numbers_refused(void **state)
 /* The event shape `log append` and the FIFO take: a null turn is refused
  * (the format calls it invalid; it used to be dropped), as are seq, t and
  * unknown keys; a valid object fills the event. */
-static void test_event_from_json(void **state)
+static void test_event_from_json_refuses_null_turn_and_unknown_keys(void **state)
 {
 	(void)state;
 	static const char *const refused[] = {
@@ -446,7 +446,7 @@ static void test_event_batch_from_json_names_the_bad_event(void **state)
 
 /* One event line longer than EVENT_MAX_LINE; a batch of lines each under it
  * whose total exceeds FRAME_MAX_CONTENT. Each refusal names its limit. */
-static void test_oversized_rejected(void **state)
+static void test_oversized_line_or_batch_is_refused_naming_its_limit(void **state)
 {
 	struct fx *f = *state;
 	const char *path = make_session(f, "big", 1);
@@ -553,7 +553,7 @@ static int write_only(struct log *lg, uint64_t expect, const char *batch, struct
 	return r;
 }
 
-static void test_write_then_sync(void **state)
+static void test_written_frames_are_pending_until_synced(void **state)
 {
 	struct fx *f = *state;
 	struct log *lg;
@@ -589,7 +589,7 @@ static void test_write_then_sync(void **state)
  * that sync (still pending after log_sync_end); when the sync failed,
  * log_sync_end takes back its frames and those written after them, and
  * the next write builds on what the file holds. */
-static void test_sync_in_steps(void **state)
+static void test_failed_sync_takes_back_its_frames_and_later_ones(void **state)
 {
 	struct fx *f = *state;
 	struct log *lg;
@@ -626,7 +626,7 @@ static void test_sync_in_steps(void **state)
 	log_close(lg);
 }
 
-static void test_cursor_avoids_rereads(void **state)
+static void test_appends_do_not_reread_the_log(void **state)
 {
 	struct fx *f = *state;
 	struct log *lg;
@@ -666,7 +666,7 @@ static void test_cursor_avoids_rereads(void **state)
 	scan_free(s);
 }
 
-static void test_cursor_after_truncate(void **state)
+static void test_append_after_truncation_builds_on_the_file(void **state)
 {
 	struct fx *f = *state;
 	const char *path = make_session(f, "trunc", 3); /* seqs 0..4, three frames */
@@ -693,7 +693,7 @@ static void test_cursor_after_truncate(void **state)
 	scan_free(t);
 }
 
-static void test_cursor_after_replace(void **state)
+static void test_append_follows_a_replaced_file_refuses_another_log(void **state)
 {
 	struct fx *f = *state;
 	const char *path = make_session(f, "repl", 1);
@@ -788,7 +788,7 @@ static void test_open_header_id_mismatch(void **state)
 	FAILS(log_open(f->st, "..", &lg, &err), CERR_USAGE);
 }
 
-static void test_open_path_anywhere(void **state)
+static void test_open_path_reads_a_log_outside_the_store(void **state)
 {
 	struct fx *f = *state;
 	const char *src = make_session(f, "anywhere", 1);
@@ -834,7 +834,7 @@ static int open_dir(const char *p)
 	return fd;
 }
 
-static void test_lock_same_process(void **state)
+static void test_lock_is_exclusive_within_one_process(void **state)
 {
 	struct fx *f = *state;
 	assert_int_equal(mkdir(P(f, "s"), 0700), 0);
@@ -876,7 +876,7 @@ static int child_lock_class(const char *path)
 	return WEXITSTATUS(status);
 }
 
-static void test_lock_other_process(void **state)
+static void test_lock_held_by_another_process_is_locked(void **state)
 {
 	struct fx *f = *state;
 	make_session(f, "held", 1);
@@ -937,7 +937,7 @@ static int swapping_flock(int fd, int op)
 	return fsops_real.flock(fd, op);
 }
 
-static void test_lock_rechecks_identity(void **state)
+static void test_lock_refuses_a_directory_renamed_away(void **state)
 {
 	struct fx *f = *state;
 	struct cerr err;
@@ -1025,26 +1025,26 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(x) cmocka_unit_test_setup_teardown(x, setup, teardown)
-		T(test_create_writes_nothing),
-		T(test_first_append_publishes),
-		T(test_empty_batch_and_cas),
+		T(test_create_writes_nothing_until_the_first_append),
+		T(test_first_append_publishes_the_header_and_events),
+		T(test_append_at_a_wrong_seq_conflicts_and_writes_nothing),
 		T(test_invalid_events_rejected),
 		T(test_unstorable_numbers_refused),
-		T(test_event_from_json),
+		T(test_event_from_json_refuses_null_turn_and_unknown_keys),
 		T(test_event_batch_from_json_names_the_bad_event),
-		T(test_oversized_rejected),
+		T(test_oversized_line_or_batch_is_refused_naming_its_limit),
 		T(test_unknown_ignorable_accepted),
-		T(test_write_then_sync),
-		T(test_sync_in_steps),
-		T(test_cursor_avoids_rereads),
-		T(test_cursor_after_truncate),
-		T(test_cursor_after_replace),
+		T(test_written_frames_are_pending_until_synced),
+		T(test_failed_sync_takes_back_its_frames_and_later_ones),
+		T(test_appends_do_not_reread_the_log),
+		T(test_append_after_truncation_builds_on_the_file),
+		T(test_append_follows_a_replaced_file_refuses_another_log),
 		T(test_torn_tail_cut_by_append),
 		T(test_open_header_id_mismatch),
-		T(test_open_path_anywhere),
-		T(test_lock_same_process),
-		T(test_lock_other_process),
-		T(test_lock_rechecks_identity),
+		T(test_open_path_reads_a_log_outside_the_store),
+		T(test_lock_is_exclusive_within_one_process),
+		T(test_lock_held_by_another_process_is_locked),
+		T(test_lock_refuses_a_directory_renamed_away),
 		T(test_lock_waits_out_a_probe_but_not_a_writer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -407,7 +407,7 @@ static bool run_append(const struct fault *f, unsigned long n)
 	return target;
 }
 
-static void test_append_faults(void **state)
+static void test_append_fault_is_io_and_keeps_acked_state(void **state)
 {
 	(void)state;
 	unsigned fired[FF_NOPS] = {0};
@@ -499,7 +499,7 @@ static bool run_publish(const struct fault *f, unsigned long n)
 	return target;
 }
 
-static void test_publish_faults(void **state)
+static void test_publish_fault_is_io_and_keeps_acked_state(void **state)
 {
 	(void)state;
 	unsigned fired[FF_NOPS] = {0};
@@ -601,7 +601,7 @@ static bool run_repair(const struct fault *f, unsigned long n)
 	return target;
 }
 
-static void test_repair_faults(void **state)
+static void test_repair_fault_is_io_and_keeps_acked_state(void **state)
 {
 	(void)state;
 	unsigned fired[FF_NOPS] = {0};
@@ -820,9 +820,9 @@ static void test_publish_dir_sync_failure(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_append_faults),
-		cmocka_unit_test(test_publish_faults),
-		cmocka_unit_test(test_repair_faults),
+		cmocka_unit_test(test_append_fault_is_io_and_keeps_acked_state),
+		cmocka_unit_test(test_publish_fault_is_io_and_keeps_acked_state),
+		cmocka_unit_test(test_repair_fault_is_io_and_keeps_acked_state),
 		cmocka_unit_test(test_fdatasync_failure_never_acked),
 		cmocka_unit_test(test_failed_sync_takes_back_every_write),
 		cmocka_unit_test(test_poisoned_handle_rereads),

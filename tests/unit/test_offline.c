@@ -63,7 +63,7 @@ static char *run(const char *prompt, size_t *tokens)
 	return buf_detach(&r.text, NULL);
 }
 
-static void test_reply(void **state)
+static void test_offline_reply_is_deterministic_markdown_quoting_input(void **state)
 {
 	size_t n1, n2;
 	char *a = run("list the files\nin \xc3\xa9t\xc3\xa9", &n1);
@@ -96,7 +96,7 @@ static void test_reply(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_reply),
+		cmocka_unit_test(test_offline_reply_is_deterministic_markdown_quoting_input),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

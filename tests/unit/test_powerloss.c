@@ -417,7 +417,7 @@ static int check_point(const struct script *sc, const struct point *p, struct se
 
 /* ---- tests ---- */
 
-static void test_every_sync_point(void **state)
+static void test_power_loss_at_every_sync_point_keeps_synced_state(void **state)
 {
 	(void)state;
 	static struct script sc;
@@ -501,7 +501,7 @@ static void test_missing_dir_fsync_is_caught(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_every_sync_point),
+		cmocka_unit_test(test_power_loss_at_every_sync_point_keeps_synced_state),
 		cmocka_unit_test(test_missing_dir_fsync_is_caught),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

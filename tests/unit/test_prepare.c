@@ -137,7 +137,7 @@ static void test_unmatched_calls_and_queued_inputs(void **state)
 	lbytes_release(&l);
 }
 
-static void test_settings_in_effect(void **state)
+static void test_settings_in_effect_are_the_latest_of_each(void **state)
 {
 	(void)state;
 	struct logbytes l;
@@ -367,7 +367,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_turns_parents_path_and_open_turn),
 		cmocka_unit_test(test_unmatched_calls_and_queued_inputs),
-		cmocka_unit_test(test_settings_in_effect),
+		cmocka_unit_test(test_settings_in_effect_are_the_latest_of_each),
 		cmocka_unit_test(test_damaged_log_prepares_its_valid_prefix),
 		cmocka_unit_test(test_async_completes_on_the_loop),
 		cmocka_unit_test(test_async_cancel_before_start),

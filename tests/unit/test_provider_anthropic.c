@@ -24,7 +24,7 @@
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
-static void test_request_body(void **state)
+static void test_request_body_has_model_system_tools_and_messages(void **state)
 {
 	cJSON *tools = cJSON_Parse("[{\"name\":\"shell\",\"description\":\"Run a command\",\"parameters\":"
 				   "{\"type\":\"object\",\"properties\":{\"command\":{\"type\":\"string\"}}}},"
@@ -86,7 +86,7 @@ static void test_request_body(void **state)
 	cJSON_Delete(tools);
 }
 
-static void test_max_tokens_table(void **state)
+static void test_max_tokens_per_model_with_a_default(void **state)
 {
 	assert_int_equal(provider_anthropic_max_tokens("claude-opus-4-1-20250805"), 32000);
 	assert_int_equal(provider_anthropic_max_tokens("claude-opus-4-5"), 64000);
@@ -125,7 +125,7 @@ static const struct sse full[] = {
 	{"message_stop", "{\"type\":\"message_stop\"}"},
 };
 
-static void test_decode_full(void **state)
+static void test_decoded_stream_is_whole_only_after_message_stop(void **state)
 {
 	expect_decode(full, N(full),
 		      "U(120,1,100,10,-1) R(Let me ) R(list.) RE(EqQBCgIYAh==) T(Looking.) TS(toolu_9,shell) "
@@ -171,7 +171,7 @@ static void test_decode_redacted_and_cut(void **state)
 	expect_decode(unsigned_block, N(unsigned_block), "R(hm) RE()|open");
 }
 
-static void test_decode_errors(void **state)
+static void test_error_event_ends_the_reply_as_a_provider_error(void **state)
 {
 	static const struct sse ev[] = {
 		{"content_block_start", "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}"},
@@ -241,7 +241,7 @@ static void capture_cb(void *arg, const struct stream_event *ev)
 	}
 }
 
-static void test_round_trip(void **state)
+static void test_decoded_reply_goes_back_with_signature_and_tool_use(void **state)
 {
 	static const char *const lines[] = {
 		"{\"type\":\"turn/start\",\"turn\":\"t1\",\"data\":{}}",
@@ -276,12 +276,12 @@ static void test_round_trip(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_request_body),
-		cmocka_unit_test(test_max_tokens_table),
-		cmocka_unit_test(test_decode_full),
+		cmocka_unit_test(test_request_body_has_model_system_tools_and_messages),
+		cmocka_unit_test(test_max_tokens_per_model_with_a_default),
+		cmocka_unit_test(test_decoded_stream_is_whole_only_after_message_stop),
 		cmocka_unit_test(test_decode_redacted_and_cut),
-		cmocka_unit_test(test_decode_errors),
-		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_error_event_ends_the_reply_as_a_provider_error),
+		cmocka_unit_test(test_decoded_reply_goes_back_with_signature_and_tool_use),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,7 +35,7 @@ static void build(const char *const *lines, const struct provider_params *p, str
 	context_free(c);
 }
 
-static void test_request_body(void **state)
+static void test_request_body_has_model_system_tools_and_messages(void **state)
 {
 	cJSON *tools = cJSON_Parse(tools_json);
 	struct provider_params p = {.model = "gpt-4.1", .base_url = "https://api.example.com/v1/",
@@ -69,7 +69,7 @@ static void test_request_body(void **state)
 
 /* A local server: no key, no Authorization header; no tools, no "tools";
  * no system prompt, no system message. */
-static void test_no_key_no_tools(void **state)
+static void test_absent_key_tools_system_are_left_out(void **state)
 {
 	static const char *const lines[] = {
 		"{\"type\":\"user/message\",\"data\":{\"text\":\"hi\"}}",
@@ -104,7 +104,7 @@ static void expect_decode(const struct sse *ev, size_t n, const char *want)
 
 /* OpenAI itself with include_usage: "usage": null on every chunk, then a
  * chunk with no choices and the usage, then [DONE]. */
-static void test_text_and_usage(void **state)
+static void test_text_and_usage_with_null_usage_chunks(void **state)
 {
 	static const struct sse ev[] = {
 		{NULL, "{\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}],\"usage\":null}"},
@@ -127,7 +127,7 @@ static void test_text_and_usage(void **state)
 
 /* An error object inside the stream (OpenRouter, vLLM): a provider error,
  * nothing after it; also the {"object":"error"} form and a bare string. */
-static void test_error_in_stream(void **state)
+static void test_error_object_in_stream_ends_the_reply(void **state)
 {
 	static const struct sse ev[] = {
 		{NULL, "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"par\"}}]}"},
@@ -148,7 +148,7 @@ static void test_error_in_stream(void **state)
 
 /* OpenAI's own tool-call deltas: index and id on the first, arguments in
  * pieces; two calls. */
-static void test_tool_calls(void **state)
+static void test_tool_call_deltas_assemble_into_calls(void **state)
 {
 	static const struct sse ev[] = {
 		{NULL, "{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_a\",\"type\":\"function\",\"function\":{\"name\":\"shell\",\"arguments\":\"\"}}]}}]}"},
@@ -230,7 +230,7 @@ static void test_reasoning_and_split_surrogate(void **state)
 	expect_decode(ev, N(ev), "R(think) R(ing) T(hi ) T(\xf0\x9f\x98\x80!) T(\xef\xbf\xbd) F(stop,stop)|closed");
 }
 
-static void test_error_bodies(void **state)
+static void test_error_body_gives_message_and_code(void **state)
 {
 	char *msg, *code;
 	static const char quota[] = "{\"error\":{\"message\":\"You exceeded your current quota\",\"type\":\"insufficient_quota\",\"param\":null,\"code\":\"insufficient_quota\"}}";
@@ -258,14 +258,14 @@ static void test_error_bodies(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_request_body),
-		cmocka_unit_test(test_no_key_no_tools),
-		cmocka_unit_test(test_text_and_usage),
-		cmocka_unit_test(test_error_in_stream),
-		cmocka_unit_test(test_tool_calls),
+		cmocka_unit_test(test_request_body_has_model_system_tools_and_messages),
+		cmocka_unit_test(test_absent_key_tools_system_are_left_out),
+		cmocka_unit_test(test_text_and_usage_with_null_usage_chunks),
+		cmocka_unit_test(test_error_object_in_stream_ends_the_reply),
+		cmocka_unit_test(test_tool_call_deltas_assemble_into_calls),
 		cmocka_unit_test(test_tool_calls_without_index_or_id),
 		cmocka_unit_test(test_reasoning_and_split_surrogate),
-		cmocka_unit_test(test_error_bodies),
+		cmocka_unit_test(test_error_body_gives_message_and_code),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -195,7 +195,7 @@ static cJSON *closers_on_disk(struct fx *f, uint64_t from)
 #define RESULT(t, c, s) "{\"type\":\"tool/result\",\"turn\":\"" t "\",\"data\":{\"call_id\":\"" c \
 			"\",\"status\":\"" s "\"}}"
 
-static void test_no_open_turn(void **state)
+static void test_repair_without_an_open_turn_changes_nothing(void **state)
 {
 	struct fx *f = *state;
 	static const char *const b[] = {
@@ -264,7 +264,7 @@ static void test_open_turn_without_calls(void **state)
 	assert_repair_idempotent(f);
 }
 
-static void test_open_turn_with_calls(void **state)
+static void test_open_turn_gets_results_for_its_unanswered_calls(void **state)
 {
 	struct fx *f = *state;
 	static const char *const b[] = {
@@ -321,7 +321,7 @@ static void test_open_turn_with_calls(void **state)
 }
 
 /* Only open turns are closed; a reused call id is matched to its own call. */
-static void test_only_open_turns(void **state)
+static void test_only_open_turns_close_and_call_ids_match_their_own(void **state)
 {
 	struct fx *f = *state;
 	static const char *const b[] = {
@@ -342,7 +342,7 @@ static void test_only_open_turns(void **state)
 	assert_repair_idempotent(f);
 }
 
-static void test_two_open_turns(void **state)
+static void test_every_open_turn_is_closed(void **state)
 {
 	struct fx *f = *state;
 	static const char *const b[] = {
@@ -410,7 +410,7 @@ static void test_torn_tail_and_open_turn(void **state)
 	assert_repair_idempotent(f);
 }
 
-static void test_torn_tail_only(void **state)
+static void test_torn_tail_alone_is_cut_and_the_rest_kept_as_is(void **state)
 {
 	struct fx *f = *state;
 	static const char *const b[] = {"[" TS("t1") "," TE("t1") "]"};
@@ -429,7 +429,7 @@ static void test_torn_tail_only(void **state)
 }
 
 /* log_cut_torn_tail is fenced by the revision the caller read. */
-static void test_cut_torn_tail_fenced(void **state)
+static void test_cut_torn_tail_is_fenced_by_the_revision_read(void **state)
 {
 	struct fx *f = *state;
 	static const char *const b[] = {"[" TS("t1") "," TE("t1") "]", "[" MSG "]"};
@@ -511,7 +511,7 @@ static void add_frame(const char *path, const char *content, int flags)
 	buf_release(&fr);
 }
 
-static void test_corrupt_untouched(void **state)
+static void test_corrupt_log_is_refused_and_left_untouched(void **state)
 {
 	struct fx *f = *state;
 	static const char *const b[] = {"[" TS("t1") "," CALL("t1", "c1") "]", "[" MSG "]"};
@@ -583,7 +583,7 @@ static void test_corrupted_under_open_handle(void **state)
 	free(before);
 }
 
-static void test_unsupported_untouched(void **state)
+static void test_unsupported_log_is_refused_and_left_untouched(void **state)
 {
 	struct fx *f = *state;
 	static const char *const b[] = {"[" TS("t1") "," CALL("t1", "c1") "]"};
@@ -640,7 +640,7 @@ static void test_repair_after_own_appends(void **state)
 	log_close(lg);
 }
 
-static void test_repair_unpublished(void **state)
+static void test_repair_of_an_unpublished_log_is_missing(void **state)
 {
 	struct fx *f = *state;
 	struct log *lg;
@@ -659,19 +659,19 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(x) cmocka_unit_test_setup_teardown(x, setup, teardown)
-		T(test_no_open_turn),
+		T(test_repair_without_an_open_turn_changes_nothing),
 		T(test_open_turn_without_calls),
-		T(test_open_turn_with_calls),
-		T(test_only_open_turns),
-		T(test_two_open_turns),
+		T(test_open_turn_gets_results_for_its_unanswered_calls),
+		T(test_only_open_turns_close_and_call_ids_match_their_own),
+		T(test_every_open_turn_is_closed),
 		T(test_torn_tail_and_open_turn),
-		T(test_torn_tail_only),
-		T(test_cut_torn_tail_fenced),
-		T(test_corrupt_untouched),
+		T(test_torn_tail_alone_is_cut_and_the_rest_kept_as_is),
+		T(test_cut_torn_tail_is_fenced_by_the_revision_read),
+		T(test_corrupt_log_is_refused_and_left_untouched),
 		T(test_corrupted_under_open_handle),
-		T(test_unsupported_untouched),
+		T(test_unsupported_log_is_refused_and_left_untouched),
 		T(test_repair_after_own_appends),
-		T(test_repair_unpublished),
+		T(test_repair_of_an_unpublished_log_is_missing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

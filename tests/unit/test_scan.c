@@ -150,7 +150,7 @@ static void expect_events(const struct scan *s, const struct scan *ref, size_t n
 	}
 }
 
-static void test_ok_and_header_only(void **state)
+static void test_whole_log_and_header_only_log_scan_ok(void **state)
 {
 	(void)state;
 	struct logb l;
@@ -240,7 +240,7 @@ static void check_every_cut(const struct logb *l, size_t from)
 	scan_free(ref);
 }
 
-static void test_torn_every_offset(void **state)
+static void test_cut_at_every_offset_scans_torn_not_corrupt(void **state)
 {
 	(void)state;
 	struct logb l;
@@ -362,7 +362,7 @@ static void append_bytes_expect_corrupt(const struct logb *l, const void *tail, 
 	buf_release(&b);
 }
 
-static void test_damaged_tails(void **state)
+static void test_damage_after_the_last_frame_is_corrupt_not_torn(void **state)
 {
 	(void)state;
 	struct logb l;
@@ -471,7 +471,7 @@ static void test_unknown_then_broken_line(void **state)
 	     SCAN_UNSUPPORTED);
 }
 
-static void test_corrupt_content(void **state)
+static void test_bad_content_in_a_valid_frame_is_corrupt(void **state)
 {
 	(void)state;
 	static const struct {
@@ -515,7 +515,7 @@ static void test_corrupt_content(void **state)
 #define GOOD_HDR HDR0(0, "{\"format\":1,\"id\":\"" SID "\",\"created_at\":1,\"cwd\":null}")
 
 /* Frame 0 holds exactly one valid header line, or the log is corrupt. */
-static void test_header_frame_rules(void **state)
+static void test_frame_0_holds_exactly_one_valid_header(void **state)
 {
 	(void)state;
 	static const char *const frame0[] = {
@@ -546,7 +546,7 @@ static void test_header_frame_rules(void **state)
 	}
 }
 
-static void test_unsupported(void **state)
+static void test_format_2_header_is_unsupported_after_integrity(void **state)
 {
 	(void)state;
 	/* header format 2, alone and followed by valid or torn frames */
@@ -615,7 +615,7 @@ static void test_unsupported(void **state)
 	lb_release(&l);
 }
 
-static void test_ignorable_unknown_type(void **state)
+static void test_ignorable_unknown_type_scans_ok(void **state)
 {
 	(void)state;
 	struct logb l;
@@ -647,7 +647,7 @@ static void test_ignorable_unknown_type(void **state)
 	lb_release(&l);
 }
 
-static void test_turn_summary(void **state)
+static void test_turn_summary_covers_the_valid_prefix_latest_open(void **state)
 {
 	(void)state;
 	struct logb l;
@@ -698,7 +698,7 @@ static void test_turn_summary(void **state)
 }
 
 /* A log written through the public writer scans the same as in memory. */
-static void test_log_written_by_store(void **state)
+static void test_log_written_to_disk_scans_as_in_memory(void **state)
 {
 	(void)state;
 	char root[] = "/tmp/cairn-test-scan-XXXXXX";
@@ -763,18 +763,18 @@ static void test_log_written_by_store(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ok_and_header_only),
-		cmocka_unit_test(test_torn_every_offset),
+		cmocka_unit_test(test_whole_log_and_header_only_log_scan_ok),
+		cmocka_unit_test(test_cut_at_every_offset_scans_torn_not_corrupt),
 		cmocka_unit_test(test_torn_multiblock_last_frame),
 		cmocka_unit_test(test_bitflips_committed_frames),
-		cmocka_unit_test(test_damaged_tails),
-		cmocka_unit_test(test_corrupt_content),
+		cmocka_unit_test(test_damage_after_the_last_frame_is_corrupt_not_torn),
+		cmocka_unit_test(test_bad_content_in_a_valid_frame_is_corrupt),
 		cmocka_unit_test(test_unknown_then_broken_line),
-		cmocka_unit_test(test_header_frame_rules),
-		cmocka_unit_test(test_unsupported),
-		cmocka_unit_test(test_ignorable_unknown_type),
-		cmocka_unit_test(test_turn_summary),
-		cmocka_unit_test(test_log_written_by_store),
+		cmocka_unit_test(test_frame_0_holds_exactly_one_valid_header),
+		cmocka_unit_test(test_format_2_header_is_unsupported_after_integrity),
+		cmocka_unit_test(test_ignorable_unknown_type_scans_ok),
+		cmocka_unit_test(test_turn_summary_covers_the_valid_prefix_latest_open),
+		cmocka_unit_test(test_log_written_to_disk_scans_as_in_memory),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

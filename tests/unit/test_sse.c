@@ -75,7 +75,7 @@ static void expect_events(const char *in, size_t n, const char *want)
 
 #define EXPECT(lit, want) expect_events(lit, sizeof lit - 1, want)
 
-static void test_line_ends(void **state)
+static void test_cr_lf_and_crlf_all_end_lines(void **state)
 {
 	EXPECT("data: a\n\n", "message[a]");
 	EXPECT("data: a\r\n\r\n", "message[a]");
@@ -98,7 +98,7 @@ static void test_cr_then_lf_in_the_next_piece(void **state)
 	free(got);
 }
 
-static void test_comments_and_fields(void **state)
+static void test_comments_are_skipped_and_bare_fields_empty(void **state)
 {
 	EXPECT(": keep-alive\n\n", "");
 	EXPECT(":\ndata: a\n: between\ndata: b\n\n", "message[a|b]");
@@ -112,7 +112,7 @@ static void test_comments_and_fields(void **state)
 	EXPECT("\n\n\n", "");
 }
 
-static void test_event_names(void **state)
+static void test_event_name_lasts_one_dispatched_event(void **state)
 {
 	EXPECT("event: ping\ndata: 1\n\n", "ping[1]");
 	/* The name lasts one event; an event without data dispatches nothing
@@ -128,7 +128,7 @@ static void test_event_names(void **state)
 	       "content_block_delta[{\"text\":\"h\xc3\xa9\"}]message_stop[{}]");
 }
 
-static void test_id_and_retry(void **state)
+static void test_last_id_and_retry_follow_valid_fields_only(void **state)
 {
 	struct rec r = {BUF_INIT, 0, 0};
 	struct sse *s = sse_new(0, on_event, &r);
@@ -160,7 +160,7 @@ static void test_id_and_retry(void **state)
 	buf_release(&r.out);
 }
 
-static void test_bom(void **state)
+static void test_only_one_leading_bom_is_skipped(void **state)
 {
 	EXPECT("\xef\xbb\xbf"
 	       "data: a\n\n",
@@ -206,7 +206,7 @@ static void test_callback_stops_the_feed(void **state)
 	buf_release(&r.out);
 }
 
-static void test_limit(void **state)
+static void test_event_over_the_bound_fails_for_good(void **state)
 {
 	int rc;
 	/* Within the bound: line + data + name of one event <= 32. */
@@ -261,15 +261,15 @@ static void test_limit(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_line_ends),
+		cmocka_unit_test(test_cr_lf_and_crlf_all_end_lines),
 		cmocka_unit_test(test_cr_then_lf_in_the_next_piece),
-		cmocka_unit_test(test_comments_and_fields),
-		cmocka_unit_test(test_event_names),
-		cmocka_unit_test(test_id_and_retry),
-		cmocka_unit_test(test_bom),
+		cmocka_unit_test(test_comments_are_skipped_and_bare_fields_empty),
+		cmocka_unit_test(test_event_name_lasts_one_dispatched_event),
+		cmocka_unit_test(test_last_id_and_retry_follow_valid_fields_only),
+		cmocka_unit_test(test_only_one_leading_bom_is_skipped),
 		cmocka_unit_test(test_incomplete_event_is_not_dispatched),
 		cmocka_unit_test(test_callback_stops_the_feed),
-		cmocka_unit_test(test_limit),
+		cmocka_unit_test(test_event_over_the_bound_fails_for_good),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

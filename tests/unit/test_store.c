@@ -140,7 +140,7 @@ static void test_default_root_precedence(void **state)
 	free(r);
 }
 
-static void test_store_open(void **state)
+static void test_store_open_makes_or_refuses_a_root_and_tightens_it(void **state)
 {
 	struct fx *f = *state;
 	struct store *st = NULL;
@@ -196,7 +196,7 @@ static void check_modes(struct fx *f, mode_t mask)
 	store_close(st);
 }
 
-static void test_modes_any_umask(void **state)
+static void test_store_files_get_their_modes_under_any_umask(void **state)
 {
 	check_modes(*state, 0);
 	check_modes(*state, 077);
@@ -267,7 +267,7 @@ static void expect_opens(struct fx *f, const char *id)
 	log_close(lg);
 }
 
-static void test_wrong_owner_refused(void **state)
+static void test_files_of_another_owner_are_refused(void **state)
 {
 	struct fx *f = *state;
 	if (geteuid() != 0)
@@ -303,7 +303,7 @@ static void test_wrong_owner_refused(void **state)
 	FAILS(store_open(f->root, false, &st, &err), CERR_IO);
 }
 
-static void test_symlinks_refused(void **state)
+static void test_symlinks_in_a_session_are_refused(void **state)
 {
 	struct fx *f = *state;
 	mk_ok(f->st, "real", NULL);
@@ -337,7 +337,7 @@ static void test_symlinks_refused(void **state)
 	free(before);
 }
 
-static void test_wrong_type_refused(void **state)
+static void test_a_fifo_in_place_of_a_log_is_refused(void **state)
 {
 	struct fx *f = *state;
 	alarm(20); /* a FIFO opened the wrong way would hang */
@@ -371,7 +371,7 @@ static void test_wrong_type_refused(void **state)
 	alarm(0);
 }
 
-static void test_loose_modes_tightened(void **state)
+static void test_loose_modes_are_tightened_on_open(void **state)
 {
 	struct fx *f = *state;
 	mk_ok(f->st, "lm", NULL);
@@ -389,7 +389,7 @@ static void test_loose_modes_tightened(void **state)
 
 /* ---- safefs ---- */
 
-static void test_safefs_helpers(void **state)
+static void test_safefs_refuses_links_and_wrong_types(void **state)
 {
 	struct fx *f = *state;
 	struct cerr err;
@@ -490,7 +490,7 @@ static bool is_candidate(const char *msg, const char *id)
 	return false;
 }
 
-static void test_resolve(void **state)
+static void test_resolve_takes_an_exact_id_or_a_unique_prefix(void **state)
 {
 	struct fx *f = *state;
 	mk_ok(f->st, "01AB", "/a");
@@ -555,7 +555,7 @@ static void test_resolve(void **state)
 	assert_string_equal(ref.id, longid);
 }
 
-static void test_cwd_cannot_escape(void **state)
+static void test_cwd_key_never_escapes_the_sessions_directory(void **state)
 {
 	struct fx *f = *state;
 	mk_ok(f->st, "esc1", "/../../../../etc");
@@ -587,7 +587,7 @@ static void test_cwd_cannot_escape(void **state)
 	assert_int_equal(entries, 1);
 }
 
-static void test_list(void **state)
+static void test_list_returns_sessions_and_skips_what_is_not_one(void **state)
 {
 	struct fx *f = *state;
 	struct session_ref *refs = (void *)1;
@@ -625,7 +625,7 @@ static void test_list(void **state)
 	assert_int_equal(n, 0);
 }
 
-static void test_open_session_dir(void **state)
+static void test_open_session_dir_refuses_missing_or_bad_refs(void **state)
 {
 	struct fx *f = *state;
 	struct session_ref ref = {"sid", "-k"};
@@ -705,7 +705,7 @@ static void test_log_path_and_session_of_path_round_trip(void **state)
 
 /* ---- trash ---- */
 
-static void test_trash(void **state)
+static void test_trash_moves_the_whole_session_and_never_over_a_trashed_one(void **state)
 {
 	struct fx *f = *state;
 	mk_ok(f->st, "gone", "/w");
@@ -799,20 +799,20 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 #define T(x) cmocka_unit_test_setup_teardown(x, setup, teardown)
 		T(test_default_root_precedence),
-		T(test_store_open),
-		T(test_modes_any_umask),
+		T(test_store_open_makes_or_refuses_a_root_and_tightens_it),
+		T(test_store_files_get_their_modes_under_any_umask),
 		T(test_modes_any_umask_unprivileged),
-		T(test_wrong_owner_refused),
-		T(test_symlinks_refused),
-		T(test_wrong_type_refused),
-		T(test_loose_modes_tightened),
-		T(test_safefs_helpers),
-		T(test_resolve),
-		T(test_cwd_cannot_escape),
-		T(test_list),
-		T(test_open_session_dir),
+		T(test_files_of_another_owner_are_refused),
+		T(test_symlinks_in_a_session_are_refused),
+		T(test_a_fifo_in_place_of_a_log_is_refused),
+		T(test_loose_modes_are_tightened_on_open),
+		T(test_safefs_refuses_links_and_wrong_types),
+		T(test_resolve_takes_an_exact_id_or_a_unique_prefix),
+		T(test_cwd_key_never_escapes_the_sessions_directory),
+		T(test_list_returns_sessions_and_skips_what_is_not_one),
+		T(test_open_session_dir_refuses_missing_or_bad_refs),
 		T(test_log_path_and_session_of_path_round_trip),
-		T(test_trash),
+		T(test_trash_moves_the_whole_session_and_never_over_a_trashed_one),
 		T(test_trash_refused_while_locked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
