@@ -147,12 +147,12 @@ static void run(enum provider_kind kind, const char *const *corpus, size_t m)
 	}
 }
 
-static void test_openai_mutated(void **state)
+static void test_openai_decoder_keeps_its_contract_on_mutated_input(void **state)
 {
 	run(PROVIDER_OPENAI, openai, sizeof openai / sizeof openai[0]);
 }
 
-static void test_anthropic_mutated(void **state)
+static void test_anthropic_decoder_keeps_its_contract_on_mutated_input(void **state)
 {
 	run(PROVIDER_ANTHROPIC, anthropic, sizeof anthropic / sizeof anthropic[0]);
 }
@@ -160,8 +160,8 @@ static void test_anthropic_mutated(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_openai_mutated),
-		cmocka_unit_test(test_anthropic_mutated),
+		cmocka_unit_test(test_openai_decoder_keeps_its_contract_on_mutated_input),
+		cmocka_unit_test(test_anthropic_decoder_keeps_its_contract_on_mutated_input),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -62,7 +62,7 @@ static void assert_inert(const char *out, size_t n, bool ws_allowed)
 	}
 }
 
-static void test_c0_and_del(void **state)
+static void test_c0_and_del_show_as_caret_notation(void **state)
 {
 	(void)state;
 	for (int c = 0; c < 0x20; c++) {
@@ -79,7 +79,7 @@ static void test_c0_and_del(void **state)
 	EXPECT("plain text, 100% ASCII ~", TERMSAFE_LINE, "plain text, 100% ASCII ~");
 }
 
-static void test_escape_sequences(void **state)
+static void test_escape_sequences_are_shown_never_sent(void **state)
 {
 	(void)state;
 	/* OSC (set the title), CSI (colour, cursor), DCS with its ST. */
@@ -93,7 +93,7 @@ static void test_escape_sequences(void **state)
 	EXPECT("\x9b" "31m\x9d" "0;x\x07", TERMSAFE_LINE, "\\x9b31m\\x9d0;x^G");
 }
 
-static void test_c1(void **state)
+static void test_c1_controls_show_as_u_escapes(void **state)
 {
 	(void)state;
 	for (unsigned cp = 0x80; cp <= 0x9f; cp++) {
@@ -106,7 +106,7 @@ static void test_c1(void **state)
 	EXPECT("\xc2\xa0\xc3\xa9", TERMSAFE_LINE, "\xc2\xa0\xc3\xa9");
 }
 
-static void test_bidi(void **state)
+static void test_bidi_controls_show_as_u_escapes(void **state)
 {
 	(void)state;
 	static const unsigned bidi[] = {0x061c, 0x200e, 0x200f, 0x202a, 0x202b, 0x202c,
@@ -154,7 +154,7 @@ static void test_utf8_kept_and_invalid_shown(void **state)
 	expect("a\0b", 3, TERMSAFE_LINE, "a^@b");
 }
 
-static void test_partial(void **state)
+static void test_partial_piece_holds_back_an_unfinished_character(void **state)
 {
 	(void)state;
 	struct buf b = BUF_INIT;
@@ -211,7 +211,7 @@ static uint32_t next_rand(void)
 	return (uint32_t)(rng >> 16);
 }
 
-static void test_long_random_input(void **state)
+static void test_random_input_never_yields_a_raw_control(void **state)
 {
 	(void)state;
 	/* 4 MiB mixing random bytes with the dangerous sequences. */
@@ -245,7 +245,7 @@ static void test_long_random_input(void **state)
 	buf_release(&in);
 }
 
-static void test_str(void **state)
+static void test_termsafe_str_takes_null_and_escapes_controls(void **state)
 {
 	(void)state;
 	char *s = termsafe_str(NULL, TERMSAFE_LINE);
@@ -259,7 +259,7 @@ static void test_str(void **state)
 	free(s);
 }
 
-static void test_printf(void **state)
+static void test_printf_trusts_the_format_not_its_arguments(void **state)
 {
 	(void)state;
 	struct buf b = BUF_INIT;
@@ -330,7 +330,7 @@ static void string_parses(const char *s)
 	buf_release(&out);
 }
 
-static void test_json(void **state)
+static void test_termsafe_json_escapes_controls_and_parses_back(void **state)
 {
 	(void)state;
 	static const char *const strs[] = {
@@ -405,7 +405,7 @@ static void add_cp(struct buf *b, uint32_t cp)
 	buf_add(b, u, n);
 }
 
-static void test_json_random_round_trip(void **state)
+static void test_termsafe_json_of_random_strings_parses_back(void **state)
 {
 	(void)state;
 	/* Objects of random strings drawn mostly from the dangerous ranges:
@@ -445,17 +445,17 @@ static void test_json_random_round_trip(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_c0_and_del),
-		cmocka_unit_test(test_escape_sequences),
-		cmocka_unit_test(test_c1),
-		cmocka_unit_test(test_bidi),
+		cmocka_unit_test(test_c0_and_del_show_as_caret_notation),
+		cmocka_unit_test(test_escape_sequences_are_shown_never_sent),
+		cmocka_unit_test(test_c1_controls_show_as_u_escapes),
+		cmocka_unit_test(test_bidi_controls_show_as_u_escapes),
 		cmocka_unit_test(test_utf8_kept_and_invalid_shown),
-		cmocka_unit_test(test_partial),
-		cmocka_unit_test(test_long_random_input),
-		cmocka_unit_test(test_str),
-		cmocka_unit_test(test_printf),
-		cmocka_unit_test(test_json),
-		cmocka_unit_test(test_json_random_round_trip),
+		cmocka_unit_test(test_partial_piece_holds_back_an_unfinished_character),
+		cmocka_unit_test(test_random_input_never_yields_a_raw_control),
+		cmocka_unit_test(test_termsafe_str_takes_null_and_escapes_controls),
+		cmocka_unit_test(test_printf_trusts_the_format_not_its_arguments),
+		cmocka_unit_test(test_termsafe_json_escapes_controls_and_parses_back),
+		cmocka_unit_test(test_termsafe_json_of_random_strings_parses_back),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -56,7 +56,7 @@ static void test_cjson_refuses_lone_surrogates(void **state)
 	cJSON_Delete(j);
 }
 
-static void test_json_escapes(void **state)
+static void test_json_escapes_fix_lone_surrogates_nul_and_raw_controls(void **state)
 {
 	struct buf b = BUF_INIT;
 	assert_true(textfix_json_escapes("{\"c\":\"a\\ud83d\"}", 15, &b));
@@ -112,7 +112,7 @@ static void test_pair_split_across_deltas(void **state)
 	expect_feed((const char *const[]){"\xed\xa0\xbd\xed\xb8\x80", NULL}, "\xf0\x9f\x98\x80");
 }
 
-static void test_invalid_becomes_fffd(void **state)
+static void test_invalid_utf8_and_lone_surrogates_become_fffd(void **state)
 {
 	/* A high surrogate whose next delta is not a low one. */
 	expect_feed((const char *const[]){"a\xed\xa0\xbd", "b", NULL}, "a" FFFD "b");
@@ -146,7 +146,7 @@ static uint32_t next_rand(void)
 /* Random bytes (biased to the lead and continuation bytes that matter)
  * cut at random places repair to the same text as in one piece, and the
  * result is always valid UTF-8. */
-static void test_random_splits(void **state)
+static void test_random_splits_repair_like_one_piece(void **state)
 {
 	static const unsigned char alphabet[] = {'a', 0, 0x80, 0xbf, 0xc3, 0xa9, 0xe2, 0x82, 0xac,
 						 0xed, 0xa0, 0xb8, 0xbd, 0xf0, 0x9f, 0x98, 0xff};
@@ -176,7 +176,7 @@ static void test_random_splits(void **state)
 
 /* Pieces of a text full of characters that escape long fit one log line
  * each, end on character boundaries, and join back to the text. */
-static void test_pieces_fit_a_line(void **state)
+static void test_pieces_fit_a_line_and_end_on_characters(void **state)
 {
 	size_t n = 3 * 1024 * 1024;
 	char *text = xmalloc(n + 1);
@@ -230,11 +230,11 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cjson_refuses_lone_surrogates),
-		cmocka_unit_test(test_json_escapes),
+		cmocka_unit_test(test_json_escapes_fix_lone_surrogates_nul_and_raw_controls),
 		cmocka_unit_test(test_pair_split_across_deltas),
-		cmocka_unit_test(test_invalid_becomes_fffd),
-		cmocka_unit_test(test_random_splits),
-		cmocka_unit_test(test_pieces_fit_a_line),
+		cmocka_unit_test(test_invalid_utf8_and_lone_surrogates_become_fffd),
+		cmocka_unit_test(test_random_splits_repair_like_one_piece),
+		cmocka_unit_test(test_pieces_fit_a_line_and_end_on_characters),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -152,7 +152,7 @@ static void bump_block_size(uint8_t *p, uint32_t add)
 	bh[0] = (uint8_t)v, bh[1] = (uint8_t)(v >> 8), bh[2] = (uint8_t)(v >> 16);
 }
 
-static void test_clean(void **state)
+static void test_clean_log_scans_ok_at_every_watermark(void **state)
 {
 	struct fx *f = *state;
 	ctx = "clean";
@@ -174,7 +174,7 @@ static void test_clean(void **state)
  * tail; the final frame included, where without a watermark some flips
  * read as a torn write. (A flip of a bit zstd ignores leaves the content
  * and its checksum intact: that log is fine either way.) */
-static void test_bit_flips_below(void **state)
+static void test_bit_flip_below_the_watermark_is_corrupt(void **state)
 {
 	struct fx *f = *state;
 	uint8_t *b = malloc(f->n);
@@ -241,7 +241,7 @@ static void test_final_frame_looks_incomplete(void **state)
 }
 
 /* Above the watermark the first invalid point starts a torn tail. */
-static void test_garbage_above(void **state)
+static void test_garbage_above_the_watermark_is_a_torn_tail(void **state)
 {
 	struct fx *f = *state;
 	size_t extra = 4096;
@@ -305,7 +305,7 @@ static void test_garbage_above(void **state)
 }
 
 /* Complete valid frames above the watermark are kept. */
-static void test_frames_above_kept(void **state)
+static void test_valid_frames_above_the_watermark_are_kept(void **state)
 {
 	struct fx *f = *state;
 	ctx = "frames above";
@@ -322,7 +322,7 @@ static void test_frames_above_kept(void **state)
 }
 
 /* A watermark that does not fit the file is corruption. */
-static void test_watermark_mismatch(void **state)
+static void test_watermark_not_fitting_the_file_is_corrupt(void **state)
 {
 	struct fx *f = *state;
 	for (int k = 1; k <= 3; k++) {
@@ -350,7 +350,7 @@ static void test_watermark_mismatch(void **state)
 /* A watermark belongs to the log whose header frame has its head digest:
  * a copy of that log (another inode) keeps it, any other log is read by
  * the structural rules alone. */
-static void test_head_identity(void **state)
+static void test_watermark_holds_only_for_its_header_digest(void **state)
 {
 	struct fx *f = *state;
 	uint8_t *b = malloc(f->n + 100);
@@ -417,7 +417,7 @@ static void test_head_identity(void **state)
 
 /* log_open_opts + repair: garbage above the watermark is cut; damage
  * below it is refused and the file left byte for byte. */
-static void test_log_open_and_repair(void **state)
+static void test_repair_cuts_above_and_refuses_below_the_watermark(void **state)
 {
 	struct fx *f = *state;
 	struct log *lg = NULL;
@@ -476,7 +476,7 @@ static void test_log_open_and_repair(void **state)
 /* log_open_end: a log exactly as the watermark says (its length, its
  * header frame) is opened at its end without being read; anything else is
  * read in full as log_open_opts does. */
-static void test_open_end(void **state)
+static void test_open_end_skips_reading_only_a_log_matching_it(void **state)
 {
 	struct fx *f = *state;
 	struct log *lg;
@@ -598,15 +598,15 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(x) cmocka_unit_test_setup_teardown(x, setup, teardown)
-		T(test_clean),
-		T(test_bit_flips_below),
+		T(test_clean_log_scans_ok_at_every_watermark),
+		T(test_bit_flip_below_the_watermark_is_corrupt),
 		T(test_final_frame_looks_incomplete),
-		T(test_garbage_above),
-		T(test_frames_above_kept),
-		T(test_watermark_mismatch),
-		T(test_head_identity),
-		T(test_log_open_and_repair),
-		T(test_open_end),
+		T(test_garbage_above_the_watermark_is_a_torn_tail),
+		T(test_valid_frames_above_the_watermark_are_kept),
+		T(test_watermark_not_fitting_the_file_is_corrupt),
+		T(test_watermark_holds_only_for_its_header_digest),
+		T(test_repair_cuts_above_and_refuses_below_the_watermark),
+		T(test_open_end_skips_reading_only_a_log_matching_it),
 		T(test_catalog_sync_uses_watermark),
 		T(test_catalog_watermark_recording),
 	};
