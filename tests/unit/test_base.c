@@ -82,7 +82,7 @@ static void test_ulid_sorts_by_time(void **state)
 	assert_string_not_equal(a, b);
 }
 
-static void test_ulid_new_uses_now(void **state)
+static void test_ulid_new_stamps_the_current_time(void **state)
 {
 	(void)state;
 	char lo[ULID_LEN + 1], hi[ULID_LEN + 1], u[ULID_LEN + 1];
@@ -881,7 +881,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ulid_time_prefix_matches_the_spec_vectors),
 		cmocka_unit_test(test_ulid_sorts_by_time),
-		cmocka_unit_test(test_ulid_new_uses_now),
+		cmocka_unit_test(test_ulid_new_stamps_the_current_time),
 		cmocka_unit_test(test_pathkey_valid_id_takes_1_to_64_safe_characters),
 		cmocka_unit_test(test_pathkey_project_encoding),
 		cmocka_unit_test(test_pathkey_long_cwd_gets_a_bounded_distinct_key),

@@ -338,7 +338,7 @@ static pid_t child_holding(struct fx *f, int hold_ms)
 	return pid;
 }
 
-static void test_busy_timeout_waits(void **state)
+static void test_write_waits_out_another_process_writing(void **state)
 {
 	struct fx *f = *state;
 	make(f, "s1", "/p", NULL, B("[" START("t1") "]"));
@@ -442,7 +442,7 @@ static void test_two_writer_processes_lose_no_batch(void **state)
 
 /* ---- listing and reconciliation ---- */
 
-static void test_list_order_and_filters(void **state)
+static void test_list_pinned_first_then_newest_by_project_and_limit(void **state)
 {
 	struct fx *f = *state;
 	make(f, "a", "/p/x", NULL, B("[" USER("a") ",{'type':'step/end','turn':'t','t':100}]"));
@@ -474,7 +474,7 @@ static void test_list_order_and_filters(void **state)
 	expect_row(f, "d", w);
 }
 
-static void test_sync_lifecycle(void **state)
+static void test_sync_follows_growth_trash_restore_and_purge(void **state)
 {
 	struct fx *f = *state;
 	make(f, "s1", "/p", NULL, B("[{'type':'turn/start','turn':'t1','data':{'client_submit_id':'k1'}}," USER("one") "]"));
@@ -711,11 +711,11 @@ int main(void)
 		T(test_catalog_schema_is_wal_versioned_and_kept_on_reopen),
 		T(test_schema_5_watermarks_migrate_by_header_or_drop),
 		T(test_second_connection_reads_during_a_write),
-		T(test_busy_timeout_waits),
+		T(test_write_waits_out_another_process_writing),
 		T(test_busy_beyond_timeout_locked),
 		T(test_two_writer_processes_lose_no_batch),
-		T(test_list_order_and_filters),
-		T(test_sync_lifecycle),
+		T(test_list_pinned_first_then_newest_by_project_and_limit),
+		T(test_sync_follows_growth_trash_restore_and_purge),
 		T(test_close_truncates_the_wal),
 		T(test_wal_cut_back_when_it_starts_again),
 		T(test_read_only_open_sees_commits_and_writes_nothing),

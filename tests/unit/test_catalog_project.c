@@ -241,7 +241,7 @@ static void test_projected_batch_matches_a_sync_of_the_log(void **state)
  * while the sync runs) marks the row as not matching a durable file: a sync
  * reads the log again. catalog_set_durable then records the file and the
  * watermark, only at the version it names. */
-static void test_project_before_sync(void **state)
+static void test_batch_projected_before_its_sync_is_reread_until_durable(void **state)
 {
 	struct fx *f = *state;
 	struct log *lg;
@@ -500,7 +500,7 @@ int main(void)
 		T(test_title_is_first_prompt_cut_and_pins_are_kept),
 		T(test_each_damaged_log_gets_its_status_and_still_lists),
 		T(test_projected_batch_matches_a_sync_of_the_log),
-		T(test_project_before_sync),
+		T(test_batch_projected_before_its_sync_is_reread_until_durable),
 		T(test_submit_claims_follow_their_turn_outcome),
 		T(test_rebuild_equals_the_incremental_projection),
 	};

@@ -88,7 +88,7 @@ static void words_fixture(struct fx *f)
 			       "[" USER("t2", "Caf\\u00e9 au lait, na\\u00efve R\\u00e9sum\\u00e9") "]"));
 }
 
-static void test_words_and_phrases(void **state)
+static void test_every_word_is_required_and_phrases_keep_order(void **state)
 {
 	struct fx *f = *state;
 	words_fixture(f);
@@ -263,7 +263,7 @@ static void test_repeated_terms_count_once(void **state)
  * words work; one more of either is a usage error naming the cap. Words
  * are counted after tokenizing: each word of a phrase, and each character
  * of text without spaces. */
-static void test_query_caps(void **state)
+static void test_query_over_its_byte_or_word_cap_is_a_usage_error(void **state)
 {
 	struct fx *f = *state;
 	words_fixture(f);
@@ -552,14 +552,14 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 #define T(x) cmocka_unit_test_setup_teardown(x, setup, catfx_teardown)
 		T(test_open_turn_is_found_before_it_is_indexed),
-		T(test_words_and_phrases),
+		T(test_every_word_is_required_and_phrases_keep_order),
 		T(test_more_hits_rank_first_then_the_newest),
 		T(test_search_returns_at_most_the_limit_asked),
 		T(test_trashed_sessions_are_found_only_when_asked),
 		T(test_blank_query_is_a_usage_error),
 		T(test_fts_syntax_in_a_query_is_plain_text),
 		T(test_repeated_terms_count_once),
-		T(test_query_caps),
+		T(test_query_over_its_byte_or_word_cap_is_a_usage_error),
 		T(test_cjk_text_is_found_by_any_run_of_characters),
 		T(test_ideographic_space_separates_terms),
 		T(test_every_role_is_found_across_chunks_with_snippet),
