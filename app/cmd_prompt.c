@@ -76,7 +76,6 @@ struct hl {
 	int64_t duration_ms;
 	int exit_code;
 	struct cerr fail;       /* a failure before the turn started */
-	int closing;            /* handles still closing */
 };
 
 /* ---- arguments and the prompt ---- */
@@ -167,6 +166,19 @@ static void on_out_error(void *ud, int uverr)
 	sink_read_start(h->sink, read_cb, h); /* writes are dropped from now on */
 }
 
+/* Print o as one JSON line (controls escaped) and free it. */
+static void out_json_line(struct hl *h, cJSON *o)
+{
+	char *s = cJSON_PrintUnformatted(o);
+	struct buf b = BUF_INIT;
+	termsafe_json(&b, s, strlen(s));
+	buf_addc(&b, '\n');
+	out_str(h, b.p, b.len);
+	buf_release(&b);
+	free(s);
+	cJSON_Delete(o);
+}
+
 static void print_event(struct hl *h, const struct sink_item *it)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -176,14 +188,7 @@ static void print_event(struct hl *h, const struct sink_item *it)
 		cJSON_AddStringToObject(o, "turn", it->turn);
 	cJSON_AddItemToObject(o, "data", it->data ? cJSON_Duplicate(it->data, 1) : cJSON_CreateObject());
 	cJSON_AddStringToObject(o, "session", h->id);
-	char *s = cJSON_PrintUnformatted(o);
-	struct buf b = BUF_INIT;
-	termsafe_json(&b, s, strlen(s));
-	buf_addc(&b, '\n');
-	out_str(h, b.p, b.len);
-	buf_release(&b);
-	free(s);
-	cJSON_Delete(o);
+	out_json_line(h, o);
 }
 
 static void print_text(struct hl *h, const char *s, size_t n)
@@ -269,38 +274,10 @@ static void print_result(struct hl *h)
 	if (!h->settled_ok && *h->settle_err)
 		cJSON_AddStringToObject(o, "saved", "uncertain");
 	cJSON_AddNumberToObject(o, "exit", h->exit_code);
-	char *s = cJSON_PrintUnformatted(o);
-	struct buf b = BUF_INIT;
-	termsafe_json(&b, s, strlen(s));
-	buf_addc(&b, '\n');
-	out_str(h, b.p, b.len);
-	buf_release(&b);
-	free(s);
-	cJSON_Delete(o);
+	out_json_line(h, o);
 }
 
 /* ---- shutdown ---- */
-
-static void one_closed(struct hl *h)
-{
-	h->closing--;
-}
-
-static void closed_handle(uv_handle_t *hd)
-{
-	one_closed(hd->data);
-}
-
-static void closed_ud(void *ud)
-{
-	one_closed(ud);
-}
-
-static void closed_sink(struct sink *s, void *ctx)
-{
-	(void)s;
-	one_closed(ctx);
-}
 
 static void closed_fifo(struct fifo *f, void *ctx, enum fifo_close_status st, uint64_t n)
 {
@@ -313,24 +290,20 @@ static void closed_fifo(struct fifo *f, void *ctx, enum fifo_close_status st, ui
 		return;
 	}
 	h->fifo = NULL;
-	one_closed(h);
 }
 
 static void shut_down(struct hl *h)
 {
 	runner_free(h->run);
 	h->run = NULL;
-	h->closing = 6;
-	uv_close((uv_handle_t *)&h->sigint, closed_handle);
-	uv_close((uv_handle_t *)&h->sigterm, closed_handle);
-	uv_close((uv_handle_t *)&h->sighup, closed_handle);
+	/* Every close completes on the loop; uv_run returns once all did. */
+	uv_close((uv_handle_t *)&h->sigint, NULL);
+	uv_close((uv_handle_t *)&h->sigterm, NULL);
+	uv_close((uv_handle_t *)&h->sighup, NULL);
 	if (h->http)
-		http_close(h->http, closed_ud, h);
-	else
-		h->closing--;
-	sink_close(h->sink, closed_sink, h);
-	if (fifo_close(h->fifo, clock_mono_ns() / 1000000 + 10000, closed_fifo, h) < 0)
-		h->closing--;
+		http_close(h->http, NULL, NULL);
+	sink_close(h->sink, NULL, NULL);
+	fifo_close(h->fifo, clock_mono_ns() / 1000000 + 10000, closed_fifo, h);
 	outq_close(h->out, NULL, NULL); /* last: its queue flushed */
 }
 

@@ -371,6 +371,22 @@ static void start_call(struct turn *t)
 
 /* ---- the BEFORE save ---- */
 
+/* The BEFORE save's batch: turn/start and the prompt; caller frees. */
+static cJSON *before_events(const struct turn *t)
+{
+	cJSON *evs = cJSON_CreateArray();
+	cJSON *d = cJSON_CreateObject();
+	if (t->parent)
+		cJSON_AddStringToObject(d, "parent_turn", t->parent);
+	if (t->submit_id)
+		cJSON_AddStringToObject(d, "client_submit_id", t->submit_id);
+	cJSON_AddItemToArray(evs, event(VT_TURN_START, t->id, d));
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "text", t->text);
+	cJSON_AddItemToArray(evs, event(VT_USER_MESSAGE, t->id, d));
+	return evs;
+}
+
 static void before_done(struct fifo_item *it, void *ctx, const struct fifo_receipt *rc,
 			const struct cerr *err)
 {
@@ -386,16 +402,7 @@ static void before_done(struct fifo_item *it, void *ctx, const struct fifo_recei
 	uint64_t first = t->next_seq;
 	t->next_seq = rc->next_seq;
 	t->version = rc->content_version;
-	cJSON *evs = cJSON_CreateArray();
-	cJSON *d = cJSON_CreateObject();
-	if (t->parent)
-		cJSON_AddStringToObject(d, "parent_turn", t->parent);
-	if (t->submit_id)
-		cJSON_AddStringToObject(d, "client_submit_id", t->submit_id);
-	cJSON_AddItemToArray(evs, event(VT_TURN_START, t->id, d));
-	d = cJSON_CreateObject();
-	cJSON_AddStringToObject(d, "text", t->text);
-	cJSON_AddItemToArray(evs, event(VT_USER_MESSAGE, t->id, d));
+	cJSON *evs = before_events(t);
 	publish_durable(t, evs, first);
 	add_to_context(t, evs);
 	cJSON_Delete(evs);
@@ -489,16 +496,7 @@ int runner_start(struct runner *r, const struct runner_turn *rt, struct sink_op 
 	if (op)
 		*op = t->op;
 
-	cJSON *evs = cJSON_CreateArray();
-	cJSON *d = cJSON_CreateObject();
-	if (t->parent)
-		cJSON_AddStringToObject(d, "parent_turn", t->parent);
-	if (t->submit_id)
-		cJSON_AddStringToObject(d, "client_submit_id", t->submit_id);
-	cJSON_AddItemToArray(evs, event(VT_TURN_START, t->id, d));
-	d = cJSON_CreateObject();
-	cJSON_AddStringToObject(d, "text", t->text);
-	cJSON_AddItemToArray(evs, event(VT_USER_MESSAGE, t->id, d));
+	cJSON *evs = before_events(t);
 	struct fifo_item *it = fifo_history(t->session, t->next_seq, evs);
 	if (t->create)
 		fifo_item_create_header(it, t->cwd, t->provider, t->model, NULL);
