@@ -388,7 +388,7 @@ static int start_turn(struct hl *h, struct cerr *err)
 	const struct config_provider *p = sel.provider;
 	if (p->kind != PROVIDER_OFFLINE && !(h->http = http_new(&h->loop, err)))
 		return -1;
-	struct runner_deps d = {&h->loop, h->fifo, h->http, h->sink};
+	struct runner_deps d = {.loop = &h->loop, .fifo = h->fifo, .http = h->http, .sink = h->sink};
 	h->run = runner_new(&d);
 	struct runner_turn t = {
 		.session = h->id,

@@ -27,7 +27,7 @@ struct turn {
 	enum turn_state st;
 	struct sink_op op;
 	char *session, *id, *text, *provider, *cwd;
-	char *parent, *submit_id;
+	char *parent, *submit_id, *dequeued;
 	bool create;
 	struct context *ctx;
 	/* the call's spec, with its strings owned here */
@@ -88,6 +88,7 @@ static void turn_free(struct turn *t)
 	free(t->cwd);
 	free(t->parent);
 	free(t->submit_id);
+	free(t->dequeued);
 	free(t->model);
 	free(t->base_url);
 	free(t->api_key);
@@ -123,12 +124,6 @@ static void publish_durable(struct turn *t, const cJSON *events, uint64_t first_
 	}
 }
 
-static void captured(struct capture *c, void *ctx, const cJSON *events, uint64_t first_seq)
-{
-	(void)c;
-	publish_durable(ctx, events, first_seq);
-}
-
 /* Add events to the turn's context, as the log now holds them. */
 static void add_to_context(struct turn *t, const cJSON *events)
 {
@@ -140,6 +135,13 @@ static void add_to_context(struct turn *t, const cJSON *events)
 				  cJSON_IsString(turn) ? turn->valuestring : NULL,
 				  cJSON_GetObjectItem(e, "data"), &err);
 	}
+}
+
+static void captured(struct capture *c, void *ctx, const cJSON *events, uint64_t first_seq)
+{
+	(void)c;
+	publish_durable(ctx, events, first_seq);
+	add_to_context(ctx, events); /* a request is built at its call's start: safe */
 }
 
 static cJSON *usage_json(const struct stream_usage *u)
@@ -183,8 +185,8 @@ static void publish_done(struct turn *t)
 	cJSON *u = usage_json(&t->res.usage);
 	if (u)
 		cJSON_AddItemToObject(m, "usage", u);
-	if (strcmp(t->outcome, "not_started") == 0)
-		cJSON_AddStringToObject(m, "text", t->text); /* back to the composer */
+	if (t->step == 0) /* nothing was dispatched: the prompt goes back to the composer */
+		cJSON_AddStringToObject(m, "text", t->text);
 	sink_publish_marker(t->r->d.sink, &t->op, "turn_done", m);
 	cJSON_Delete(m);
 }
@@ -375,7 +377,13 @@ static void start_call(struct turn *t)
 static cJSON *before_events(const struct turn *t)
 {
 	cJSON *evs = cJSON_CreateArray();
-	cJSON *d = cJSON_CreateObject();
+	cJSON *d;
+	if (t->dequeued) {
+		d = cJSON_CreateObject();
+		cJSON_AddStringToObject(d, "input_id", t->dequeued);
+		cJSON_AddItemToArray(evs, event(VT_INPUT_DEQUEUED, NULL, d));
+	}
+	d = cJSON_CreateObject();
 	if (t->parent)
 		cJSON_AddStringToObject(d, "parent_turn", t->parent);
 	if (t->submit_id)
@@ -474,6 +482,7 @@ int runner_start(struct runner *r, const struct runner_turn *rt, struct sink_op 
 	t->cwd = dup_or_null(rt->cwd);
 	t->parent = dup_or_null(rt->parent_turn);
 	t->submit_id = dup_or_null(rt->client_submit_id);
+	t->dequeued = dup_or_null(rt->dequeued_input);
 	t->create = rt->create;
 	t->ctx = rt->ctx;
 	t->next_seq = rt->next_seq;
@@ -519,11 +528,27 @@ void runner_cancel(struct runner *r, const char *session)
 		call_cancel(t->call);
 }
 
-/* The turn is settled (err NULL) or its full save failed: say so, then
- * release the session. */
+/* The turn is settled (err NULL) or its full save failed: tell the owner,
+ * say so, then release the session. */
 static void settled(struct turn *t, uint64_t next_seq, uint64_t version, const struct cerr *err)
 {
 	struct runner *r = t->r;
+	if (!err && t->saving)
+		add_to_context(t, t->saving);
+	if (r->d.settled) {
+		struct runner_settlement st = {
+			.session = t->session, .turn = t->id, .op = t->op, .outcome = t->outcome,
+			.ok = !err, .next_seq = next_seq, .version = version, .err = err,
+		};
+		if (err) {
+			st.unsaved = t->saving ? t->saving : cJSON_CreateArray();
+			t->saving = NULL;
+			st.unsaved_seq = t->saving_seq;
+			st.unsaved_version = t->cap ? capture_version(t->cap) : t->version;
+		}
+		r->d.settled(r->d.ud, &st);
+		cJSON_Delete(st.unsaved);
+	}
 	cJSON *m = cJSON_CreateObject();
 	cJSON_AddStringToObject(m, "turn", t->id);
 	if (err) {

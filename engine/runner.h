@@ -16,7 +16,8 @@
  *    "turn_done" is published into the sink after every item of the turn,
  *    with the turn's outcome: {"turn", "outcome", "error"?, "usage"?,
  *    "text"?}. outcome is one of turn/end's (completed, canceled, failed)
- *    or "not_started";
+ *    or "not_started"; "text" (the prompt, back to the composer) when
+ *    nothing was dispatched (not started, or canceled before any call);
  * 5. runner_settle (the consumer applied everything up to that marker):
  *    the marker's identity is checked (a stale one settles nothing), the
  *    rest of the turn is taken from the capture and saved by a full save;
@@ -25,6 +26,8 @@
  *    "version"} or {"ok": false, "error"} (the session is then unsaved).
  * Every event of the turn reaches the sink as a durable event (with its
  * seq) once the FIFO acknowledged it; streamed text reaches it at once.
+ * The turn's context (runner_turn.ctx) gets every event of the turn once
+ * it is durable, so the next call or turn sees what the log holds.
  * Sink items carry the turn's identity (session, generation, operation).
  * While the sink asks the producer to pause, every running call stops
  * reading its reply (backpressure). Everything runs on the loop thread. */
@@ -44,11 +47,30 @@
 
 struct runner;
 
+/* How a turn's settlement ended, for its owner (the host): told before
+ * the "settled" marker is published. */
+struct runner_settlement {
+	const char *session, *turn; /* borrowed for the call */
+	struct sink_op op;
+	const char *outcome;        /* turn_done's outcome */
+	bool ok;                    /* the full save succeeded (or nothing was to be saved) */
+	uint64_t next_seq, version; /* ok: the session's durable head now */
+	/* !ok: the full save's events, still to be saved by a recovery save
+	 * at unsaved_seq (expecting unsaved_version); taken over by the hook
+	 * (set it to NULL) or freed after it. err says why it failed. */
+	cJSON *unsaved;
+	uint64_t unsaved_seq, unsaved_version;
+	const struct cerr *err;
+};
+typedef void (*runner_settled_fn)(void *ud, struct runner_settlement *s);
+
 struct runner_deps {
 	uv_loop_t *loop;
 	struct fifo *fifo;
 	struct http *http; /* NULL: only the offline provider can run */
 	struct sink *sink; /* its pressure callback becomes the runner's */
+	runner_settled_fn settled; /* NULL: none */
+	void *ud;
 };
 
 struct runner_turn {
@@ -62,6 +84,8 @@ struct runner_turn {
 	const char *turn;             /* the new turn's id */
 	const char *parent_turn;      /* NULL: the previous turn */
 	const char *client_submit_id; /* NULL: none */
+	const char *dequeued_input;   /* a queued input this turn takes: its
+				       * input/dequeued joins the BEFORE save (NULL: none) */
 	const char *text;             /* the prompt */
 	const char *provider;         /* its name, for request/prepared and the header */
 	struct call_spec call;        /* kind, params (model, base_url, key, system,

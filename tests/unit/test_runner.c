@@ -100,7 +100,7 @@ static int setup(void **state)
 	x->sink = sink_new(&x->loop, NULL);
 	if (!(x->http = http_new(&x->loop, &err)))
 		fail_msg("http_new: %s", err.msg);
-	struct runner_deps d = {&x->loop, x->f, x->http, x->sink};
+	struct runner_deps d = {.loop = &x->loop, .fifo = x->f, .http = x->http, .sink = x->sink};
 	x->run = runner_new(&d);
 	x->ctx = context_new();
 	buf_init(&x->seen);
