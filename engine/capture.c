@@ -53,6 +53,8 @@ struct capture {
 	uint64_t posted, acked;
 	struct waiter *wait_head, *wait_tail;
 	struct sent *sent_head, *sent_tail;
+	cJSON *lost;       /* events of the items that failed, in order */
+	uint64_t lost_seq; /* ... the seq the first of them expected */
 	capture_durable_cb durable_cb;
 	void *durable_ctx;
 	bool timer_closed;
@@ -72,6 +74,7 @@ struct capture *capture_new(uv_loop_t *loop, struct fifo *f, const char *session
 	c->next_seq = next_seq;
 	c->version = version;
 	c->pending = cJSON_CreateArray();
+	c->lost = cJSON_CreateArray();
 	buf_init(&c->text);
 	uv_timer_init(loop, &c->timer);
 	c->timer.data = c;
@@ -149,6 +152,7 @@ static void maybe_free(struct capture *c)
 		return;
 	resolve(c, true);
 	cJSON_Delete(c->pending);
+	cJSON_Delete(c->lost);
 	buf_release(&c->text);
 	free(c->text_turn);
 	free(c);
@@ -168,10 +172,16 @@ static void item_done(struct fifo_item *it, void *ctx, const struct fifo_receipt
 	}
 	if (!err)
 		c->version = r->content_version;
-	if (err)
+	if (err) {
 		fail(c, err);
-	else if (s && c->durable_cb && c->st != CAPTURE_CLOSING)
+		/* Kept for the full save that recovers the session. */
+		if (s && cJSON_GetArraySize(c->lost) == 0)
+			c->lost_seq = s->first_seq;
+		for (cJSON *e; s && (e = cJSON_DetachItemFromArray(s->events, 0));)
+			cJSON_AddItemToArray(c->lost, e);
+	} else if (s && c->durable_cb && c->st != CAPTURE_CLOSING) {
 		c->durable_cb(c, c->durable_ctx, s->events, s->first_seq);
+	}
 	if (s) {
 		cJSON_Delete(s->events);
 		free(s);
@@ -195,7 +205,7 @@ static void flush(struct capture *c)
 	c->pending_text = 0;
 	struct sent *s = xcalloc(1, sizeof *s);
 	s->first_seq = c->next_seq;
-	s->events = c->durable_cb ? cJSON_Duplicate(batch, 1) : NULL;
+	s->events = cJSON_Duplicate(batch, 1);
 	struct cerr err;
 	if (fifo_post(c->f, fifo_history(c->session, c->next_seq, batch), item_done, c, &err) < 0) {
 		cJSON_Delete(s->events);
@@ -226,10 +236,16 @@ static void timer_cb(uv_timer_t *t)
 		uv_timer_start(&c->timer, timer_cb, c->o.flush_ms - age, 0);
 }
 
+/* Observations are kept while OPEN, and while FAILED for the full save. */
+static bool capturing(const struct capture *c)
+{
+	return c->st == CAPTURE_OPEN || c->st == CAPTURE_FAILED;
+}
+
 void capture_event(struct capture *c, enum vocab_type type, const char *turn,
 		   const cJSON *data)
 {
-	if (c->st != CAPTURE_OPEN)
+	if (!capturing(c))
 		return;
 	arm_deadline(c);
 	close_text(c);
@@ -260,7 +276,7 @@ static bool same_turn(const char *a, const char *b)
 void capture_text(struct capture *c, enum capture_stream stream, const char *turn,
 		  const char *text, size_t len)
 {
-	if (c->st != CAPTURE_OPEN || len == 0)
+	if (!capturing(c) || len == 0)
 		return;
 	arm_deadline(c);
 	while (len > 0) {
@@ -281,7 +297,7 @@ void capture_text(struct capture *c, enum capture_stream stream, const char *tur
 			/* Full, and the open character is not finished by
 			 * these bytes (not UTF-8): it goes as it is. */
 			flush(c);
-			if (c->st != CAPTURE_OPEN)
+			if (!capturing(c))
 				return;
 			arm_deadline(c);
 			continue;
@@ -309,7 +325,7 @@ void capture_text(struct capture *c, enum capture_stream stream, const char *tur
 		bool finishes = len > 0 && ((unsigned char)text[0] & 0xC0) == 0x80;
 		if (c->pending_text + 4 >= c->o.batch_max && (!open_char || (len > 0 && !finishes))) {
 			flush(c);
-			if (c->st != CAPTURE_OPEN)
+			if (!capturing(c))
 				return;
 			if (len > 0)
 				arm_deadline(c);
@@ -357,6 +373,14 @@ enum capture_state capture_take(struct capture *c, cJSON **events, uint64_t *nex
 	if (!c->wait_head)
 		uv_timer_stop(&c->timer);
 	return was;
+}
+
+cJSON *capture_take_lost(struct capture *c, uint64_t *first_seq)
+{
+	cJSON *lost = c->lost;
+	*first_seq = cJSON_GetArraySize(lost) ? c->lost_seq : c->next_seq;
+	c->lost = cJSON_CreateArray();
+	return lost;
 }
 
 enum capture_state capture_state(const struct capture *c)

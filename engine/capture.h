@@ -16,9 +16,12 @@
  *   request (request/prepared the last event) and before each tool body.
  * A failed item poisons the capture: it posts nothing more, and every
  * commit, waiting or later, fails with class capture_failed, so the runner
- * makes no further request (effects already performed stay). What is
- * still pending when the turn ends is taken for the full save
- * (capture_take), never posted as a history item.
+ * makes no further request (effects already performed stay). It still
+ * keeps what it observes, and the events of the items that failed: what
+ * is pending when the turn ends is taken for the full save (capture_take),
+ * never posted as a history item, and with the failed items' events
+ * (capture_take_lost) that full save writes the turn whole from the last
+ * durable seq, which recovers the session when the disk lets it.
  *
  * Everything runs on the loop thread. States, with their transitions:
  *   OPEN   --item failed-->   FAILED
@@ -70,11 +73,11 @@ struct capture *capture_new(uv_loop_t *loop, struct fifo *f, const char *session
 void capture_on_durable(struct capture *c, capture_durable_cb cb, void *ctx);
 
 /* Capture a structural event of turn (data copied; NULL: {}). Ignored
- * unless OPEN. */
+ * unless OPEN or FAILED. */
 void capture_event(struct capture *c, enum vocab_type type, const char *turn,
 		   const cJSON *data);
 /* Capture text[0..len) of a stream (valid UTF-8; copied). Ignored unless
- * OPEN. */
+ * OPEN or FAILED. */
 void capture_text(struct capture *c, enum capture_stream s, const char *turn, const char *text,
 		  size_t len);
 /* Post what is pending, then call cb once every item posted so far has
@@ -90,6 +93,13 @@ int capture_commit(struct capture *c, capture_commit_cb cb, void *ctx);
  * (then the turn's history has a gap: nothing may be appended after it
  * until a full save recovers the session). */
 enum capture_state capture_take(struct capture *c, cJSON **events, uint64_t *next_seq);
+
+/* The events of the items that failed, in post order (a new array the
+ * caller owns; empty when none), and *first_seq the seq the first of them
+ * expected: the log's durable head (with none failed: the seq after every
+ * posted item). Call it once nothing is in flight (after a commit's
+ * callback), before a full save: those events go first in it. */
+cJSON *capture_take_lost(struct capture *c, uint64_t *first_seq);
 
 enum capture_state capture_state(const struct capture *c);
 /* The failure that poisoned the capture (class CERR_OK when none). */

@@ -580,8 +580,19 @@ static void full_save_done(struct fifo_item *it, void *ctx, const struct fifo_re
 
 static void save_when_drained(struct capture *c, void *ctx, const struct cerr *drain_err)
 {
-	(void)drain_err; /* a failed item: the full save meets it and says so */
+	(void)drain_err; /* a failed item: the full save writes its events again */
 	struct turn *t = ctx;
+	uint64_t lost_seq;
+	cJSON *lost = capture_take_lost(c, &lost_seq);
+	if (cJSON_GetArraySize(lost) > 0) {
+		for (cJSON *e; (e = cJSON_DetachItemFromArray(t->saving, 0));)
+			cJSON_AddItemToArray(lost, e);
+		cJSON_Delete(t->saving);
+		t->saving = lost;
+		t->saving_seq = lost_seq;
+	} else {
+		cJSON_Delete(lost);
+	}
 	struct fifo_item *it = fifo_full_save(t->session, t->saving_seq, capture_version(c),
 					      cJSON_Duplicate(t->saving, 1));
 	struct cerr err;

@@ -296,7 +296,8 @@ static void test_capture_bytes_not_utf8_fail_the_capture_without_hanging(void **
 /* A batch the log refuses (here: another writer moved the log on, so the
  * expected seq no longer holds) poisons the capture: the waiting commit and
  * every later one fail with capture_failed, later observations are not
- * posted, and what is taken says the history has a gap. */
+ * posted but kept, and what is taken says the history has a gap, with the
+ * failed batch's events and the seq it expected for the full save. */
 static void test_capture_failed_item_stops_everything_after_it(void **state)
 {
 	struct cx *x = *state;
@@ -325,8 +326,22 @@ static void test_capture_failed_item_stops_everything_after_it(void **state)
 	cJSON *rest;
 	uint64_t next;
 	assert_int_equal(capture_take(c, &rest, &next), CAPTURE_FAILED);
-	assert_int_equal(cJSON_GetArraySize(rest), 0);
+	/* Observed after the failure: kept for the full save, never posted. */
+	assert_int_equal(cJSON_GetArraySize(rest), 2);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(rest, 0), "type")->valuestring,
+			    "assistant/text");
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(rest, 1), "type")->valuestring,
+			    "request/prepared");
 	cJSON_Delete(rest);
+	/* The failed item's events too, with the seq it expected. */
+	uint64_t lost_seq;
+	cJSON *lost = capture_take_lost(c, &lost_seq);
+	assert_int_equal(lost_seq, 3);
+	assert_int_equal(cJSON_GetArraySize(lost), 1);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(lost, 0), "data"),
+						"text")->valuestring,
+			    "lost");
+	cJSON_Delete(lost);
 	struct scan *s = read_log(x);
 	assert_int_equal(s->n_events, 4); /* header, the BEFORE save, the meta: nothing else */
 	scan_free(s);
