@@ -21,6 +21,14 @@
 
 enum turn_state { TURN_BEFORE, TURN_CALLING, TURN_ENDED, TURN_SETTLING };
 
+/* Events a host writes into a running turn's history (runner_note). */
+struct note {
+	cJSON *events;
+	runner_note_fn cb;
+	void *ctx;
+	struct note *next;
+};
+
 struct turn {
 	struct runner *r;
 	struct turn *next;
@@ -45,6 +53,7 @@ struct turn {
 	const char *outcome;
 	cJSON *error;             /* {"class","message","http_status"?} or NULL */
 	cJSON *saving;            /* the full save's events, published once durable */
+	struct note *notes;       /* waiting for the BEFORE save */
 	uint64_t saving_seq;      /* ... from this seq */
 };
 
@@ -77,8 +86,22 @@ static void unlink_turn(struct runner *r, struct turn *t)
 		}
 }
 
+static void notes_fail(struct turn *t, const struct cerr *err)
+{
+	while (t->notes) {
+		struct note *n = t->notes;
+		t->notes = n->next;
+		n->cb(n->ctx, err);
+		cJSON_Delete(n->events);
+		free(n);
+	}
+}
+
 static void turn_free(struct turn *t)
 {
+	struct cerr gone;
+	cerr_set(&gone, CERR_IO, 0, "the turn ended before its note was written");
+	notes_fail(t, &gone);
 	if (t->cap)
 		capture_close(t->cap);
 	free(t->session);
@@ -371,6 +394,78 @@ static void start_call(struct turn *t)
 		call_pause(t->call);
 }
 
+/* ---- notes ---- */
+
+static void note_committed(struct capture *c, void *ctx, const struct cerr *err)
+{
+	(void)c;
+	struct note *n = ctx;
+	n->cb(n->ctx, err);
+	free(n);
+}
+
+/* Capture n's events and commit them; n is freed by its commit. */
+static void note_capture(struct turn *t, struct note *n)
+{
+	for (const cJSON *e = n->events->child; e; e = e->next) {
+		const cJSON *type = cJSON_GetObjectItem(e, "type");
+		const cJSON *turn = cJSON_GetObjectItem(e, "turn");
+		capture_event(t->cap, vocab_type_of(type->valuestring),
+			      cJSON_IsString(turn) ? turn->valuestring : NULL,
+			      cJSON_GetObjectItem(e, "data"));
+	}
+	cJSON_Delete(n->events);
+	n->events = NULL;
+	if (capture_commit(t->cap, note_committed, n) < 0) {
+		struct cerr err;
+		cerr_set(&err, CERR_IO, 0, "the turn's capture is closing");
+		n->cb(n->ctx, &err);
+		free(n);
+	}
+}
+
+static void notes_capture(struct turn *t)
+{
+	struct note *n = t->notes;
+	t->notes = NULL;
+	while (n) {
+		struct note *next = n->next;
+		n->next = NULL;
+		note_capture(t, n);
+		n = next;
+	}
+}
+
+int runner_note(struct runner *r, const char *session, cJSON *events, runner_note_fn cb,
+		void *ctx, struct cerr *err)
+{
+	struct turn *t = find(r, session);
+	int rc = 0;
+	if (!t)
+		rc = cerr_set(err, CERR_MISSING, 0, "session '%s' runs no turn", session);
+	else if (t->st >= TURN_SETTLING || (!t->cap && t->st != TURN_BEFORE))
+		rc = cerr_set(err, CERR_BUSY, 0, "session '%s' is settling its turn", session);
+	else if (t->cap && capture_state(t->cap) != CAPTURE_OPEN)
+		rc = cerr_set(err, CERR_IO, 0, "%s", capture_error(t->cap)->msg);
+	if (rc < 0) {
+		cJSON_Delete(events);
+		return -1;
+	}
+	struct note *n = xcalloc(1, sizeof *n);
+	n->events = events;
+	n->cb = cb;
+	n->ctx = ctx;
+	if (!t->cap) { /* the BEFORE save is in flight: right after it */
+		struct note **p = &t->notes;
+		while (*p)
+			p = &(*p)->next;
+		*p = n;
+		return 0;
+	}
+	note_capture(t, n);
+	return 0;
+}
+
 /* ---- the BEFORE save ---- */
 
 /* The BEFORE save's batch: turn/start and the prompt; caller frees. */
@@ -402,6 +497,7 @@ static void before_done(struct fifo_item *it, void *ctx, const struct fifo_recei
 	struct turn *t = ctx;
 	if (err) {
 		/* The persistence class says why (io, locked, conflict, ...). */
+		notes_fail(t, err);
 		set_error(t, cerr_class_name(err->cls), err->msg, 0);
 		t->outcome = "not_started";
 		publish_done(t);
@@ -416,6 +512,7 @@ static void before_done(struct fifo_item *it, void *ctx, const struct fifo_recei
 	cJSON_Delete(evs);
 	t->cap = capture_new(t->r->d.loop, t->r->d.fifo, t->session, t->next_seq, t->version, NULL);
 	capture_on_durable(t->cap, captured, t);
+	notes_capture(t);
 	if (t->cancel) {
 		t->outcome = "canceled";
 		end_turn(t, "canceled");

@@ -108,6 +108,17 @@ void runner_cancel(struct runner *r, const char *session);
 /* The consumer handled the "turn_done" marker op: settle it (above).
  * A stale or unknown op: CERR_CONFLICT, nothing is saved. */
 int runner_settle(struct runner *r, const struct sink_op *op, struct cerr *err);
+/* Called once per runner_note: err NULL when its events are durable. */
+typedef void (*runner_note_fn)(void *ctx, const struct cerr *err);
+/* Write events (a JSON array, owned by the runner from then on) into the
+ * history of session's running turn, in order with the turn's own (the
+ * host's queued input while a turn runs): captured and committed now, or
+ * right after the BEFORE save when it is still in flight. -1 (events
+ * freed, cb never runs): no turn (CERR_MISSING: write it directly), a
+ * turn settling (CERR_BUSY: write it once settled), or a failed capture
+ * (CERR_IO). */
+int runner_note(struct runner *r, const char *session, cJSON *events, runner_note_fn cb,
+		void *ctx, struct cerr *err);
 /* Does session have a turn that is not settled yet? */
 bool runner_busy(const struct runner *r, const char *session);
 

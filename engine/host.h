@@ -1,0 +1,194 @@
+/* host.h — the application boundary: what headless mode and the chat
+ * screen ask of a session, and where the promises of DESIGN §3, §5 and §6
+ * are kept when things go wrong.
+ *
+ * The host owns the runtime of every session it has open (created here or
+ * opened through the FIFO's open item: locked, repaired, prepared), starts
+ * their turns on the runner, and publishes into the sink what its
+ * consumer must know besides the turns' own items: notices "queued",
+ * "dequeued", "unsaved", "saved", "closed".
+ *
+ * Every command completes through its callback on the loop, never from
+ * inside the call (a command refused at once returns -1 with err and its
+ * callback never runs). Everything runs on the loop thread.
+ *
+ * A session's states, with their transitions (host.c has the table):
+ *   OPENING --open item done-------------------------> IDLE  (or freed: failed)
+ *   IDLE    --send: turn admitted--------------------> TURN
+ *   TURN    --settled ok-----------------------------> IDLE  (next armed input dispatched)
+ *   TURN    --settled, the full save failed----------> UNSAVED
+ *   UNSAVED --recovery save posted (save, or send)---> SAVING
+ *   SAVING  --recovery save ok-----------------------> IDLE  (a waiting send starts)
+ *   SAVING  --recovery save failed-------------------> UNSAVED
+ *   IDLE, UNSAVED --release--------------------------> RELEASING --done--> freed
+ *
+ * Send, in a session's states:
+ * - a client_submit_id already known (a turn/start of the log names it, or
+ *   a queued input carries it as input_id): nothing is dispatched, the
+ *   result names the existing turn or input (replayed) — also across a
+ *   restart, since the lookup reads the opened log;
+ * - IDLE: the turn starts (its BEFORE save records client_submit_id);
+ * - TURN: the prompt becomes queued input, durable (input/queued) before
+ *   the callback; it is dispatched on its own once the running turn
+ *   completed and its full save succeeded, with its input/dequeued in the
+ *   same BEFORE save as the turn/start it becomes (client_submit_id = its
+ *   input_id), one at a time. After a canceled or failed turn, or a failed
+ *   save, queued input waits for host_input_send (held); input found in
+ *   the log when the session was opened is held too;
+ * - UNSAVED: a recovery save is posted first, then the turn starts.
+ *
+ * Outcomes reach the consumer as sink markers (runner.h: "turn_done", then
+ * "settled"); the consumer reports each marker it handled with
+ * host_applied, which settles the turn (a stale marker settles nothing). */
+#ifndef CAIRN_HOST_H
+#define CAIRN_HOST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "base/err.h"
+#include "engine/call.h"
+#include "persist/fifo.h"
+#include "persist/pathkey.h"
+#include "sink/sink.h"
+
+struct host;
+
+struct host_deps {
+	uv_loop_t *loop;
+	struct fifo *fifo; /* borrowed; outlives the host */
+	struct http *http; /* borrowed; NULL: only the offline provider runs */
+	struct sink *sink; /* borrowed; the host is its producer */
+};
+
+/* What a session's turns are sent with: the provider's name and the call
+ * (model, endpoint, key, system prompt, tools, pace, timeouts, retry), as
+ * the application resolved them from its configuration. Strings copied. */
+struct host_call {
+	const char *provider;
+	struct call_spec call; /* msgs, n and prompt are the runner's */
+};
+
+enum host_state {
+	HOST_OPENING,
+	HOST_IDLE,
+	HOST_TURN,      /* a turn runs or settles */
+	HOST_UNSAVED,   /* a full save failed: the last durable head is kept */
+	HOST_SAVING,    /* a recovery save is in flight */
+	HOST_RELEASING,
+};
+
+/* A queued input, as host_queued lists it. */
+struct host_input {
+	const char *input_id, *text; /* owned by the host; valid until its next command */
+	bool armed;                  /* dispatched on its own after a saved success */
+};
+
+/* What a command completes with; valid during the callback only. */
+struct host_result {
+	const char *session;
+	const char *turn;     /* send: the turn started, or the existing one (replayed) */
+	const char *input_id; /* send: the queued input; input_*: the input */
+	const char *text;     /* input_take, input_remove: its text */
+	bool queued;          /* send: the prompt became queued input */
+	bool replayed;        /* send: the client_submit_id was known: nothing dispatched */
+	struct sink_op op;    /* send: the started turn's identity */
+	uint64_t next_seq, version; /* the session's durable head after the command */
+};
+
+typedef void (*host_cb)(void *ctx, const struct host_result *r, const struct cerr *err);
+
+/* A host on deps; free with host_free once host_close reported HOST_CLOSED. */
+struct host *host_new(const struct host_deps *deps);
+void host_free(struct host *h);
+
+/* A new session, in memory until its first turn's BEFORE save creates its
+ * log (header with cwd, provider and model). *id_out gets its id. */
+int host_create(struct host *h, const char *cwd, const struct host_call *call,
+		char id_out[SESSION_ID_MAX + 1], host_cb cb, void *ctx, struct cerr *err);
+/* Open session id for writing (fifo_open: locked, repaired whatever the
+ * catalog says, prepared). Its settings in effect are readable with
+ * host_settings once cb ran; call host_set_call before its first send. */
+int host_open(struct host *h, const char *id, host_cb cb, void *ctx, struct cerr *err);
+/* Set what id's next turns are sent with (copied). */
+int host_set_call(struct host *h, const char *id, const struct host_call *call,
+		  struct cerr *err);
+
+struct host_send {
+	const char *text;             /* the prompt (valid UTF-8) */
+	const char *client_submit_id; /* NULL: one is made up */
+	const char *parent_turn;      /* NULL: the latest turn */
+};
+/* Send a prompt (above). cb: the turn started (r->turn, r->op), queued
+ * (r->queued, r->input_id, durable), or replayed. */
+int host_send(struct host *h, const char *id, const struct host_send *s, host_cb cb, void *ctx,
+	      struct cerr *err);
+/* Cancel id's turn: before its BEFORE save is acknowledged nothing is
+ * dispatched and its marker gives the prompt back; in flight the transfer
+ * is aborted and the partial answer kept. A send waiting for a recovery
+ * save is dropped (its callback gets CERR_CONFLICT "canceled"). Queued
+ * input stays queued, held. No turn: no-op. */
+void host_cancel(struct host *h, const char *id);
+/* The consumer handled marker m (every item before it applied): a
+ * "turn_done" is settled (runner_settle); others need nothing. A stale
+ * turn_done: CERR_CONFLICT, nothing is saved. */
+int host_applied(struct host *h, const struct sink_item *m, struct cerr *err);
+/* An explicit recovery save of an UNSAVED session; in any other state
+ * it completes at once with the durable head. */
+int host_save(struct host *h, const char *id, host_cb cb, void *ctx, struct cerr *err);
+
+/* Queued input of id, oldest first: *out (owned by the host) gets n items. */
+size_t host_queued(struct host *h, const char *id, const struct host_input **out);
+/* Take input_id back for editing: its input/dequeued is durable, then cb
+ * gets its text. */
+int host_input_take(struct host *h, const char *id, const char *input_id, host_cb cb,
+		    void *ctx, struct cerr *err);
+/* Remove input_id: the same event; cb gets the text it had. */
+int host_input_remove(struct host *h, const char *id, const char *input_id, host_cb cb,
+		      void *ctx, struct cerr *err);
+/* Send a held queued input: at once when IDLE (it becomes the turn), else
+ * armed to go after the running turn. */
+int host_input_send(struct host *h, const char *id, const char *input_id, host_cb cb,
+		    void *ctx, struct cerr *err);
+
+struct host_settings {
+	const char *provider, *model, *approval, *system_prompt; /* NULL: unchanged */
+};
+/* The settings in effect (strings owned by the host). */
+int host_settings(struct host *h, const char *id, struct host_settings *out, struct cerr *err);
+/* Record changed settings (session/settings) — only while no turn runs
+ * (else CERR_BUSY: it cannot wait behind a turn). */
+int host_update_settings(struct host *h, const char *id, const struct host_settings *s,
+			 host_cb cb, void *ctx, struct cerr *err);
+/* Title (NULL: none) and pin: session/meta. */
+int host_rename(struct host *h, const char *id, const char *title, host_cb cb, void *ctx,
+		struct cerr *err);
+int host_pin(struct host *h, const char *id, bool pinned, host_cb cb, void *ctx,
+	     struct cerr *err);
+/* Release id (CERR_BUSY while a turn runs): the FIFO lets its lock go and
+ * the host forgets it. An unsaved session is released as it is: its log
+ * holds the last durable head, and the next open repairs it. */
+int host_release(struct host *h, const char *id, host_cb cb, void *ctx, struct cerr *err);
+/* Delete id (moved to the trash, restorable): released first. */
+int host_delete(struct host *h, const char *id, host_cb cb, void *ctx, struct cerr *err);
+
+/* What a session is doing now (HOST_RELEASING when unknown). */
+enum host_state host_state(const struct host *h, const char *id);
+
+enum host_close_status {
+	HOST_CLOSED,    /* every turn ended and settled, every session released */
+	HOST_TIMED_OUT, /* the deadline passed first: still the caller's, nothing closed */
+};
+typedef void (*host_close_cb)(struct host *h, void *ctx, enum host_close_status st);
+/* Close: new commands are refused at once (CERR_USAGE "closing"), running
+ * turns are canceled, then cb runs once every turn settled and every
+ * session is released — or, past deadline_ms (clock_mono_ns()/1e6), with
+ * HOST_TIMED_OUT: nothing it depends on was closed, and host_close may be
+ * called again. The consumer must keep reading the sink meanwhile (the
+ * markers settle the turns). */
+int host_close(struct host *h, uint64_t deadline_ms, host_close_cb cb, void *ctx);
+
+#endif
