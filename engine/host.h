@@ -12,15 +12,21 @@
  * inside the call (a command refused at once returns -1 with err and its
  * callback never runs). Everything runs on the loop thread.
  *
- * A session's states, with their transitions (host.c has the table):
- *   OPENING --open item done-------------------------> IDLE  (or freed: failed)
- *   IDLE    --send: turn admitted--------------------> TURN
- *   TURN    --settled ok-----------------------------> IDLE  (next armed input dispatched)
- *   TURN    --settled, the full save failed----------> UNSAVED
- *   UNSAVED --recovery save posted (save, or send)---> SAVING
- *   SAVING  --recovery save ok-----------------------> IDLE  (a waiting send starts)
- *   SAVING  --recovery save failed-------------------> UNSAVED
- *   IDLE, UNSAVED --release--------------------------> RELEASING --done--> freed
+ * A session has two state machines (host.c has their tables). Its runtime:
+ *   OPENING   --open item done, context built--> IDLE  (failed: forgotten)
+ *   IDLE      --send: turn admitted------------> TURN
+ *   TURN      --settled (saved or not)---------> IDLE  (an armed input may follow)
+ *   IDLE      --release------------------------> RELEASING --released--> forgotten
+ * and its durability:
+ *   SAVED      --a turn's full save failed-------------> UNSAVED
+ *   UNSAVED    --recovery save posted (save, or ahead
+ *                of any next write)-------------------> RECOVERING
+ *   RECOVERING --recovery save ok---------------------> SAVED
+ *   RECOVERING --recovery save failed-----------------> UNSAVED
+ * UNSAVED keeps the last durable head and the events the failed save
+ * still has to write; the session is released by its turn, so explicit
+ * input works; queued input is not dispatched; the consumer is told with a
+ * notice "unsaved" {"error"}, and "saved" once a recovery save succeeded.
  *
  * Send, in a session's states:
  * - a client_submit_id already known (a turn/start of the log names it, or
@@ -59,6 +65,7 @@ struct host;
 
 struct host_deps {
 	uv_loop_t *loop;
+	const char *root;  /* the data root (copied): sessions' blobs are read there */
 	struct fifo *fifo; /* borrowed; outlives the host */
 	struct http *http; /* borrowed; NULL: only the offline provider runs */
 	struct sink *sink; /* borrowed; the host is its producer */
@@ -75,10 +82,14 @@ struct host_call {
 enum host_state {
 	HOST_OPENING,
 	HOST_IDLE,
-	HOST_TURN,      /* a turn runs or settles */
-	HOST_UNSAVED,   /* a full save failed: the last durable head is kept */
-	HOST_SAVING,    /* a recovery save is in flight */
+	HOST_TURN, /* a turn runs or settles */
 	HOST_RELEASING,
+};
+
+enum host_save {
+	HOST_SAVED,
+	HOST_UNSAVED,   /* a full save failed: the last durable head is kept */
+	HOST_RECOVERING /* a recovery save is in flight */
 };
 
 /* A queued input, as host_queued lists it. */
@@ -175,8 +186,10 @@ int host_release(struct host *h, const char *id, host_cb cb, void *ctx, struct c
 /* Delete id (moved to the trash, restorable): released first. */
 int host_delete(struct host *h, const char *id, host_cb cb, void *ctx, struct cerr *err);
 
-/* What a session is doing now (HOST_RELEASING when unknown). */
+/* What a session is doing now (HOST_RELEASING when unknown), and whether
+ * its history is saved. */
 enum host_state host_state(const struct host *h, const char *id);
+enum host_save host_save_state(const struct host *h, const char *id);
 
 enum host_close_status {
 	HOST_CLOSED,    /* every turn ended and settled, every session released */

@@ -210,6 +210,8 @@ static void publish_done(struct turn *t)
 		cJSON_AddItemToObject(m, "usage", u);
 	if (t->step == 0) /* nothing was dispatched: the prompt goes back to the composer */
 		cJSON_AddStringToObject(m, "text", t->text);
+	if (t->dequeued) /* ... unless it was queued input: then it stays queued */
+		cJSON_AddStringToObject(m, "input_id", t->dequeued);
 	sink_publish_marker(t->r->d.sink, &t->op, "turn_done", m);
 	cJSON_Delete(m);
 }

@@ -17,7 +17,9 @@
  *    with the turn's outcome: {"turn", "outcome", "error"?, "usage"?,
  *    "text"?}. outcome is one of turn/end's (completed, canceled, failed)
  *    or "not_started"; "text" (the prompt, back to the composer) when
- *    nothing was dispatched (not started, or canceled before any call);
+ *    nothing was dispatched (not started, or canceled before any call),
+ *    and "input_id" when the turn was a queued input's (which stays queued
+ *    when it did not start);
  * 5. runner_settle (the consumer applied everything up to that marker):
  *    the marker's identity is checked (a stale one settles nothing), the
  *    rest of the turn is taken from the capture and saved by a full save;

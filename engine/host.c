@@ -1,0 +1,587 @@
+/* host.c — sessions of the host (host.h): create, open, release, delete,
+ * close, and completions delivered from the loop.
+ *
+ * The runtime of a session, with its transitions:
+ *   OPENING   --open item done, context built (open_built)--> IDLE
+ *   OPENING   --open item failed------------------------------> forgotten
+ *   IDLE      --host_turn_start-------------------------------> TURN
+ *   TURN      --host_turn_settled-----------------------------> IDLE
+ *   IDLE      --host_release / host_delete--------------------> RELEASING
+ *   RELEASING --release item done-----------------------------> forgotten
+ * Durability (SAVED / UNSAVED / RECOVERING) is host_turn.c's. */
+#include "engine/host_int.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/ulid.h"
+#include "base/xalloc.h"
+#include "persist/prepare.h"
+#include "persist/store.h"
+
+void host_set_str(char **slot, const char *v)
+{
+	char *c = v ? xstrdup(v) : NULL;
+	free(*slot);
+	*slot = c;
+}
+
+struct hsess *host_find(const struct host *h, const char *id)
+{
+	for (struct hsess *s = h->sessions; s; s = s->next)
+		if (strcmp(s->id, id) == 0)
+			return s;
+	return NULL;
+}
+
+/* ---- completions ---- */
+
+struct op *host_op(struct host *h, struct hsess *s, enum op_kind kind, host_cb cb, void *ctx)
+{
+	struct op *op = xcalloc(1, sizeof *op);
+	op->h = h;
+	op->s = s;
+	op->kind = kind;
+	op->cb = cb;
+	op->ctx = ctx;
+	if (s)
+		op->r.session = s->id;
+	return op;
+}
+
+static void op_free(struct op *op)
+{
+	free(op->turn);
+	free(op->input_id);
+	free(op->text);
+	cJSON_Delete(op->events);
+	cJSON_Delete(op->settings);
+	free(op);
+}
+
+void host_fill_head(struct op *op)
+{
+	if (!op->s)
+		return;
+	op->r.next_seq = op->s->next_seq;
+	op->r.version = op->s->version;
+}
+
+void host_complete(struct op *op, const struct cerr *err)
+{
+	op->r.turn = op->turn;
+	op->r.input_id = op->input_id;
+	op->r.text = op->text;
+	if (op->cb)
+		op->cb(op->ctx, &op->r, err);
+	op_free(op);
+}
+
+static void idle_cb(uv_idle_t *i)
+{
+	struct host *h = i->data;
+	/* Only what is due now: a callback that defers more runs next time. */
+	struct op *list = h->deferred;
+	h->deferred = h->deferred_tail = NULL;
+	while (list) {
+		struct op *op = list;
+		list = op->next;
+		host_complete(op, op->failed ? &op->err : NULL);
+	}
+	if (!h->deferred)
+		uv_idle_stop(&h->idle);
+	host_check_close(h);
+}
+
+void host_defer(struct op *op, const struct cerr *err)
+{
+	struct host *h = op->h;
+	if (err) {
+		op->err = *err;
+		op->failed = true;
+	}
+	op->next = NULL;
+	if (h->deferred_tail)
+		h->deferred_tail->next = op;
+	else
+		h->deferred = op;
+	h->deferred_tail = op;
+	uv_idle_start(&h->idle, idle_cb);
+}
+
+void host_notice(struct hsess *s, const char *name, const struct cerr *err)
+{
+	cJSON *d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "session", s->id);
+	if (err) {
+		cJSON *e = cJSON_AddObjectToObject(d, "error");
+		cJSON_AddStringToObject(e, "class", cerr_class_name(err->cls));
+		cJSON_AddStringToObject(e, "message", err->msg);
+	}
+	struct sink_op op;
+	sink_op_set(&op, s->id, s->generation, 0);
+	sink_publish_notice(s->h->d.sink, &op, name, d);
+	cJSON_Delete(d);
+}
+
+/* ---- sessions ---- */
+
+static struct hsess *sess_new(struct host *h, const char *id)
+{
+	struct hsess *s = xcalloc(1, sizeof *s);
+	s->h = h;
+	snprintf(s->id, sizeof s->id, "%s", id);
+	s->generation = ++h->next_generation;
+	s->ctx = context_new();
+	s->blob_dir = -1;
+	strmap_init(&s->submits);
+	s->next = h->sessions;
+	h->sessions = s;
+	return s;
+}
+
+static void sess_free(struct hsess *s)
+{
+	struct host *h = s->h;
+	for (struct hsess **p = &h->sessions; *p; p = &(*p)->next)
+		if (*p == s) {
+			*p = s->next;
+			break;
+		}
+	context_free(s->ctx);
+	if (s->blob_dir >= 0)
+		close(s->blob_dir);
+	free(s->cwd);
+	free(s->leaf);
+	free(s->prev_leaf);
+	free(s->turn);
+	free(s->turn_input);
+	free(s->turn_text);
+	strmap_release(&s->submits);
+	for (size_t i = 0; i < s->n_submits; i++) {
+		free(s->submit_keys[i]);
+		free(s->submit_turns[i]);
+	}
+	free(s->submit_keys);
+	free(s->submit_turns);
+	for (size_t i = 0; i < s->nq; i++) {
+		free(s->q[i].id);
+		free(s->q[i].text);
+	}
+	free(s->q);
+	free(s->view);
+	free(s->c_provider);
+	free(s->c_model);
+	free(s->c_base_url);
+	free(s->c_key);
+	free(s->c_system);
+	cJSON_Delete(s->c_tools);
+	free(s->set_provider);
+	free(s->set_model);
+	free(s->set_approval);
+	free(s->set_system);
+	cJSON_Delete(s->unsaved);
+	free(s);
+}
+
+int host_refuse(const struct host *h, const struct hsess *s, const char *id, struct cerr *err)
+{
+	if (h->closing)
+		return cerr_set(err, CERR_USAGE, 0, "the host is closing");
+	if (!s)
+		return cerr_set(err, CERR_MISSING, 0, "session '%s' is not open", id);
+	if (s->st == HOST_OPENING)
+		return cerr_set(err, CERR_BUSY, 0, "session '%s' is still opening", id);
+	if (s->st == HOST_RELEASING)
+		return cerr_set(err, CERR_BUSY, 0, "session '%s' is being released", id);
+	return 0;
+}
+
+struct host *host_new(const struct host_deps *deps)
+{
+	struct host *h = xcalloc(1, sizeof *h);
+	h->d = *deps;
+	h->root = xstrdup(deps->root);
+	h->d.root = h->root;
+	struct runner_deps rd = {
+		.loop = deps->loop, .fifo = deps->fifo, .http = deps->http, .sink = deps->sink,
+		.settled = host_turn_settled, .ud = h,
+	};
+	h->run = runner_new(&rd);
+	uv_idle_init(deps->loop, &h->idle);
+	h->idle.data = h;
+	uv_timer_init(deps->loop, &h->deadline);
+	h->deadline.data = h;
+	return h;
+}
+
+static void handle_closed(uv_handle_t *hd)
+{
+	struct host *h = hd->data;
+	if (hd == (uv_handle_t *)&h->idle) {
+		h->idle.data = NULL;
+		uv_close((uv_handle_t *)&h->deadline, handle_closed);
+		return;
+	}
+	free(h);
+}
+
+void host_free(struct host *h)
+{
+	if (!h)
+		return;
+	runner_free(h->run);
+	while (h->sessions)
+		sess_free(h->sessions);
+	while (h->deferred) {
+		struct op *op = h->deferred;
+		h->deferred = op->next;
+		op_free(op);
+	}
+	free(h->root);
+	uv_close((uv_handle_t *)&h->idle, handle_closed);
+}
+
+int host_set_call(struct host *h, const char *id, const struct host_call *c, struct cerr *err)
+{
+	struct hsess *s = host_find(h, id);
+	if (!s)
+		return cerr_set(err, CERR_MISSING, 0, "session '%s' is not open", id);
+	host_set_str(&s->c_provider, c->provider ? c->provider : "offline");
+	host_set_str(&s->c_model, c->call.params.model);
+	host_set_str(&s->c_base_url, c->call.params.base_url);
+	host_set_str(&s->c_key, c->call.params.api_key);
+	host_set_str(&s->c_system, c->call.params.system);
+	cJSON_Delete(s->c_tools);
+	s->c_tools = c->call.params.tools ? cJSON_Duplicate(c->call.params.tools, 1) : NULL;
+	s->call = *c;
+	s->call.provider = s->c_provider;
+	s->call.call.params.model = s->c_model;
+	s->call.call.params.base_url = s->c_base_url;
+	s->call.call.params.api_key = s->c_key;
+	s->call.call.params.system = s->c_system;
+	s->call.call.params.tools = s->c_tools;
+	s->have_call = true;
+	return 0;
+}
+
+int host_create(struct host *h, const char *cwd, const struct host_call *call,
+		char id_out[SESSION_ID_MAX + 1], host_cb cb, void *ctx, struct cerr *err)
+{
+	if (h->closing)
+		return cerr_set(err, CERR_USAGE, 0, "the host is closing");
+	char id[ULID_LEN + 1];
+	ulid_new(id);
+	struct hsess *s = sess_new(h, id);
+	s->st = HOST_IDLE;
+	s->cwd = cwd ? xstrdup(cwd) : NULL;
+	s->next_seq = s->post_seq = 1; /* the header is seq 0 */
+	s->last_ok = true;
+	if (call)
+		host_set_call(h, id, call, err);
+	snprintf(id_out, SESSION_ID_MAX + 1, "%s", id);
+	struct op *op = host_op(h, s, OP_DONE, cb, ctx);
+	host_fill_head(op);
+	host_defer(op, NULL);
+	return 0;
+}
+
+/* ---- open: the FIFO's open item, then the context built on a worker ---- */
+
+struct open_work {
+	uv_work_t w;
+	struct hsess *s;
+	struct prepared *p;
+	struct cerr err;
+	bool failed;
+	/* built on the worker, adopted on the loop */
+	struct context *ctx;
+	int blob_dir;
+	char **keys, **turns;
+	size_t n;
+};
+
+static const char *str_at(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItem(o, k);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* The session's folder, for the blobs its events name (-1: none found). */
+static int open_blob_dir(const char *root, const char *cwd, const char *id)
+{
+	struct store *st;
+	struct cerr err;
+	if (store_open(root, false, &st, &err) < 0)
+		return -1;
+	struct session_ref ref;
+	snprintf(ref.id, sizeof ref.id, "%s", id);
+	char *key = pathkey_project(cwd);
+	snprintf(ref.key, sizeof ref.key, "%s", key ? key : "");
+	free(key);
+	int fd = store_open_dir(st, &ref, false, &err);
+	store_close(st);
+	return fd;
+}
+
+static void open_work(uv_work_t *w)
+{
+	struct open_work *ow = w->data;
+	const struct prepared *p = ow->p;
+	const struct load *l = prepared_load(p);
+	ow->ctx = context_new();
+	ow->blob_dir = open_blob_dir(ow->s->h->root, prepared_scan(p)->cwd, ow->s->id);
+	if (ow->blob_dir >= 0)
+		context_set_blob_dir(ow->ctx, ow->blob_dir);
+	for (size_t i = 1; i < load_count(l); i++) {
+		const struct load_event *ev = load_event(l, i);
+		if (ev->type == VT_UNKNOWN)
+			continue; /* unknown, ignorable */
+		cJSON *line = load_json(l, i);
+		const cJSON *data = cJSON_GetObjectItem(line, "data");
+		if (ev->type == VT_TURN_START && str_at(data, "client_submit_id")) {
+			ow->keys = xrealloc(ow->keys, (ow->n + 1) * sizeof *ow->keys);
+			ow->turns = xrealloc(ow->turns, (ow->n + 1) * sizeof *ow->turns);
+			ow->keys[ow->n] = xstrdup(str_at(data, "client_submit_id"));
+			ow->turns[ow->n] = xstrdup(load_turn(l, i) ? load_turn(l, i) : "");
+			ow->n++;
+		}
+		int rc = context_add(ow->ctx, (enum vocab_type)ev->type, load_turn(l, i), data,
+				     &ow->err);
+		cJSON_Delete(line);
+		if (rc < 0) {
+			ow->failed = true;
+			return;
+		}
+	}
+}
+
+static void open_built(uv_work_t *w, int status)
+{
+	struct open_work *ow = w->data;
+	struct hsess *s = ow->s;
+	struct host *h = s->h;
+	const struct prepared *p = ow->p;
+	if (status < 0 && !ow->failed) {
+		ow->failed = true;
+		cerr_set(&ow->err, CERR_IO, 0, "building the context was canceled");
+	}
+	if (!ow->failed) {
+		context_free(s->ctx);
+		s->ctx = ow->ctx;
+		s->blob_dir = ow->blob_dir;
+		ow->ctx = NULL;
+		for (size_t i = 0; i < ow->n; i++)
+			host_submit_add(s, ow->keys[i], ow->turns[i]);
+		s->n_turns = prepared_n_turns(p);
+		size_t path = prepared_path_len(p);
+		if (path)
+			host_set_str(&s->leaf, prepared_turn(p, prepared_path(p, path - 1))->id);
+		for (size_t k = 0; k < prepared_n_queued(p); k++) {
+			const struct prepared_input *in = prepared_queued(p, k);
+			if (in->input_id) /* restored: held, never dispatched by itself */
+				host_queue_add(s, in->input_id, in->text ? in->text : "", false, false);
+		}
+		const struct prepared_settings *set = prepared_settings(p);
+		host_set_str(&s->set_provider, set->provider);
+		host_set_str(&s->set_model, set->model);
+		host_set_str(&s->set_approval, set->approval);
+		host_set_str(&s->cwd, prepared_scan(p)->cwd);
+		s->created = true;
+		s->last_ok = true;
+		s->st = HOST_IDLE;
+	} else if (ow->blob_dir >= 0) {
+		close(ow->blob_dir);
+	}
+	for (size_t i = 0; i < ow->n; i++) {
+		free(ow->keys[i]);
+		free(ow->turns[i]);
+	}
+	free(ow->keys);
+	free(ow->turns);
+	context_free(ow->ctx);
+	prepared_free(ow->p);
+	struct op *op = host_op(h, s, OP_DONE, s->open_cb, s->open_ctx);
+	host_fill_head(op);
+	if (ow->failed) {
+		/* Held by the FIFO: let it go, then forget the session. */
+		op->kind = OP_RELEASE;
+		op->err = ow->err;
+		op->failed = true;
+		s->st = HOST_RELEASING;
+		host_write(s, op);
+	} else {
+		host_complete(op, NULL);
+	}
+	free(ow);
+}
+
+static void opened(struct fifo_item *it, void *ctx, const struct fifo_receipt *r,
+		   const struct cerr *err)
+{
+	(void)it;
+	struct hsess *s = ctx;
+	struct host *h = s->h;
+	s->inflight--;
+	if (err) {
+		struct op *op = host_op(h, NULL, OP_DONE, s->open_cb, s->open_ctx);
+		op->r.session = NULL;
+		sess_free(s);
+		host_complete(op, err);
+		host_check_close(h);
+		return;
+	}
+	s->next_seq = s->post_seq = r->next_seq;
+	s->version = r->content_version;
+	s->created = true; /* held by the FIFO from now on: released, never just forgotten */
+	struct open_work *ow = xcalloc(1, sizeof *ow);
+	ow->w.data = ow;
+	ow->s = s;
+	ow->p = r->prepared; /* the receipt's, ours to free */
+	ow->blob_dir = -1;
+	if (uv_queue_work(h->d.loop, &ow->w, open_work, open_built) != 0) {
+		ow->failed = true;
+		cerr_set(&ow->err, CERR_IO, 0, "cannot queue work on the loop");
+		open_built(&ow->w, 0);
+	}
+}
+
+int host_open(struct host *h, const char *id, host_cb cb, void *ctx, struct cerr *err)
+{
+	if (h->closing)
+		return cerr_set(err, CERR_USAGE, 0, "the host is closing");
+	if (host_find(h, id))
+		return cerr_set(err, CERR_CONFLICT, 0, "session '%s' is already open", id);
+	struct hsess *s = sess_new(h, id);
+	s->st = HOST_OPENING;
+	s->open_cb = cb;
+	s->open_ctx = ctx;
+	if (fifo_post(h->d.fifo, fifo_open(id), opened, s, err) < 0) {
+		sess_free(s);
+		return -1;
+	}
+	s->inflight++;
+	return 0;
+}
+
+/* ---- release, delete ---- */
+
+static int release_op(struct host *h, const char *id, enum op_kind kind, host_cb cb, void *ctx,
+		      struct cerr *err)
+{
+	struct hsess *s = host_find(h, id);
+	if (!h->closing && host_refuse(h, s, id, err) < 0)
+		return -1;
+	if (!s)
+		return cerr_set(err, CERR_MISSING, 0, "session '%s' is not open", id);
+	if (s->st != HOST_IDLE)
+		return cerr_set(err, CERR_BUSY, 0, "session '%s' is running a turn", id);
+	s->st = HOST_RELEASING;
+	host_write(s, host_op(h, s, kind, cb, ctx));
+	return 0;
+}
+
+int host_release(struct host *h, const char *id, host_cb cb, void *ctx, struct cerr *err)
+{
+	return release_op(h, id, OP_RELEASE, cb, ctx, err);
+}
+
+int host_delete(struct host *h, const char *id, host_cb cb, void *ctx, struct cerr *err)
+{
+	return release_op(h, id, OP_DELETE, cb, ctx, err);
+}
+
+/* Called by host_write.c once a release (or delete) completed. */
+void host_forget(struct hsess *s);
+void host_forget(struct hsess *s)
+{
+	sess_free(s);
+}
+
+/* ---- state ---- */
+
+enum host_state host_state(const struct host *h, const char *id)
+{
+	const struct hsess *s = host_find(h, id);
+	return s ? s->st : HOST_RELEASING;
+}
+
+enum host_save host_save_state(const struct host *h, const char *id)
+{
+	const struct hsess *s = host_find(h, id);
+	return s ? s->save : HOST_SAVED;
+}
+
+int host_settings(struct host *h, const char *id, struct host_settings *out, struct cerr *err)
+{
+	const struct hsess *s = host_find(h, id);
+	if (!s)
+		return cerr_set(err, CERR_MISSING, 0, "session '%s' is not open", id);
+	out->provider = s->set_provider;
+	out->model = s->set_model;
+	out->approval = s->set_approval;
+	out->system_prompt = s->set_system;
+	return 0;
+}
+
+/* ---- close ---- */
+
+static void close_report(struct host *h, enum host_close_status st)
+{
+	if (h->close_reported)
+		return;
+	h->close_reported = true;
+	uv_timer_stop(&h->deadline);
+	if (h->close_cb)
+		h->close_cb(h, h->close_ctx, st);
+}
+
+static void deadline_cb(uv_timer_t *t)
+{
+	close_report(t->data, HOST_TIMED_OUT);
+}
+
+/* Closing: once no turn runs and nothing is in flight, release every
+ * session; once none is left, the host is closed. */
+void host_check_close(struct host *h)
+{
+	if (!h->closing || h->close_reported || h->deferred)
+		return;
+	bool busy = false;
+	for (struct hsess *s = h->sessions; s; s = s->next) {
+		if (s->st == HOST_TURN || s->st == HOST_OPENING || s->save == HOST_RECOVERING ||
+		    s->after_settle)
+			busy = true;
+	}
+	if (busy)
+		return;
+	for (struct hsess *s = h->sessions, *next; s; s = next) {
+		next = s->next;
+		if (s->st == HOST_IDLE) {
+			s->st = HOST_RELEASING;
+			host_write(s, host_op(h, s, OP_RELEASE, NULL, NULL));
+		}
+	}
+	if (!h->sessions)
+		close_report(h, HOST_CLOSED);
+}
+
+int host_close(struct host *h, uint64_t deadline_ms, host_close_cb cb, void *ctx)
+{
+	h->closing = true;
+	h->close_reported = false;
+	h->close_cb = cb;
+	h->close_ctx = ctx;
+	for (struct hsess *s = h->sessions; s; s = s->next)
+		if (s->st == HOST_TURN)
+			runner_cancel(h->run, s->id);
+	uint64_t now = clock_mono_ns() / 1000000;
+	uv_timer_start(&h->deadline, deadline_cb, deadline_ms > now ? deadline_ms - now : 0, 0);
+	/* From the loop, never from inside this call. */
+	uv_idle_start(&h->idle, idle_cb);
+	return 0;
+}

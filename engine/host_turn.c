@@ -1,0 +1,352 @@
+/* host_turn.c — sending, turns and their settlement, queued input's
+ * dispatch, cancel, and durability (host.h).
+ *
+ * Durability, with its transitions:
+ *   SAVED      --settled with a failed full save (host_turn_settled)--> UNSAVED
+ *   UNSAVED    --host_recover (host_save, or ahead of a write)-------> RECOVERING
+ *   RECOVERING --recovery save ok (recovered)-----------------------> SAVED
+ *   RECOVERING --recovery save failed (recovered)-------------------> UNSAVED
+ * Items the host posts after a recovery save expect the seq after it; the
+ * FIFO fails them fast when it failed, so nothing lands after a gap. */
+#include "engine/host_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/ulid.h"
+#include "base/xalloc.h"
+
+/* ---- client_submit_id ---- */
+
+void host_submit_add(struct hsess *s, const char *submit_id, const char *turn)
+{
+	size_t k;
+	if (strmap_get(&s->submits, submit_id, &k)) {
+		host_set_str(&s->submit_turns[k], turn);
+		return;
+	}
+	if (s->n_submits == s->cap_submits) {
+		s->cap_submits = s->cap_submits ? 2 * s->cap_submits : 16;
+		s->submit_keys = xrealloc(s->submit_keys, s->cap_submits * sizeof *s->submit_keys);
+		s->submit_turns = xrealloc(s->submit_turns, s->cap_submits * sizeof *s->submit_turns);
+	}
+	s->submit_keys[s->n_submits] = xstrdup(submit_id);
+	s->submit_turns[s->n_submits] = xstrdup(turn);
+	strmap_put(&s->submits, s->submit_keys[s->n_submits], s->n_submits);
+	s->n_submits++;
+}
+
+const char *host_submit_find(const struct hsess *s, const char *submit_id)
+{
+	size_t k;
+	return strmap_get(&s->submits, submit_id, &k) ? s->submit_turns[k] : NULL;
+}
+
+/* A turn that never started is not in the log: forget its submit id
+ * (the last one added, naming it). */
+static void submit_drop(struct hsess *s, const char *turn)
+{
+	size_t k = s->n_submits - 1;
+	if (s->n_submits == 0 || strcmp(s->submit_turns[k], turn) != 0)
+		return;
+	strmap_del(&s->submits, s->submit_keys[k]);
+	s->n_submits--;
+	free(s->submit_keys[k]);
+	free(s->submit_turns[k]);
+}
+
+/* ---- turns ---- */
+
+int host_turn_start(struct hsess *s, const char *submit_id, const char *text,
+		    const char *dequeued, struct op *op, struct cerr *err)
+{
+	struct host *h = s->h;
+	if (!s->have_call)
+		return cerr_set(err, CERR_USAGE, 0, "no provider is set for session '%s'", s->id);
+	if (s->save == HOST_UNSAVED)
+		host_recover(s, NULL); /* ahead of the BEFORE save, which fails fast after it */
+	char turn[32];
+	snprintf(turn, sizeof turn, "t%zu", s->n_turns + 1);
+	struct runner_turn t = {
+		.session = s->id,
+		.create = !s->created,
+		.cwd = s->cwd,
+		.generation = s->generation,
+		.next_seq = s->post_seq,
+		.version = s->version,
+		.ctx = s->ctx,
+		.turn = turn,
+		.parent_turn = s->leaf,
+		.client_submit_id = submit_id,
+		.dequeued_input = dequeued,
+		.text = text,
+		.provider = s->call.provider,
+		.call = s->call.call,
+	};
+	if (runner_start(h->run, &t, &s->op, err) < 0)
+		return -1;
+	s->n_turns++;
+	s->st = HOST_TURN;
+	s->created = true;
+	host_set_str(&s->turn, turn);
+	host_set_str(&s->turn_input, dequeued);
+	host_set_str(&s->turn_text, text);
+	host_set_str(&s->prev_leaf, s->leaf);
+	host_set_str(&s->leaf, turn);
+	host_submit_add(s, submit_id, turn);
+	if (op) {
+		op->turn = xstrdup(turn);
+		op->r.op = s->op;
+		host_fill_head(op);
+		host_defer(op, NULL);
+	}
+	return 0;
+}
+
+/* Dispatch the oldest armed input, if the session may: idle, saved, after
+ * a turn that completed, not closing. */
+static void dispatch(struct hsess *s)
+{
+	struct host *h = s->h;
+	if (h->closing || s->st != HOST_IDLE || s->save != HOST_SAVED || !s->last_ok)
+		return;
+	for (size_t k = 0; k < s->nq; k++) {
+		if (!s->q[k].armed)
+			continue;
+		char *id = xstrdup(s->q[k].id), *text = xstrdup(s->q[k].text);
+		struct cerr err;
+		host_queue_del(s, k);
+		if (host_turn_start(s, id, text, id, NULL, &err) < 0) {
+			host_queue_add(s, id, text, false, true); /* held where it was */
+			host_notice(s, "held", &err);
+		}
+		free(id);
+		free(text);
+		return;
+	}
+}
+
+/* Dispatching waits for the loop, so the "settled" marker of the turn
+ * before is published first. */
+struct later {
+	struct host *h;
+	char id[SESSION_ID_MAX + 1];
+};
+
+static void later_cb(void *ctx, const struct host_result *r, const struct cerr *err)
+{
+	(void)r;
+	(void)err;
+	struct later *l = ctx;
+	struct hsess *s = host_find(l->h, l->id);
+	if (s)
+		dispatch(s);
+	free(l);
+}
+
+void host_dispatch_later(struct hsess *s)
+{
+	struct later *l = xcalloc(1, sizeof *l);
+	l->h = s->h;
+	snprintf(l->id, sizeof l->id, "%s", s->id);
+	host_defer(host_op(s->h, NULL, OP_DONE, later_cb, l), NULL);
+}
+
+void host_turn_settled(void *ud, struct runner_settlement *st)
+{
+	struct host *h = ud;
+	struct hsess *s = host_find(h, st->session);
+	if (!s)
+		return;
+	bool started = strcmp(st->outcome, "not_started") != 0;
+	if (!started) {
+		/* Not in the log: its id, its number and its place go back. */
+		submit_drop(s, st->turn);
+		s->n_turns--;
+		host_set_str(&s->leaf, s->prev_leaf);
+		if (s->turn_input) /* a queued input that did not start: held where it was */
+			host_queue_add(s, s->turn_input, s->turn_text, false, true);
+	}
+	if (st->ok) {
+		s->next_seq = s->post_seq = st->next_seq;
+		s->version = st->version;
+	} else {
+		s->save = HOST_UNSAVED;
+		s->unsaved = st->unsaved;
+		st->unsaved = NULL;
+		s->unsaved_seq = s->post_seq = st->unsaved_seq;
+		s->unsaved_version = st->unsaved_version;
+		host_notice(s, "unsaved", st->err);
+	}
+	s->last_ok = st->ok && strcmp(st->outcome, "completed") == 0;
+	if (!s->last_ok)
+		for (size_t k = 0; k < s->nq; k++)
+			s->q[k].armed = false; /* wait for an explicit send */
+	s->st = HOST_IDLE;
+	free(s->turn);
+	s->turn = NULL;
+	free(s->turn_input);
+	s->turn_input = NULL;
+	free(s->turn_text);
+	s->turn_text = NULL;
+	host_write_after_settle(s);
+	host_dispatch_later(s);
+}
+
+/* ---- recovery ---- */
+
+static void recovered(struct fifo_item *it, void *ctx, const struct fifo_receipt *r,
+		      const struct cerr *err)
+{
+	(void)it;
+	struct hsess *s = ctx;
+	s->inflight--;
+	if (err) {
+		s->save = HOST_UNSAVED;
+		s->post_seq = s->unsaved_seq;
+		host_notice(s, "unsaved", err);
+	} else {
+		/* Durable now: the consumer and the context see the events. */
+		uint64_t seq = s->unsaved_seq;
+		struct sink_op op;
+		sink_op_set(&op, s->id, s->generation, 0);
+		for (const cJSON *e = s->unsaved->child; e; e = e->next, seq++) {
+			const cJSON *type = cJSON_GetObjectItem(e, "type");
+			const cJSON *turn = cJSON_GetObjectItem(e, "turn");
+			enum vocab_type vt = vocab_type_of(type->valuestring);
+			const char *tn = cJSON_IsString(turn) ? turn->valuestring : NULL;
+			struct cerr e2;
+			sink_publish_event(s->h->d.sink, &op, vt, tn, seq, true,
+					   cJSON_GetObjectItem(e, "data"));
+			(void)context_add(s->ctx, vt, tn, cJSON_GetObjectItem(e, "data"), &e2);
+		}
+		cJSON_Delete(s->unsaved);
+		s->unsaved = NULL;
+		s->save = HOST_SAVED;
+		s->next_seq = r->next_seq;
+		s->version = r->content_version;
+		host_notice(s, "saved", NULL);
+	}
+	while (s->recovery_waiters) {
+		struct op *op = s->recovery_waiters;
+		s->recovery_waiters = op->next;
+		host_fill_head(op);
+		host_complete(op, err);
+	}
+	host_check_close(s->h);
+}
+
+void host_recover(struct hsess *s, struct op *waiter)
+{
+	if (waiter) {
+		waiter->next = s->recovery_waiters;
+		s->recovery_waiters = waiter;
+	}
+	if (s->save != HOST_UNSAVED)
+		return;
+	struct host *h = s->h;
+	struct fifo_item *it = fifo_full_save(s->id, s->unsaved_seq, s->unsaved_version,
+					      cJSON_Duplicate(s->unsaved, 1));
+	struct cerr err;
+	if (fifo_post(h->d.fifo, it, recovered, s, &err) < 0) {
+		host_notice(s, "unsaved", &err);
+		while (s->recovery_waiters) {
+			struct op *op = s->recovery_waiters;
+			s->recovery_waiters = op->next;
+			host_defer(op, &err);
+		}
+		return;
+	}
+	s->inflight++;
+	s->save = HOST_RECOVERING;
+	s->post_seq = s->unsaved_seq + (uint64_t)cJSON_GetArraySize(s->unsaved);
+}
+
+int host_save(struct host *h, const char *id, host_cb cb, void *ctx, struct cerr *err)
+{
+	struct hsess *s = host_find(h, id);
+	if (host_refuse(h, s, id, err) < 0)
+		return -1;
+	struct op *op = host_op(h, s, OP_SAVE, cb, ctx);
+	if (s->save == HOST_SAVED) {
+		host_fill_head(op);
+		host_defer(op, NULL);
+		return 0;
+	}
+	host_recover(s, op);
+	return 0;
+}
+
+/* ---- send, cancel, applied ---- */
+
+int host_send(struct host *h, const char *id, const struct host_send *req, host_cb cb, void *ctx,
+	      struct cerr *err)
+{
+	struct hsess *s = host_find(h, id);
+	if (host_refuse(h, s, id, err) < 0)
+		return -1;
+	if (!req->text || !*req->text)
+		return cerr_set(err, CERR_USAGE, 0, "the prompt is empty");
+	char made[ULID_LEN + 3];
+	const char *sid = req->client_submit_id;
+	if (!sid) {
+		char u[ULID_LEN + 1];
+		ulid_new(u);
+		snprintf(made, sizeof made, "s-%s", u);
+		sid = made;
+	}
+	struct op *op = host_op(h, s, OP_DONE, cb, ctx);
+	const char *known = host_submit_find(s, sid);
+	ssize_t qk = host_queue_find(s, sid);
+	if (known || qk >= 0) {
+		op->r.replayed = true;
+		if (known)
+			op->turn = xstrdup(known);
+		else {
+			op->r.queued = true;
+			op->input_id = xstrdup(sid);
+		}
+		host_fill_head(op);
+		host_defer(op, NULL);
+		return 0;
+	}
+	if (s->st == HOST_TURN) {
+		/* Queued input, durable before the callback. */
+		op->kind = OP_QUEUE;
+		op->r.queued = true;
+		op->input_id = xstrdup(sid);
+		op->text = xstrdup(req->text);
+		op->armed = true;
+		cJSON *d = cJSON_CreateObject();
+		cJSON_AddStringToObject(d, "input_id", sid);
+		cJSON_AddStringToObject(d, "text", req->text);
+		op->events = cJSON_CreateArray();
+		cJSON_AddItemToArray(op->events, host_event(VT_INPUT_QUEUED, NULL, d));
+		host_write(s, op);
+		return 0;
+	}
+	if (host_turn_start(s, sid, req->text, NULL, op, err) < 0) {
+		op->cb = NULL;
+		host_complete(op, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+void host_cancel(struct host *h, const char *id)
+{
+	struct hsess *s = host_find(h, id);
+	if (!s || s->st != HOST_TURN)
+		return;
+	for (size_t k = 0; k < s->nq; k++)
+		s->q[k].armed = false; /* queued input stays, held */
+	runner_cancel(h->run, id);
+}
+
+int host_applied(struct host *h, const struct sink_item *m, struct cerr *err)
+{
+	if (m->kind != SINK_MARKER || strcmp(m->name, "turn_done") != 0)
+		return 0;
+	return runner_settle(h->run, &m->op, err);
+}
