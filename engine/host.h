@@ -191,6 +191,16 @@ int host_delete(struct host *h, const char *id, host_cb cb, void *ctx, struct ce
 enum host_state host_state(const struct host *h, const char *id);
 enum host_save host_save_state(const struct host *h, const char *id);
 
+/* Start-up recovery: ask the catalog (never the logs) for sessions a
+ * dead process left running, and open each whose lock is free (the open
+ * repairs a torn tail and closes the interrupted turn), then release it.
+ * Queued input they hold stays queued. cb gets how many were recovered and
+ * how many could not be (locked meanwhile, corrupt); err only when the
+ * catalog could not be asked. A root without a catalog has none. */
+typedef void (*host_recover_cb)(void *ctx, size_t recovered, size_t failed,
+				const struct cerr *err);
+int host_recover_interrupted(struct host *h, host_recover_cb cb, void *ctx, struct cerr *err);
+
 enum host_close_status {
 	HOST_CLOSED,    /* every turn ended and settled, every session released */
 	HOST_TIMED_OUT, /* the deadline passed first: still the caller's, nothing closed */

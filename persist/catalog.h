@@ -209,6 +209,10 @@ int catalog_list_each(struct catalog *c, bool with_deleted, bool only_deleted, c
 		      size_t limit, void (*fn)(const struct cat_session *s, void *ctx), void *ctx,
 		      struct cerr *err);
 int catalog_get(struct catalog *c, const char *id, struct cat_session *out, struct cerr *err);
+/* The live sessions a dead process left `running` (their lock is free):
+ * what start-up recovery opens, found without reading any log. Caller
+ * frees each of *ids and the array. */
+int catalog_interrupted(struct catalog *c, char ***ids, size_t *n, struct cerr *err);
 void cat_session_release(struct cat_session *s);
 void cat_sessions_free(struct cat_session *s, size_t n);
 

@@ -166,6 +166,44 @@ int catalog_get(struct catalog *c, const char *id, struct cat_session *out, stru
 	return cat_fail(c, err, rc, "read session");
 }
 
+int catalog_interrupted(struct catalog *c, char ***ids, size_t *n, struct cerr *err)
+{
+	*ids = NULL;
+	*n = 0;
+	sqlite3_stmt *st = cat_prepare(c,
+				       "SELECT " SESSION_COLS " FROM sessions"
+				       " WHERE status_override = 'running' AND deleted_at IS NULL",
+				       err);
+	if (!st)
+		return -1;
+	int rc;
+	size_t cap = 0;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct cat_session s;
+		memset(&s, 0, sizeof s);
+		read_session(st, &s);
+		const char *live = cat_live_status(c, &s);
+		if (live && strcmp(live, "interrupted") == 0) {
+			if (*n == cap) {
+				cap = cap ? 2 * cap : 8;
+				*ids = xrealloc(*ids, cap * sizeof **ids);
+			}
+			(*ids)[(*n)++] = xstrdup(s.id);
+		}
+		cat_session_release(&s);
+	}
+	cat_done(c, st);
+	if (rc != SQLITE_DONE) {
+		for (size_t i = 0; i < *n; i++)
+			free((*ids)[i]);
+		free(*ids);
+		*ids = NULL;
+		*n = 0;
+		return cat_fail(c, err, rc, "list running sessions");
+	}
+	return 0;
+}
+
 void cat_hits_free(struct cat_hit *h, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {

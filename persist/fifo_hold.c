@@ -82,7 +82,9 @@ void fifo_hold_open(struct fifo *f, struct fifo_item *it)
 	it->rcpt.closers = rep.appended;
 	uint64_t v = log_next_seq(w->lg);
 	struct cerr e;
-	if (fifo_sess_reproject(f, w, &e) == 0) {
+	/* Repaired and held by us: no turn runs, whatever the row said (a
+	 * dead process's `running`, or `unsaved`). */
+	if (fifo_sess_reproject(f, w, &e) == 0 && catalog_set_status(f->cat, w->id, NULL, &e) == 0) {
 		w->failed = false; /* the row is the log's again: nothing to recover */
 		w->behind = false;
 	} else {

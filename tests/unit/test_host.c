@@ -740,6 +740,77 @@ static void test_host_close_within_and_past_its_deadline(void **state)
 	scan_free(sc);
 }
 
+static void item_cb(struct fifo_item *it, void *ctx, const struct fifo_receipt *r,
+		    const struct cerr *err)
+{
+	(void)it;
+	(void)r;
+	if (err)
+		fail_msg("item: %s", err->msg);
+	(*(int *)ctx)++;
+}
+
+static void recovered_cb(void *ctx, size_t recovered, size_t failed, const struct cerr *err)
+{
+	struct hx *x = ctx;
+	assert_null(err);
+	x->calls++;
+	snprintf(x->turn, sizeof x->turn, "%zu/%zu", recovered, failed);
+}
+
+/* A process died mid-turn (its row left running, its lock gone with it):
+ * start-up recovery finds it through the catalog, repairs it (the turn
+ * closed as interrupted), keeps its queued input queued and dispatches
+ * nothing; a session that finished is left alone. */
+static void test_host_start_up_recovery_repairs_running_sessions_only(void **state)
+{
+	struct hx *x = *state;
+	struct host_call c = offline_call();
+	create(x, &c); /* a session that completes: not to be touched */
+	send_prompt(x, "fine", NULL);
+	WAIT(x, x->settled == 1);
+	char done_id[SESSION_ID_MAX + 1];
+	snprintf(done_id, sizeof done_id, "%s", x->id);
+	/* the dead process's session: BEFORE save and a queued input, then
+	 * nothing (its FIFO closes without a full save, as a kill leaves it) */
+	snprintf(x->id, sizeof x->id, "01JDEADPROCESS0000000000AA");
+	int n = 0;
+	struct cerr err;
+	struct fifo_item *it = fifo_history(
+		x->id, 1,
+		cJSON_Parse("[{\"type\":\"turn/start\",\"turn\":\"t1\",\"data\":{}},"
+			    "{\"type\":\"user/message\",\"turn\":\"t1\",\"data\":{\"text\":\"cut\"}},"
+			    "{\"type\":\"input/queued\",\"data\":{\"input_id\":\"q-9\","
+			    "\"text\":\"later\"}}]"));
+	fifo_item_create_header(it, "/w", "offline", NULL, NULL);
+	fifo_item_set_running(it);
+	assert_int_equal(fifo_post(x->f, it, item_cb, &n, &err), 0);
+	WAIT(x, n == 1);
+	stop_parts(x);
+	start_parts(x);
+	int before = x->calls;
+	assert_int_equal(host_recover_interrupted(x->h, recovered_cb, x, &err), 0);
+	WAIT(x, x->calls > before);
+	assert_string_equal(x->turn, "1/0");
+	struct scan *s = read_log(x);
+	const cJSON *end = s->events[s->n_events - 1].data;
+	assert_string_equal(s->events[s->n_events - 1].type, "turn/end");
+	assert_string_equal(str(end, "outcome"), "interrupted");
+	assert_int_equal(count_type(s, "input/dequeued"), 0);
+	assert_int_equal(count_type(s, "turn/start"), 1);
+	scan_free(s);
+	/* once repaired it is no longer running: a second recovery finds none */
+	before = x->calls;
+	assert_int_equal(host_recover_interrupted(x->h, recovered_cb, x, &err), 0);
+	WAIT(x, x->calls > before);
+	assert_string_equal(x->turn, "0/0");
+	/* the finished session was not opened: its log ends as it did */
+	snprintf(x->id, sizeof x->id, "%s", done_id);
+	s = read_log(x);
+	assert_string_equal(str(s->events[s->n_events - 1].data, "outcome"), "completed");
+	scan_free(s);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -757,6 +828,7 @@ int main(void)
 		T(test_host_settings_change_is_busy_during_a_turn),
 		T(test_host_stale_marker_settles_nothing),
 		T(test_host_close_within_and_past_its_deadline),
+		T(test_host_start_up_recovery_repairs_running_sessions_only),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
