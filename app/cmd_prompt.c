@@ -1,25 +1,32 @@
-/* cmd_prompt.c — `cairn -p PROMPT`: one turn, headless, through the same
- * runner, sink and persistence as the chat screen, with standard output as
- * the sink's consumer (docs/cairn.1, "HEADLESS MODE").
+/* cmd_prompt.c — `cairn -p PROMPT [-p PROMPT ...]`: headless turns through
+ * the host (engine/host.h), the same runner, sink and persistence as the
+ * chat screen, with standard output as the sink's consumer (docs/cairn.1,
+ * "HEADLESS MODE").
  *
- * The loop runs the runner, the FIFO's completions, the HTTP engine and
- * the writer of stdout. A consumer that cannot write (a pipe nobody reads)
+ * The first prompt starts a turn; the others are sent at once and become
+ * queued input, durable before anything runs, each dispatched by the host
+ * only after the turn before it completed and was saved. A turn that does
+ * not complete, or a signal, stops the run: prompts never started stay
+ * queued in the session, and the first failing turn decides the exit code.
+ *
+ * The loop runs the host, the FIFO's completions, the HTTP engine and the
+ * writer of stdout. A consumer that cannot write (a pipe nobody reads)
  * stops reading the sink, which pauses the model's reply: memory stays
  * bounded and the loop never blocks. EPIPE cancels the turn. */
 #include "app/cli.h"
 #include "app/cmds.h"
 #include "app/outq.h"
+#include "app/prompt_report.h"
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/termsafe.h"
-#include "base/ulid.h"
 #include "base/utf8.h"
 #include "base/xalloc.h"
 #include "engine/config.h"
-#include "engine/runner.h"
+#include "engine/host.h"
+#include "engine/http.h"
 #include "engine/sysprompt.h"
-#include "persist/prepare.h"
-#include "persist/scan.h"
+#include "persist/catalog.h"
 #include "persist/store.h"
 
 #include <errno.h>
@@ -30,30 +37,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Exit codes of a turn, beyond the persistence classes 1-8. */
-enum {
-	EXIT_PROVIDER = 10,  /* the provider refused or failed */
-	EXIT_CANCELED = 11,  /* canceled (a signal, EPIPE on stdout) */
-	EXIT_DELIVERY = 12,  /* sent, the answer lost: never re-sent */
-	EXIT_UNCERTAIN = 13, /* a capture or the full save failed after dispatch */
-};
-
 #define PROMPT_MAX (64u * 1024u * 1024u)
+#define PROMPTS_MAX 64
+#define DRAIN_MS 60000 /* how long a closing run waits for its saves */
 
 struct hl {
 	uv_loop_t loop;
 	struct cli *c;
 	char *root;
-	bool json;
+	bool json, cont;
 	const char *session_opt, *provider_opt, *model_opt, *system_opt;
-	char *prompt;
+	const char *prompt_args[PROMPTS_MAX];
+	size_t n_prompts;
+	char *prompts[PROMPTS_MAX];
 	/* the session */
 	char id[SESSION_ID_MAX + 1];
-	bool resumed;
-	uint64_t next_seq, version;
-	char turn[32];
-	char *sess_provider, *sess_model;
-	struct context *ctx;
+	char cwd[PATH_MAX];
 	/* parts */
 	struct config cfg;
 	bool cfg_loaded;
@@ -62,23 +61,20 @@ struct hl {
 	struct fifo *fifo;
 	struct sink *sink;
 	struct http *http;
-	struct runner *run;
+	struct host *host;
 	struct outq *out;
 	uv_signal_t sigint, sigterm, sighup;
-	/* the result */
-	struct buf text;        /* the answer, for --json's result */
-	bool text_ended_nl;
-	bool wrote_text;
-	cJSON *done;            /* turn_done's payload */
-	bool settled_ok;
-	char settle_err[512];
-	int64_t started_ms;
-	int64_t duration_ms;
-	int exit_code;
-	struct cerr fail;       /* a failure before the turn started */
+	/* the run */
+	struct prompt_report rep;
+	size_t expected;     /* turns this run waits for */
+	bool stopping;       /* no further turn: a failure, a signal, EPIPE */
+	bool finished;
+	int signals;
+	bool text_ended_nl, wrote_text;
+	struct cerr fail;    /* a failure before any turn started */
 };
 
-/* ---- arguments and the prompt ---- */
+/* ---- arguments and the prompts ---- */
 
 static int read_all(int fd, struct buf *b, struct cerr *err)
 {
@@ -98,9 +94,9 @@ static int read_all(int fd, struct buf *b, struct cerr *err)
 	}
 }
 
-/* -p TEXT, -p - (stdin), and TEXT with a pipe or a file on stdin appended
- * (never a terminal or a device such as /dev/null). */
-static int build_prompt(const char *arg, char **out, struct cerr *err)
+/* -p TEXT, -p - (stdin), and for the first -p TEXT a pipe or a file on
+ * stdin appended (never a terminal or a device such as /dev/null). */
+static int build_prompt(const char *arg, bool take_stdin, char **out, struct cerr *err)
 {
 	struct buf b = BUF_INIT;
 	struct stat st;
@@ -110,7 +106,7 @@ static int build_prompt(const char *arg, char **out, struct cerr *err)
 			goto fail;
 	} else {
 		buf_adds(&b, arg);
-		if (piped) {
+		if (piped && take_stdin) {
 			struct buf in = BUF_INIT;
 			if (read_all(0, &in, err) < 0) {
 				buf_release(&in);
@@ -128,9 +124,10 @@ static int build_prompt(const char *arg, char **out, struct cerr *err)
 		cerr_set(err, CERR_USAGE, 0, "the prompt is empty");
 		goto fail;
 	}
-	if (memchr(b.p, '\0', b.len) || !utf8_valid(b.p, b.len, &bad)) {
+	const char *nul = memchr(b.p, '\0', b.len);
+	if (nul || !utf8_valid(b.p, b.len, &bad)) {
 		cerr_set(err, CERR_USAGE, 0, "the prompt is not UTF-8 text (byte %zu)",
-			 memchr(b.p, '\0', b.len) ? (size_t)((char *)memchr(b.p, '\0', b.len) - b.p) : bad);
+			 nul ? (size_t)(nul - b.p) : bad);
 		goto fail;
 	}
 	*out = buf_detach(&b, NULL);
@@ -140,7 +137,98 @@ fail:
 	return -1;
 }
 
+static int build_prompts(struct hl *h, struct cerr *err)
+{
+	size_t dashes = 0;
+	for (size_t i = 0; i < h->n_prompts; i++)
+		dashes += strcmp(h->prompt_args[i], "-") == 0;
+	if (dashes > 1)
+		return cerr_set(err, CERR_USAGE, 0, "only one -p - can read standard input");
+	for (size_t i = 0; i < h->n_prompts; i++)
+		if (build_prompt(h->prompt_args[i], i == 0 && dashes == 0, &h->prompts[i], err) < 0)
+			return -1;
+	return 0;
+}
+
+static int parse_args(struct hl *h, int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char **slot = NULL;
+		if (strcmp(a, "-p") == 0 || strcmp(a, "--prompt") == 0) {
+			if (h->n_prompts == PROMPTS_MAX)
+				return cli_usage(NULL, "at most %d prompts in one run", PROMPTS_MAX);
+			slot = &h->prompt_args[h->n_prompts++];
+		} else if (strcmp(a, "--session") == 0)
+			slot = &h->session_opt;
+		else if (strcmp(a, "-c") == 0 || strcmp(a, "--continue") == 0)
+			h->cont = true;
+		else if (strcmp(a, "--provider") == 0)
+			slot = &h->provider_opt;
+		else if (strcmp(a, "--model") == 0)
+			slot = &h->model_opt;
+		else if (strcmp(a, "--system") == 0)
+			slot = &h->system_opt;
+		else if (strcmp(a, "--data-dir") == 0)
+			slot = (const char **)&h->c->data_dir;
+		else if (strncmp(a, "--data-dir=", 11) == 0)
+			h->c->data_dir = a + 11;
+		else if (strcmp(a, "--json") == 0)
+			h->json = true;
+		else
+			return cli_usage(NULL, "unknown option or argument '%s' with -p (see 'cairn --help')", a);
+		if (slot) {
+			if (i + 1 >= argc)
+				return cli_usage(NULL, "%s needs a value", a);
+			*slot = argv[++i];
+		}
+	}
+	if (h->n_prompts == 0)
+		return cli_usage(NULL, "-p needs a prompt");
+	if (h->cont && h->session_opt)
+		return cli_usage(NULL, "--session and -c cannot be used together");
+	return 0;
+}
+
+/* -c: the session of this directory that was active last. */
+static int latest_here(struct hl *h, struct store *st, struct cerr *err);
+
+struct latest {
+	const char *cwd;
+	char id[SESSION_ID_MAX + 1];
+	int64_t at;
+};
+
+static void latest_cb(const struct cat_session *s, void *ctx)
+{
+	struct latest *l = ctx;
+	if (s->cwd && strcmp(s->cwd, l->cwd) == 0 && (!*l->id || s->updated_at > l->at)) {
+		snprintf(l->id, sizeof l->id, "%s", s->id);
+		l->at = s->updated_at;
+	}
+}
+
+static int latest_here(struct hl *h, struct store *st, struct cerr *err)
+{
+	struct catalog *cat;
+	struct latest l = {.cwd = h->cwd};
+	if (catalog_open_ro(st, &cat, err) < 0)
+		return err->cls == CERR_MISSING
+			       ? cerr_set(err, CERR_MISSING, 0, "no session to continue in %s", h->cwd)
+			       : -1;
+	int rc = catalog_list_each(cat, false, false, h->cwd, 0, latest_cb, &l, err);
+	catalog_close(cat);
+	if (rc < 0)
+		return -1;
+	if (!*l.id)
+		return cerr_set(err, CERR_MISSING, 0, "no session to continue in %s", h->cwd);
+	snprintf(h->id, sizeof h->id, "%s", l.id);
+	return 0;
+}
+
 /* ---- output ---- */
+
+static void read_cb(struct sink *s, const struct sink_item *it, void *ctx);
 
 static void out_str(struct hl *h, const char *s, size_t n)
 {
@@ -149,12 +237,17 @@ static void out_str(struct hl *h, const char *s, size_t n)
 		sink_read_stop(h->sink); /* the reply pauses until stdout drains */
 }
 
-static void read_cb(struct sink *s, const struct sink_item *it, void *ctx);
-
 static void on_drain(void *ud)
 {
 	struct hl *h = ud;
 	sink_read_start(h->sink, read_cb, h);
+}
+
+static void stop(struct hl *h)
+{
+	h->stopping = true;
+	if (h->host && *h->id)
+		host_cancel(h->host, h->id); /* the partial answer is kept; queued input stays */
 }
 
 static void on_out_error(void *ud, int uverr)
@@ -162,7 +255,7 @@ static void on_out_error(void *ud, int uverr)
 	struct hl *h = ud;
 	(void)uverr;
 	/* Nobody reads the answer any more: stop paying for it. */
-	runner_cancel(h->run, h->id);
+	stop(h);
 	sink_read_start(h->sink, read_cb, h); /* writes are dropped from now on */
 }
 
@@ -193,7 +286,7 @@ static void print_event(struct hl *h, const struct sink_item *it)
 
 static void print_text(struct hl *h, const char *s, size_t n)
 {
-	buf_add(&h->text, s, n);
+	buf_add(&h->rep.text, s, n);
 	if (h->json || n == 0)
 		return;
 	h->wrote_text = true;
@@ -214,67 +307,22 @@ static const char *str_of(const cJSON *o, const char *k)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-static int exit_of(const cJSON *done, bool settled_ok)
+/* Text mode: a turn's answer ends with a newline; a failure is said on
+ * stderr. */
+static void print_turn_end(struct hl *h, const cJSON *t)
 {
-	const char *outcome = str_of(done, "outcome");
-	const char *cls = str_of(cJSON_GetObjectItem(done, "error"), "class");
-	if (!outcome)
-		return EXIT_UNCERTAIN;
-	if (strcmp(outcome, "not_started") == 0) {
-		static const enum cerr_class classes[] = {CERR_IO, CERR_USAGE, CERR_MISSING,
-							  CERR_CORRUPT, CERR_UNSUPPORTED,
-							  CERR_CONFLICT, CERR_LOCKED, CERR_BUSY};
-		for (size_t i = 0; cls && i < sizeof classes / sizeof *classes; i++)
-			if (strcmp(cls, cerr_class_name(classes[i])) == 0)
-				return cerr_exit_code(classes[i]);
-		return CERR_IO;
-	}
-	if (!settled_ok)
-		return EXIT_UNCERTAIN;
-	if (strcmp(outcome, "completed") == 0)
-		return 0;
-	if (strcmp(outcome, "canceled") == 0)
-		return EXIT_CANCELED;
-	if (cls && strcmp(cls, "provider") == 0)
-		return EXIT_PROVIDER;
-	if (cls && strcmp(cls, "delivery_unknown") == 0)
-		return EXIT_DELIVERY;
-	return EXIT_UNCERTAIN; /* capture_failed */
-}
-
-static void print_result(struct hl *h)
-{
-	h->exit_code = exit_of(h->done, h->settled_ok);
-	const cJSON *err = cJSON_GetObjectItem(h->done, "error");
-	if (!h->json) {
-		if (h->wrote_text && !h->text_ended_nl)
-			out_str(h, "\n", 1);
-		if (h->exit_code != 0) {
-			const char *msg = str_of(err, "message");
-			cli_printf(stderr, "cairn: turn %s: %s%s%s\n", str_of(h->done, "outcome"),
-				   msg ? msg : "", !h->settled_ok && *h->settle_err ? "; not saved: " : "",
-				   !h->settled_ok ? h->settle_err : "");
-		}
+	if (h->json)
 		return;
-	}
-	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "type", "result");
-	cJSON_AddStringToObject(o, "session", h->id);
-	cJSON *turns = cJSON_AddArrayToObject(o, "turns");
-	cJSON *t = cJSON_CreateObject();
-	cJSON_AddStringToObject(t, "turn", h->turn);
-	cJSON_AddStringToObject(t, "outcome", str_of(h->done, "outcome"));
-	cJSON_AddStringToObject(t, "text", h->text.p ? h->text.p : "");
-	const cJSON *u = cJSON_GetObjectItem(h->done, "usage");
-	cJSON_AddItemToObject(t, "usage", u ? cJSON_Duplicate(u, 1) : cJSON_CreateNull());
-	if (err)
-		cJSON_AddItemToObject(t, "error", cJSON_Duplicate(err, 1));
-	cJSON_AddNumberToObject(t, "duration_ms", (double)h->duration_ms);
-	cJSON_AddItemToArray(turns, t);
-	if (!h->settled_ok && *h->settle_err)
-		cJSON_AddStringToObject(o, "saved", "uncertain");
-	cJSON_AddNumberToObject(o, "exit", h->exit_code);
-	out_json_line(h, o);
+	if (h->wrote_text && !h->text_ended_nl)
+		out_str(h, "\n", 1);
+	h->wrote_text = false;
+	const char *outcome = str_of(t, "outcome");
+	if (outcome && strcmp(outcome, "completed") == 0 && !cJSON_GetObjectItem(t, "saved"))
+		return;
+	const char *msg = str_of(cJSON_GetObjectItem(t, "error"), "message");
+	const char *save = str_of(t, "save_error");
+	cli_printf(stderr, "cairn: turn %s %s%s%s%s%s\n", str_of(t, "turn"), outcome,
+		   msg ? ": " : "", msg ? msg : "", save ? "; not saved: " : "", save ? save : "");
 }
 
 /* ---- shutdown ---- */
@@ -286,34 +334,76 @@ static void closed_fifo(struct fifo *f, void *ctx, enum fifo_close_status st, ui
 	if (st == FIFO_TIMED_OUT) {
 		/* Still writing: keep ownership and wait again, saying so. */
 		cli_printf(stderr, "cairn: still saving (%llu items); waiting\n", (unsigned long long)n);
-		fifo_close(h->fifo, clock_mono_ns() / 1000000 + 60000, closed_fifo, h);
+		fifo_close(h->fifo, clock_mono_ns() / 1000000 + DRAIN_MS, closed_fifo, h);
 		return;
 	}
 	h->fifo = NULL;
 }
 
-static void shut_down(struct hl *h)
+/* Everything the host depended on is closed once it is closed. */
+static void close_parts(struct hl *h)
 {
-	runner_free(h->run);
-	h->run = NULL;
-	/* Every close completes on the loop; uv_run returns once all did. */
 	uv_close((uv_handle_t *)&h->sigint, NULL);
 	uv_close((uv_handle_t *)&h->sigterm, NULL);
 	uv_close((uv_handle_t *)&h->sighup, NULL);
 	if (h->http)
 		http_close(h->http, NULL, NULL);
 	sink_close(h->sink, NULL, NULL);
-	fifo_close(h->fifo, clock_mono_ns() / 1000000 + 10000, closed_fifo, h);
+	fifo_close(h->fifo, clock_mono_ns() / 1000000 + DRAIN_MS, closed_fifo, h);
 	outq_close(h->out, NULL, NULL); /* last: its queue flushed */
 }
 
-static void release_done(struct fifo_item *it, void *ctx, const struct fifo_receipt *r,
-			 const struct cerr *err)
+static void host_closed(struct host *host, void *ctx, enum host_close_status st)
 {
-	(void)it;
-	(void)r;
-	(void)err;
-	shut_down(ctx);
+	struct hl *h = ctx;
+	if (st == HOST_TIMED_OUT) {
+		/* Never close what the host still uses: wait again. */
+		cli_printf(stderr, "cairn: still settling; waiting\n");
+		host_close(host, clock_mono_ns() / 1000000 + DRAIN_MS, host_closed, h);
+		return;
+	}
+	host_free(host);
+	h->host = NULL;
+	close_parts(h);
+}
+
+static void finish(struct hl *h)
+{
+	if (h->finished)
+		return;
+	h->finished = true;
+	if (h->json && *h->id && (h->rep.settled > 0 || h->fail.cls == CERR_OK))
+		out_json_line(h, prompt_report_result(&h->rep, h->id));
+	if (*h->id && h->rep.settled > 0)
+		cli_printf(stderr, "cairn: session %s\n", h->id);
+	if (h->host && *h->id) {
+		const struct host_input *in;
+		size_t n = host_queued(h->host, h->id, &in);
+		if (n)
+			cli_printf(stderr, "cairn: %zu prompt%s still queued in session %s\n", n,
+				   n == 1 ? "" : "s", h->id);
+	}
+	host_close(h->host, clock_mono_ns() / 1000000 + DRAIN_MS, host_closed, h);
+}
+
+static void fail_run(struct hl *h, const struct cerr *err)
+{
+	if (h->fail.cls == CERR_OK && h->rep.settled == 0)
+		h->fail = *err;
+	prompt_report_fail(&h->rep, err);
+	h->stopping = true;
+	finish(h);
+}
+
+/* Done once every turn this run waits for settled, or once it stops and
+ * no turn runs. */
+static void check_done(struct hl *h)
+{
+	if (h->finished || !h->host)
+		return;
+	bool running = host_state(h->host, h->id) == HOST_TURN;
+	if (h->rep.settled >= h->expected || (h->stopping && !running))
+		finish(h);
 }
 
 /* ---- the consumer of the sink ---- */
@@ -322,6 +412,7 @@ static void read_cb(struct sink *s, const struct sink_item *it, void *ctx)
 {
 	(void)s;
 	struct hl *h = ctx;
+	struct cerr err;
 	switch (it->kind) {
 	case SINK_EVENT:
 		if (h->json && it->durable)
@@ -332,32 +423,26 @@ static void read_cb(struct sink *s, const struct sink_item *it, void *ctx)
 			print_text(h, it->text, it->len);
 		break;
 	case SINK_NOTICE:
+		if (strcmp(it->name, "unsaved") == 0)
+			h->stopping = true;
 		break;
 	case SINK_MARKER:
 		if (strcmp(it->name, "turn_done") == 0) {
 			/* Everything before it was applied (printed): settle. */
-			h->done = it->data ? cJSON_Duplicate(it->data, 1) : cJSON_CreateObject();
-			h->duration_ms = clock_unix_ms() - h->started_ms;
-			struct cerr err;
-			if (runner_settle(h->run, &it->op, &err) < 0)
-				snprintf(h->settle_err, sizeof h->settle_err, "%s", err.msg);
+			if (!prompt_report_done(&h->rep, it->data, clock_unix_ms()))
+				h->stopping = true;
+			if (host_applied(h->host, it, &err) < 0)
+				cli_printf(stderr, "cairn: %s\n", err.msg);
 		} else if (strcmp(it->name, "settled") == 0) {
-			h->settled_ok = cJSON_IsTrue(cJSON_GetObjectItem(it->data, "ok"));
-			if (!h->settled_ok)
-				snprintf(h->settle_err, sizeof h->settle_err, "%s",
-					 str_of(cJSON_GetObjectItem(it->data, "error"), "message")
-						 ? str_of(cJSON_GetObjectItem(it->data, "error"), "message")
-						 : "the full save failed");
-			const char *outcome = str_of(h->done, "outcome");
-			if (outcome && strcmp(outcome, "not_started") == 0)
-				h->settled_ok = true; /* nothing of the turn was to be saved */
-			print_result(h);
-			cli_printf(stderr, "cairn: session %s\n", h->id);
-			struct cerr err;
-			if (h->resumed &&
-			    fifo_post(h->fifo, fifo_release(h->id), release_done, h, &err) == 0)
-				return;
-			shut_down(h);
+			bool ok = cJSON_IsTrue(cJSON_GetObjectItem(it->data, "ok"));
+			const char *msg = str_of(cJSON_GetObjectItem(it->data, "error"), "message");
+			if (!prompt_report_settled(&h->rep, ok, msg))
+				h->stopping = true;
+			print_turn_end(h, cJSON_GetArrayItem(h->rep.turns,
+							     cJSON_GetArraySize(h->rep.turns) - 1));
+			if (h->stopping)
+				stop(h); /* the queue stays held */
+			check_done(h);
 		}
 		break;
 	}
@@ -366,40 +451,68 @@ static void read_cb(struct sink *s, const struct sink_item *it, void *ctx)
 static void signal_cb(uv_signal_t *sg, int signum)
 {
 	struct hl *h = sg->data;
-	(void)signum;
-	if (h->run)
-		runner_cancel(h->run, h->id); /* the partial answer is kept */
+	if (++h->signals > 1 && signum == SIGINT)
+		_exit(130); /* a second interrupt while draining: at once */
+	if (h->signals == 1)
+		cli_printf(stderr, "cairn: canceling; saving what arrived (interrupt again to quit now)\n");
+	stop(h);
+	check_done(h);
 }
 
-/* ---- the turn ---- */
+/* ---- the turns ---- */
 
-static int start_turn(struct hl *h, struct cerr *err)
+static void sent(void *ctx, const struct host_result *r, const struct cerr *err)
+{
+	struct hl *h = ctx;
+	(void)r;
+	if (err) {
+		/* Never started nor queued: it counts as failed. */
+		h->expected--;
+		cli_printf(stderr, "cairn: prompt not sent: %s\n", err->msg);
+		prompt_report_fail(&h->rep, err);
+		stop(h);
+		check_done(h);
+	}
+}
+
+static int send_all(struct hl *h, struct cerr *err)
+{
+	h->expected = h->n_prompts;
+	h->rep.turn_started = clock_unix_ms();
+	for (size_t i = 0; i < h->n_prompts; i++) {
+		struct host_send s = {.text = h->prompts[i]};
+		if (host_send(h->host, h->id, &s, sent, h, err) < 0) {
+			h->expected = i;
+			if (i == 0)
+				return -1;
+			cli_printf(stderr, "cairn: prompt %zu not sent: %s\n", i + 1, err->msg);
+			prompt_report_fail(&h->rep, err);
+			h->stopping = true;
+			break;
+		}
+	}
+	return 0;
+}
+
+/* What the session's turns are sent with: --provider/--model, the
+ * session's stored choice, the configuration, the environment. */
+static int select_call(struct hl *h, const char *sess_provider, const char *sess_model,
+		       struct cerr *err)
 {
 	struct config_selection sel;
-	if (config_select(&h->cfg, h->provider_opt, h->model_opt, h->sess_provider, h->sess_model,
-			  &sel, err) < 0)
+	if (config_select(&h->cfg, h->provider_opt, h->model_opt, sess_provider, sess_model, &sel,
+			  err) < 0)
 		return -1;
-	char cwd[PATH_MAX];
-	if (!getcwd(cwd, sizeof cwd))
-		return cerr_set(err, CERR_IO, errno, "cannot read the working directory");
-	if (sysprompt_build(&h->cfg, h->system_opt, cwd, clock_unix_ms(), &h->sp, err) < 0)
+	if (sysprompt_build(&h->cfg, h->system_opt, h->cwd, clock_unix_ms(), &h->sp, err) < 0)
 		return -1;
 	h->sp_built = true;
 	const struct config_provider *p = sel.provider;
-	if (p->kind != PROVIDER_OFFLINE && !(h->http = http_new(&h->loop, err)))
-		return -1;
-	struct runner_deps d = {.loop = &h->loop, .fifo = h->fifo, .http = h->http, .sink = h->sink};
-	h->run = runner_new(&d);
-	struct runner_turn t = {
-		.session = h->id,
-		.create = !h->resumed,
-		.cwd = cwd,
-		.generation = 1,
-		.next_seq = h->next_seq,
-		.version = h->version,
-		.ctx = h->ctx,
-		.turn = h->turn,
-		.text = h->prompt,
+	if (p->kind != PROVIDER_OFFLINE) {
+		if (!(h->http = http_new(&h->loop, err)))
+			return -1;
+		host_set_http(h->host, h->http);
+	}
+	struct host_call call = {
 		.provider = p->name,
 		.call = {
 			.kind = p->kind,
@@ -412,105 +525,86 @@ static int start_turn(struct hl *h, struct cerr *err)
 			.retry = CALL_RETRY_DEFAULT,
 		},
 	};
-	h->started_ms = clock_unix_ms();
-	return runner_start(h->run, &t, NULL, err);
+	return host_set_call(h->host, h->id, &call, err);
 }
 
-static void opened(struct fifo_item *it, void *ctx, const struct fifo_receipt *r,
-		   const struct cerr *err)
+static void opened(void *ctx, const struct host_result *r, const struct cerr *err)
 {
-	(void)it;
 	struct hl *h = ctx;
+	(void)r;
 	struct cerr e;
 	if (err) {
-		h->fail = *err;
-		shut_down(h);
+		fail_run(h, err);
 		return;
 	}
-	/* The session as the writer read it after its repair: events
-	 * parsed one at a time into the context, settings in effect. */
-	const struct prepared *p = r->prepared;
-	const struct load *l = prepared_load(p);
-	h->resumed = true;
-	h->next_seq = prepared_scan(p)->rev.next_seq;
-	h->version = r->content_version;
-	snprintf(h->turn, sizeof h->turn, "t%zu", prepared_n_turns(p) + 1);
-	const struct prepared_settings *set = prepared_settings(p);
-	h->sess_provider = set->provider ? xstrdup(set->provider) : NULL;
-	h->sess_model = set->model ? xstrdup(set->model) : NULL;
-	for (size_t i = 1; i < load_count(l); i++) {
-		const struct load_event *ev = load_event(l, i);
-		if (ev->type == VT_UNKNOWN)
-			continue; /* unknown, ignorable */
-		cJSON *line = load_json(l, i);
-		int rc = context_add(h->ctx, (enum vocab_type)ev->type, load_turn(l, i),
-				     cJSON_GetObjectItem(line, "data"), &e);
-		cJSON_Delete(line);
-		if (rc < 0) {
-			h->fail = e;
-			prepared_free(r->prepared);
-			fifo_post(h->fifo, fifo_release(h->id), release_done, h, &e);
-			return;
-		}
+	const struct host_input *in;
+	size_t n = host_queued(h->host, h->id, &in);
+	for (size_t i = 0; i < n; i++)
+		cli_printf(stderr, "cairn: queued by an earlier run, not sent: %s\n", in[i].input_id);
+	struct host_settings set;
+	host_settings(h->host, h->id, &set, &e);
+	if (h->stopping) {
+		finish(h);
+		return;
 	}
-	prepared_free(r->prepared); /* the receipt's session is ours to free */
-	if (start_turn(h, &e) < 0) {
-		h->fail = e;
-		fifo_post(h->fifo, fifo_release(h->id), release_done, h, &e);
-	}
+	if (select_call(h, set.provider, set.model, &e) < 0 || send_all(h, &e) < 0)
+		fail_run(h, &e);
 }
 
-static int parse_args(struct hl *h, int argc, char **argv, const char **prompt_arg)
+static void created(void *ctx, const struct host_result *r, const struct cerr *err)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char **slot = NULL;
-		if (strcmp(a, "-p") == 0 || strcmp(a, "--prompt") == 0)
-			slot = prompt_arg;
-		else if (strcmp(a, "--session") == 0)
-			slot = &h->session_opt;
-		else if (strcmp(a, "--provider") == 0)
-			slot = &h->provider_opt;
-		else if (strcmp(a, "--model") == 0)
-			slot = &h->model_opt;
-		else if (strcmp(a, "--system") == 0)
-			slot = &h->system_opt;
-		else if (strcmp(a, "--data-dir") == 0)
-			slot = (const char **)&h->c->data_dir;
-		else if (strncmp(a, "--data-dir=", 11) == 0)
-			h->c->data_dir = a + 11;
-		else if (strcmp(a, "--json") == 0)
-			h->json = true;
-		else
-			return cli_usage(NULL, "unknown option or argument '%s' with -p (see 'cairn --help')", a);
-		if (slot) {
-			if (i + 1 >= argc)
-				return cli_usage(NULL, "%s needs a value", a);
-			*slot = argv[++i];
-		}
-	}
-	if (!*prompt_arg)
-		return cli_usage(NULL, "-p needs a prompt");
-	return 0;
+	(void)ctx;
+	(void)r;
+	(void)err; /* a new session in memory: nothing can fail */
+}
+
+static int start(struct hl *h, struct cerr *err)
+{
+	if (*h->id)
+		return host_open(h->host, h->id, opened, h, err);
+	if (host_create(h->host, h->cwd, NULL, h->id, created, h, err) < 0 ||
+	    select_call(h, NULL, NULL, err) < 0)
+		return -1;
+	return send_all(h, err);
+}
+
+static void recovered(void *ctx, size_t n, size_t failed, const struct cerr *err)
+{
+	(void)ctx;
+	if (n)
+		cli_printf(stderr, "cairn: recovered %zu interrupted session%s\n", n, n == 1 ? "" : "s");
+	if (failed)
+		cli_printf(stderr, "cairn: %zu interrupted session%s could not be recovered "
+			   "(see 'cairn doctor')\n", failed, failed == 1 ? "" : "s");
+	(void)err; /* no catalog to ask: nothing to recover */
 }
 
 int cmd_prompt(struct cli *c, int argc, char **argv)
 {
 	struct hl *h = xcalloc(1, sizeof *h);
 	h->c = c;
-	const char *prompt_arg = NULL;
+	prompt_report_init(&h->rep);
 	struct cerr err = {0};
-	int code = parse_args(h, argc, argv, &prompt_arg);
-	if (code != 0) {
-		free(h);
-		return code;
-	}
+	int code = parse_args(h, argc, argv);
+	if (code != 0)
+		goto out;
 	struct store *st = NULL;
-	if (build_prompt(prompt_arg, &h->prompt, &err) < 0 ||
-	    config_load(&h->cfg, &err) < 0 || cli_open_store(c, true, &st, &err) < 0)
+	if (!getcwd(h->cwd, sizeof h->cwd)) {
+		cerr_set(&err, CERR_IO, errno, "cannot read the working directory");
+		goto fail;
+	}
+	if (build_prompts(h, &err) < 0 || config_load(&h->cfg, &err) < 0)
 		goto fail;
 	h->cfg_loaded = true;
+	if (cli_open_store(c, true, &st, &err) < 0)
+		goto fail;
 	h->root = xstrdup(store_root(st));
+	if (h->session_opt)
+		snprintf(h->id, sizeof h->id, "%s", h->session_opt);
+	else if (h->cont && latest_here(h, st, &err) < 0) {
+		store_close(st);
+		goto fail;
+	}
 	store_close(st);
 	signal(SIGPIPE, SIG_IGN);
 	uv_loop_init(&h->loop);
@@ -519,10 +613,10 @@ int cmd_prompt(struct cli *c, int argc, char **argv)
 		goto fail;
 	}
 	h->sink = sink_new(&h->loop, NULL);
-	h->ctx = context_new();
-	buf_init(&h->text);
 	struct outq_hooks oh = {on_drain, on_out_error, h};
 	h->out = outq_new(&h->loop, 1, &oh);
+	struct host_deps d = {.loop = &h->loop, .root = h->root, .fifo = h->fifo, .sink = h->sink};
+	h->host = host_new(&d);
 	uv_signal_t *sigs[] = {&h->sigint, &h->sigterm, &h->sighup};
 	int signums[] = {SIGINT, SIGTERM, SIGHUP};
 	for (int i = 0; i < 3; i++) {
@@ -532,24 +626,13 @@ int cmd_prompt(struct cli *c, int argc, char **argv)
 		uv_unref((uv_handle_t *)sigs[i]);
 	}
 	sink_read_start(h->sink, read_cb, h);
-	if (h->session_opt) {
-		snprintf(h->id, sizeof h->id, "%s", h->session_opt);
-		if (fifo_post(h->fifo, fifo_open(h->id), opened, h, &err) < 0) {
-			h->fail = err;
-			shut_down(h);
-		}
-	} else {
-		ulid_new(h->id);
-		snprintf(h->turn, sizeof h->turn, "t1");
-		h->next_seq = 1;
-		if (start_turn(h, &err) < 0) {
-			h->fail = err;
-			shut_down(h);
-		}
-	}
+	if (start(h, &err) < 0)
+		fail_run(h, &err);
+	else if (host_recover_interrupted(h->host, recovered, h, &err) < 0)
+		cli_printf(stderr, "cairn: %s\n", err.msg);
 	uv_run(&h->loop, UV_RUN_DEFAULT);
 	uv_loop_close(&h->loop);
-	code = h->fail.cls != CERR_OK ? cli_fail(&h->fail) : h->exit_code;
+	code = h->fail.cls != CERR_OK ? cli_fail(&h->fail) : h->rep.exit_code;
 	goto out;
 fail:
 	code = cli_fail(&err);
@@ -558,12 +641,9 @@ out:
 		sysprompt_release(&h->sp);
 	if (h->cfg_loaded)
 		config_release(&h->cfg);
-	context_free(h->ctx);
-	cJSON_Delete(h->done);
-	buf_release(&h->text);
-	free(h->sess_provider);
-	free(h->sess_model);
-	free(h->prompt);
+	prompt_report_release(&h->rep);
+	for (size_t i = 0; i < h->n_prompts; i++)
+		free(h->prompts[i]);
 	free(h->root);
 	free(h);
 	return code;

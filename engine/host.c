@@ -246,6 +246,12 @@ void host_free(struct host *h)
 	uv_close((uv_handle_t *)&h->idle, handle_closed);
 }
 
+void host_set_http(struct host *h, struct http *http)
+{
+	h->d.http = http;
+	runner_set_http(h->run, http);
+}
+
 int host_set_call(struct host *h, const char *id, const struct host_call *c, struct cerr *err)
 {
 	struct hsess *s = host_find(h, id);

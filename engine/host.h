@@ -124,6 +124,8 @@ int host_create(struct host *h, const char *cwd, const struct host_call *call,
  * catalog says, prepared). Its settings in effect are readable with
  * host_settings once cb ran; call host_set_call before its first send. */
 int host_open(struct host *h, const char *id, host_cb cb, void *ctx, struct cerr *err);
+/* The HTTP engine for turns from now on (borrowed; see runner_set_http). */
+void host_set_http(struct host *h, struct http *http);
 /* Set what id's next turns are sent with (copied). */
 int host_set_call(struct host *h, const char *id, const struct host_call *call,
 		  struct cerr *err);

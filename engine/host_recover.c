@@ -76,6 +76,12 @@ static void asked(uv_work_t *w, int status)
 	struct recovery *rv = w->data;
 	if (status < 0 && !rv->asked)
 		cerr_set(&rv->err, CERR_IO, 0, "start-up recovery was canceled");
+	if (rv->h->closing) { /* nothing is opened any more: next time */
+		rv->asked = true;
+		for (size_t i = 0; i < rv->n; i++)
+			free(rv->ids[i]);
+		rv->n = 0;
+	}
 	if (!rv->asked) {
 		rv->cb(rv->ctx, 0, 0, &rv->err);
 		rv->n = 0;

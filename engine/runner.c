@@ -558,6 +558,11 @@ void runner_free(struct runner *r)
 	free(r);
 }
 
+void runner_set_http(struct runner *r, struct http *http)
+{
+	r->d.http = http;
+}
+
 bool runner_busy(const struct runner *r, const char *session)
 {
 	return find(r, session) != NULL;

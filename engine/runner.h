@@ -99,6 +99,10 @@ struct runner_turn {
  * once every turn has settled. */
 struct runner *runner_new(const struct runner_deps *deps);
 void runner_free(struct runner *r);
+/* The HTTP engine for turns started from now on (borrowed; NULL: only the
+ * offline provider can run): an application creates it once it knows a
+ * network provider is needed. */
+void runner_set_http(struct runner *r, struct http *http);
 /* Start turn t (strings copied). *op (may be NULL) gets the identity its
  * sink items carry. A session with a turn not yet settled: CERR_BUSY. */
 int runner_start(struct runner *r, const struct runner_turn *t, struct sink_op *op,

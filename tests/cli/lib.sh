@@ -32,3 +32,17 @@ check() {
 json() { python3 -c 'import json,sys; v=json.loads(sys.argv[1]); print(json.dumps(v[sys.argv[2]]) if not isinstance(v[sys.argv[2]],str) else v[sys.argv[2]])' "$OUT" "$1"; }
 
 finish() { exit $_failed; }
+
+# The fake model server (tests/fake/fake_model.py), for scripts that talk
+# to a model. start_fake SCRIPT-JSON: starts it, sets PORT and FAKE_PID;
+# every request is recorded in $T/record.jsonl.
+FAKE="$(cd "$(dirname "${BASH_SOURCE[0]}")/../fake" && pwd)/fake_model.py"
+start_fake() {
+	printf '%s' "$1" >"$T/script.json"
+	rm -f "$T/port" "$T/record.jsonl"
+	python3 "$FAKE" --script "$T/script.json" --record "$T/record.jsonl" --port-file "$T/port" >/dev/null &
+	FAKE_PID=$!
+	for _ in $(seq 200); do [ -s "$T/port" ] && break; sleep 0.05; done
+	PORT=$(cat "$T/port")
+}
+stop_fake() { kill "$FAKE_PID" 2>/dev/null; wait "$FAKE_PID" 2>/dev/null; }

@@ -59,17 +59,6 @@ check "... the turn is saved as canceled, the partial answer kept" \
 printf '{"providers": {"offline": {"pace_ms": 0}}}\n' >"$T/config/cairn/config.json"
 
 # ---- the network paths, against the fake model server ----
-FAKE="$OLDPWD/tests/fake/fake_model.py"
-start_fake() { # SCRIPT-JSON: starts the server, sets PORT and FAKE_PID
-	printf '%s' "$1" >"$T/script.json"
-	rm -f "$T/port" "$T/record.jsonl"
-	python3 "$FAKE" --script "$T/script.json" --record "$T/record.jsonl" --port-file "$T/port" >/dev/null &
-	FAKE_PID=$!
-	for _ in $(seq 200); do [ -s "$T/port" ] && break; sleep 0.05; done
-	PORT=$(cat "$T/port")
-}
-stop_fake() { kill "$FAKE_PID" 2>/dev/null; wait "$FAKE_PID" 2>/dev/null; }
-
 start_fake '{"replies":[{"text":"Hi from the model \u00e9","pieces":5,"usage":{"input":3,"output":4}}]}'
 expect_code 0 "openai over HTTP: exit 0" env OPENAI_BASE_URL="http://127.0.0.1:$PORT/v1" OPENAI_API_KEY=sk-test "$CAIRN" -p "hi" --model m-1
 check "... the streamed text on stdout" test "$OUT" = "Hi from the model é"

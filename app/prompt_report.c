@@ -1,0 +1,118 @@
+/* prompt_report.c — the turns of a headless run and its exit code
+ * (prompt_report.h). */
+#include "app/prompt_report.h"
+
+#include <string.h>
+
+static const char *str_of(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItem(o, k);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+void prompt_report_init(struct prompt_report *r)
+{
+	memset(r, 0, sizeof *r);
+	r->turns = cJSON_CreateArray();
+	buf_init(&r->text);
+}
+
+void prompt_report_release(struct prompt_report *r)
+{
+	cJSON_Delete(r->turns);
+	buf_release(&r->text);
+}
+
+int prompt_report_exit_of(const cJSON *done, bool settled_ok)
+{
+	const char *outcome = str_of(done, "outcome");
+	const char *cls = str_of(cJSON_GetObjectItem(done, "error"), "class");
+	if (!outcome)
+		return EXIT_UNCERTAIN;
+	if (strcmp(outcome, "not_started") == 0) {
+		static const enum cerr_class classes[] = {CERR_IO, CERR_USAGE, CERR_MISSING,
+							  CERR_CORRUPT, CERR_UNSUPPORTED,
+							  CERR_CONFLICT, CERR_LOCKED, CERR_BUSY};
+		for (size_t i = 0; cls && i < sizeof classes / sizeof *classes; i++)
+			if (strcmp(cls, cerr_class_name(classes[i])) == 0)
+				return cerr_exit_code(classes[i]);
+		return CERR_IO;
+	}
+	if (!settled_ok)
+		return EXIT_UNCERTAIN;
+	if (strcmp(outcome, "completed") == 0)
+		return 0;
+	if (strcmp(outcome, "canceled") == 0)
+		return EXIT_CANCELED;
+	if (cls && strcmp(cls, "provider") == 0)
+		return EXIT_PROVIDER;
+	if (cls && strcmp(cls, "delivery_unknown") == 0)
+		return EXIT_DELIVERY;
+	return EXIT_UNCERTAIN; /* capture_failed */
+}
+
+bool prompt_report_done(struct prompt_report *r, const cJSON *done, int64_t now_ms)
+{
+	cJSON *t = cJSON_CreateObject();
+	cJSON_AddStringToObject(t, "turn", str_of(done, "turn") ? str_of(done, "turn") : "");
+	const char *outcome = str_of(done, "outcome") ? str_of(done, "outcome") : "failed";
+	cJSON_AddStringToObject(t, "outcome", outcome);
+	cJSON_AddStringToObject(t, "text", r->text.p ? r->text.p : "");
+	const cJSON *u = cJSON_GetObjectItem(done, "usage");
+	cJSON_AddItemToObject(t, "usage", u ? cJSON_Duplicate(u, 1) : cJSON_CreateNull());
+	const cJSON *e = cJSON_GetObjectItem(done, "error");
+	if (e)
+		cJSON_AddItemToObject(t, "error", cJSON_Duplicate(e, 1));
+	cJSON_AddNumberToObject(t, "duration_ms", (double)(now_ms - r->turn_started));
+	/* kept until settled: its exit code needs the save's outcome */
+	cJSON_AddItemToObject(t, "done", cJSON_Duplicate(done, 1));
+	cJSON_AddItemToArray(r->turns, t);
+	buf_reset(&r->text);
+	r->turn_started = now_ms;
+	return strcmp(outcome, "completed") == 0;
+}
+
+bool prompt_report_settled(struct prompt_report *r, bool ok, const char *message)
+{
+	cJSON *t = cJSON_GetArrayItem(r->turns, cJSON_GetArraySize(r->turns) - 1);
+	if (!t)
+		return ok;
+	cJSON *done = cJSON_DetachItemFromObject(t, "done");
+	const char *outcome = str_of(done, "outcome");
+	bool started = outcome && strcmp(outcome, "not_started") != 0;
+	if (!ok && started) {
+		cJSON_AddStringToObject(t, "saved", "uncertain");
+		if (message)
+			cJSON_AddStringToObject(t, "save_error", message);
+	}
+	int code = prompt_report_exit_of(done, ok || !started);
+	if (r->exit_code == 0)
+		r->exit_code = code;
+	r->settled++;
+	cJSON_Delete(done);
+	return ok;
+}
+
+void prompt_report_fail(struct prompt_report *r, const struct cerr *err)
+{
+	if (r->exit_code == 0)
+		r->exit_code = cerr_exit_code(err->cls);
+}
+
+cJSON *prompt_report_result(const struct prompt_report *r, const char *session)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "type", "result");
+	cJSON_AddStringToObject(o, "session", session);
+	cJSON *turns = cJSON_Duplicate(r->turns, 1);
+	for (cJSON *t = turns->child; t; t = t->next)
+		cJSON_DeleteItemFromObject(t, "done");
+	cJSON_AddItemToObject(o, "turns", turns);
+	for (const cJSON *t = r->turns->child; t; t = t->next)
+		if (cJSON_GetObjectItem(t, "saved")) {
+			cJSON_AddStringToObject(o, "saved", "uncertain");
+			break;
+		}
+	cJSON_AddNumberToObject(o, "exit", r->exit_code);
+	return o;
+}
