@@ -366,12 +366,30 @@ static void open_work(uv_work_t *w)
 	}
 }
 
+/* An open is canceled by a release asked for meanwhile: the open fails
+ * (CERR_CONFLICT) and the release goes on. */
+static void open_canceled(struct hsess *s, struct op *open_op)
+{
+	struct cerr err;
+	cerr_set(&err, CERR_CONFLICT, 0, "opening session '%s' was canceled", s->id);
+	struct op *rel = s->open_release;
+	s->open_release = NULL;
+	s->st = HOST_RELEASING;
+	host_complete(open_op, &err);
+	host_write(s, rel);
+}
+
 static void open_built(uv_work_t *w, int status)
 {
 	struct open_work *ow = w->data;
 	struct hsess *s = ow->s;
 	struct host *h = s->h;
 	const struct prepared *p = ow->p;
+	s->open_work = NULL;
+	if (s->open_release && !ow->failed) {
+		ow->failed = true;
+		cerr_set(&ow->err, CERR_CONFLICT, 0, "opening was canceled");
+	}
 	if (status < 0 && !ow->failed) {
 		ow->failed = true;
 		cerr_set(&ow->err, CERR_IO, 0, "building the context was canceled");
@@ -413,7 +431,9 @@ static void open_built(uv_work_t *w, int status)
 	prepared_free(ow->p);
 	struct op *op = host_op(h, s, OP_DONE, s->open_cb, s->open_ctx);
 	host_fill_head(op);
-	if (ow->failed) {
+	if (s->open_release) {
+		open_canceled(s, op);
+	} else if (ow->failed) {
 		/* Held by the FIFO: let it go, then forget the session. */
 		op->kind = OP_RELEASE;
 		op->err = ow->err;
@@ -449,6 +469,13 @@ static void opened(struct fifo_item *it, void *ctx, const struct fifo_receipt *r
 	ow->s = s;
 	ow->p = r->prepared; /* the receipt's, ours to free */
 	ow->blob_dir = -1;
+	if (s->open_release) { /* canceled while the FIFO opened it */
+		prepared_free(ow->p);
+		free(ow);
+		open_canceled(s, host_op(h, s, OP_DONE, s->open_cb, s->open_ctx));
+		return;
+	}
+	s->open_work = &ow->w;
 	if (uv_queue_work(h->d.loop, &ow->w, open_work, open_built) != 0) {
 		ow->failed = true;
 		cerr_set(&ow->err, CERR_IO, 0, "cannot queue work on the loop");
@@ -480,10 +507,17 @@ static int release_op(struct host *h, const char *id, enum op_kind kind, host_cb
 		      struct cerr *err)
 {
 	struct hsess *s = host_find(h, id);
-	if (!h->closing && host_refuse(h, s, id, err) < 0)
+	if (!h->closing && !(s && s->st == HOST_OPENING) && host_refuse(h, s, id, err) < 0)
 		return -1;
 	if (!s)
 		return cerr_set(err, CERR_MISSING, 0, "session '%s' is not open", id);
+	if (s->st == HOST_OPENING && kind == OP_RELEASE && !s->open_release) {
+		/* A context transition waiting: canceled, then released. */
+		s->open_release = host_op(h, s, kind, cb, ctx);
+		if (s->open_work)
+			uv_cancel((uv_req_t *)s->open_work);
+		return 0;
+	}
 	if (s->st != HOST_IDLE)
 		return cerr_set(err, CERR_BUSY, 0, "session '%s' is running a turn", id);
 	s->st = HOST_RELEASING;

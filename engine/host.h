@@ -182,7 +182,8 @@ int host_rename(struct host *h, const char *id, const char *title, host_cb cb, v
 int host_pin(struct host *h, const char *id, bool pinned, host_cb cb, void *ctx,
 	     struct cerr *err);
 /* Release id (CERR_BUSY while a turn runs): the FIFO lets its lock go and
- * the host forgets it. An unsaved session is released as it is: its log
+ * the host forgets it. Released while it is still opening, the open is
+ * canceled (its callback gets CERR_CONFLICT), then released. An unsaved session is released as it is: its log
  * holds the last durable head, and the next open repairs it. */
 int host_release(struct host *h, const char *id, host_cb cb, void *ctx, struct cerr *err);
 /* Delete id (moved to the trash, restorable): released first. */

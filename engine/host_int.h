@@ -94,6 +94,8 @@ struct hsess {
 	unsigned inflight;           /* the host's own items posted and not completed */
 	host_cb open_cb;
 	void *open_ctx;
+	uv_work_t *open_work;        /* the context being built */
+	struct op *open_release;     /* a release asked for while opening */
 };
 
 struct host {

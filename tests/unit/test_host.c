@@ -325,6 +325,54 @@ static void test_host_stale_marker_settles_nothing(void **state)
 	assert_int_equal(x->settled_ok, 1);
 }
 
+struct two {
+	int open_calls, release_calls;
+	struct cerr open_err, release_err;
+};
+
+static void open_cb2(void *ctx, const struct host_result *r, const struct cerr *err)
+{
+	(void)r;
+	struct two *t = ctx;
+	t->open_calls++;
+	t->open_err = err ? *err : (struct cerr){0};
+}
+
+static void release_cb2(void *ctx, const struct host_result *r, const struct cerr *err)
+{
+	(void)r;
+	struct two *t = ctx;
+	t->release_calls++;
+	t->release_err = err ? *err : (struct cerr){0};
+}
+
+/* Switching away from a session still opening cancels the open (its
+ * callback says so) and releases it: it can be opened again at once. */
+static void test_host_release_while_opening_cancels_the_open(void **state)
+{
+	struct hx *x = *state;
+	struct host_call c = hx_offline_call();
+	hx_create(x, &c);
+	hx_send(x, "hello", NULL);
+	WAIT(x, x->settled == 1);
+	struct cerr err;
+	int before = x->calls;
+	assert_int_equal(host_release(x->h, x->id, hx_done_cb, x, &err), 0);
+	WAIT(x, x->calls > before);
+	struct two t = {0};
+	assert_int_equal(host_open(x->h, x->id, open_cb2, &t, &err), 0);
+	assert_int_equal(host_release(x->h, x->id, release_cb2, &t, &err), 0);
+	FAILS(host_release(x->h, x->id, release_cb2, &t, &err), CERR_BUSY); /* one is enough */
+	WAIT(x, t.open_calls == 1 && t.release_calls == 1);
+	assert_int_equal(t.open_err.cls, CERR_CONFLICT);
+	assert_int_equal(t.release_err.cls, CERR_OK);
+	assert_int_equal(host_state(x->h, x->id), HOST_RELEASING); /* forgotten */
+	before = x->calls;
+	assert_int_equal(host_open(x->h, x->id, hx_done_cb, x, &err), 0);
+	WAIT(x, x->calls > before);
+	assert_int_equal(x->last.cls, CERR_OK);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, hx_setup, hx_teardown)
@@ -339,6 +387,7 @@ int main(void)
 		T(test_host_provider_failure_and_delivery_unknown),
 		T(test_host_settings_change_is_busy_during_a_turn),
 		T(test_host_stale_marker_settles_nothing),
+		T(test_host_release_while_opening_cancels_the_open),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
