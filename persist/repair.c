@@ -1,5 +1,6 @@
 /* repair.c — torn-tail cut and interrupted-turn closers. */
 #include "persist/repair.h"
+#include "persist/closer_text.h"
 #include "base/xalloc.h"
 #include "persist/blob.h"
 #include "persist/event_batch.h"
@@ -28,14 +29,11 @@ cJSON *repair_closers(const struct scan *s)
 				continue;
 			cJSON *d = cJSON_CreateObject();
 			cJSON_AddStringToObject(d, "call_id", c->call_id);
-			cJSON_AddStringToObject(d, "status", c->started ? "outcome_unknown" : "not_executed");
-			cJSON_AddStringToObject(
-				d, "output",
-				c->started ? "the session stopped while this tool was running; it may or "
-					     "may not have taken effect: retry only read-only or idempotent "
-					     "operations, otherwise verify the external state or ask the user"
-					   : "the session stopped before this tool ran; it did not execute "
-					     "and is safe to call again");
+			enum closer_kind k = c->started ? CLOSER_OUTCOME_UNKNOWN : CLOSER_NOT_EXECUTED;
+			char *text = closer_text(k, c->started ? NULL : "the session stopped before it ran");
+			cJSON_AddStringToObject(d, "status", closer_status(k));
+			cJSON_AddStringToObject(d, "output", text);
+			free(text);
 			cJSON_AddBoolToObject(d, "synthetic", 1);
 			cJSON *seqs = cJSON_AddArrayToObject(d, "source_seqs");
 			cJSON_AddItemToArray(seqs, cJSON_CreateNumber((double)c->seq));

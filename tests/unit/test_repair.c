@@ -147,6 +147,9 @@ static void check_result(const cJSON *c, const char *turn, const char *call, con
 	const cJSON *d = cJSON_GetObjectItem(c, "data");
 	assert_string_equal(sget(d, "call_id"), call);
 	assert_string_equal(sget(d, "status"), status);
+	/* what the model reads starts with the status in words */
+	const char *lead = strcmp(status, "outcome_unknown") == 0 ? "outcome unknown: " : "not executed: ";
+	assert_int_equal(strncmp(sget(d, "output"), lead, strlen(lead)), 0);
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(d, "synthetic")));
 	const cJSON *seqs = cJSON_GetObjectItem(d, "source_seqs");
 	assert_true(cJSON_IsArray(seqs));
