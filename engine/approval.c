@@ -1,0 +1,171 @@
+/* approval.c — policies and grants of tool approvals (approval.h). */
+#include "engine/approval.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/xalloc.h"
+
+struct grant {
+	char *tool;
+	char *command; /* shell: the exact command; NULL for a file tool */
+};
+
+struct approvals {
+	struct grant *v;
+	size_t n;
+};
+
+static const char *const POLICY[] = {"ask", "read-only", "all"};
+
+int approval_policy_parse(const char *s, enum approval_policy *out, struct cerr *err)
+{
+	for (size_t i = 0; i < sizeof POLICY / sizeof *POLICY; i++)
+		if (s && strcmp(s, POLICY[i]) == 0) {
+			*out = (enum approval_policy)i;
+			return 0;
+		}
+	return cerr_set(err, CERR_USAGE, 0, "unknown approval policy '%s' (ask, read-only, all)",
+			s ? s : "");
+}
+
+const char *approval_policy_name(enum approval_policy p)
+{
+	return POLICY[p];
+}
+
+struct approvals *approvals_new(void)
+{
+	return xcalloc(1, sizeof(struct approvals));
+}
+
+void approvals_free(struct approvals *a)
+{
+	if (!a)
+		return;
+	for (size_t i = 0; i < a->n; i++) {
+		free(a->v[i].tool);
+		free(a->v[i].command);
+	}
+	free(a->v);
+	free(a);
+}
+
+static const char *arg_str(const cJSON *args, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItem(args, k);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+void approvals_grant(struct approvals *a, const char *tool, const cJSON *args)
+{
+	a->v = xrealloc(a->v, (a->n + 1) * sizeof *a->v);
+	const char *cmd = strcmp(tool, "shell") == 0 ? arg_str(args, "command") : NULL;
+	a->v[a->n++] = (struct grant){xstrdup(tool), cmd ? xstrdup(cmd) : NULL};
+}
+
+/* The deepest existing ancestor of p resolved, with the rest appended. */
+static char *resolve(const char *p)
+{
+	char *r = realpath(p, NULL);
+	if (r)
+		return r;
+	char *dup = xstrdup(p);
+	char *slash = strrchr(dup, '/');
+	if (!slash || slash == dup) {
+		free(dup);
+		return NULL;
+	}
+	*slash = '\0';
+	char *parent = resolve(dup);
+	char *out = parent ? xasprintf("%s/%s", parent, slash + 1) : NULL;
+	free(parent);
+	free(dup);
+	return out;
+}
+
+/* A ".." left in a resolved path (under a part that does not exist yet)
+ * could lead anywhere: not inside. */
+static bool has_dotdot(const char *p)
+{
+	size_t n = strlen(p);
+	return strstr(p, "/../") || (n >= 3 && strcmp(p + n - 3, "/..") == 0);
+}
+
+bool approval_path_inside(const char *cwd, const char *path)
+{
+	if (!cwd || !path || !*path)
+		return false;
+	char *rcwd = realpath(cwd, NULL);
+	char *full = path[0] == '/' ? xstrdup(path) : xasprintf("%s/%s", cwd, path);
+	char *rp = resolve(full);
+	free(full);
+	bool inside = false;
+	if (rcwd && rp && !has_dotdot(rp)) {
+		size_t n = strlen(rcwd);
+		inside = strncmp(rp, rcwd, n) == 0 && (rp[n] == '\0' || rp[n] == '/' || n == 1);
+	}
+	free(rcwd);
+	free(rp);
+	return inside;
+}
+
+static bool is_file_tool(const char *tool)
+{
+	static const char *const files[] = {"read_file", "write_file", "edit_file", "list_dir", "grep"};
+	for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+		if (strcmp(tool, files[i]) == 0)
+			return true;
+	return false;
+}
+
+static bool is_read_only(const char *tool)
+{
+	return strcmp(tool, "read_file") == 0 || strcmp(tool, "list_dir") == 0 ||
+	       strcmp(tool, "grep") == 0;
+}
+
+/* Every path the call names is inside cwd (list_dir and grep default to it). */
+static bool paths_inside(const char *tool, const cJSON *args, const char *cwd)
+{
+	const char *p = arg_str(args, "path");
+	if (!p)
+		return strcmp(tool, "list_dir") == 0 || strcmp(tool, "grep") == 0;
+	return approval_path_inside(cwd, p);
+}
+
+bool approval_needed(enum approval_policy p, const struct approvals *a, const char *tool,
+		     const cJSON *args, const char *cwd)
+{
+	if (p == APPROVAL_ALL)
+		return false;
+	if (p == APPROVAL_READ_ONLY && is_read_only(tool) && paths_inside(tool, args, cwd))
+		return false;
+	for (size_t i = 0; a && i < a->n; i++) {
+		if (strcmp(a->v[i].tool, tool) != 0)
+			continue;
+		if (a->v[i].command) {
+			const char *cmd = arg_str(args, "command");
+			if (cmd && strcmp(cmd, a->v[i].command) == 0)
+				return false;
+		} else if (is_file_tool(tool) && paths_inside(tool, args, cwd)) {
+			return false;
+		}
+	}
+	return true;
+}
+
+char *approval_summary(const char *tool, const cJSON *args)
+{
+	const char *what = arg_str(args, strcmp(tool, "shell") == 0 ? "command" : "path");
+	if (strcmp(tool, "grep") == 0 && arg_str(args, "pattern"))
+		return xasprintf("grep: %s in %s", arg_str(args, "pattern"), what ? what : ".");
+	if (what)
+		return xasprintf("%s: %s", tool, what);
+	char *a = args ? cJSON_PrintUnformatted(args) : NULL;
+	char *s = xasprintf("%s: %s", tool, a ? a : "{}");
+	free(a);
+	return s;
+}
