@@ -45,7 +45,9 @@ struct call {
 	struct http_timeouts timeouts;
 	struct call_retry retry;
 	struct provider_request rq;
-	char *prompt;
+	char *prompt;            /* offline: the last user text ... */
+	char *tool_result;       /* ... the tool result the conversation ends with */
+	bool tools;              /* ... whether tools are offered */
 	struct offline *off;
 	struct http_xfer *x;
 	struct sse *sse;
@@ -120,6 +122,7 @@ static void finish(struct call *c)
 	provider_request_release(&c->rq);
 	offline_free(c->off);
 	free(c->prompt);
+	free(c->tool_result);
 	uv_close((uv_handle_t *)&c->timer, closed_cb);
 }
 
@@ -357,7 +360,12 @@ struct call *call_start(uv_loop_t *loop, struct http *http, const struct call_sp
 	c->st = CALL_START;
 	struct cerr err;
 	if (spec->kind == PROVIDER_OFFLINE) {
+		/* Copied now: the messages change as the turn's events land. */
 		c->prompt = spec->prompt ? xstrdup(spec->prompt) : NULL;
+		const struct ctx_message *last = spec->n ? &spec->msgs[spec->n - 1] : NULL;
+		if (last && last->role == CTX_TOOL && last->nparts && last->parts[last->nparts - 1].text)
+			c->tool_result = xstrdup(last->parts[last->nparts - 1].text);
+		c->tools = cJSON_GetArraySize(spec->params.tools) > 0;
 	} else if (!http) {
 		set_result(c, CALL_PROVIDER_ERROR, NULL, "no HTTP engine for a network provider");
 		finish_later(c);
@@ -378,7 +386,8 @@ void call_proceed(struct call *c)
 	c->st = CALL_SENDING;
 	if (c->kind == PROVIDER_OFFLINE) {
 		if (!c->off)
-			c->off = offline_new(c->prompt);
+			c->off = offline_new_ask(&(struct offline_ask){c->prompt, c->tool_result,
+								       c->tools});
 		if (!c->paused)
 			uv_timer_start(&c->timer, timer_cb, 0, 0);
 		return;

@@ -4,6 +4,8 @@
 #include "base/xalloc.h"
 #include "engine/textfix.h"
 
+#include <cjson/cJSON.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +13,8 @@
 
 struct offline {
 	char *reply;
+	char *tool, *tool_args; /* a proposed call (NULL: none) */
+	bool tool_sent;
 	size_t len, at;
 	size_t tokens, prompt_tokens;
 	struct stream_usage usage;
@@ -61,6 +65,68 @@ static void add_quote(struct buf *b, const char *prompt)
 	free(p);
 }
 
+/* s without leading and trailing blanks, as a new string. */
+static char *trimmed(const char *s)
+{
+	while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+		s++;
+	size_t n = strlen(s);
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
+		n--;
+	return xstrndup(s, n);
+}
+
+/* "run CMD", "read PATH", "list [PATH]": the call it proposes. */
+static bool propose(struct offline *o, const char *prompt)
+{
+	char *p = trimmed(prompt);
+	cJSON *args = cJSON_CreateObject();
+	const char *tool = NULL;
+	if (strncmp(p, "run ", 4) == 0 && p[4]) {
+		tool = "shell";
+		cJSON_AddStringToObject(args, "command", p + 4);
+	} else if (strncmp(p, "read ", 5) == 0 && p[5]) {
+		tool = "read_file";
+		cJSON_AddStringToObject(args, "path", p + 5);
+	} else if (strcmp(p, "list") == 0 || (strncmp(p, "list ", 5) == 0 && p[5])) {
+		tool = "list_dir";
+		if (p[4])
+			cJSON_AddStringToObject(args, "path", p + 5);
+	}
+	if (tool) {
+		o->tool = xstrdup(tool);
+		o->tool_args = cJSON_PrintUnformatted(args);
+	}
+	cJSON_Delete(args);
+	free(p);
+	return tool != NULL;
+}
+
+struct offline *offline_new_ask(const struct offline_ask *a)
+{
+	if (a->tool_result) {
+		/* After a tool: "done: " and the result's first line. */
+		struct offline *o = xcalloc(1, sizeof *o);
+		const char *nl = strchr(a->tool_result, '\n');
+		size_t n = nl ? (size_t)(nl - a->tool_result) : strlen(a->tool_result);
+		char *line = textfix_string(a->tool_result, n);
+		o->reply = xasprintf("done: %s", line);
+		o->len = strlen(o->reply);
+		free(line);
+		return o;
+	}
+	if (a->tools && a->prompt) {
+		struct offline *o = xcalloc(1, sizeof *o);
+		if (propose(o, a->prompt)) {
+			o->reply = xstrdup("");
+			o->prompt_tokens = count_tokens(a->prompt, strlen(a->prompt));
+			return o;
+		}
+		free(o);
+	}
+	return offline_new(a->prompt);
+}
+
 struct offline *offline_new(const char *prompt)
 {
 	struct offline *o = xcalloc(1, sizeof *o);
@@ -95,6 +161,8 @@ void offline_free(struct offline *o)
 	if (!o)
 		return;
 	free(o->reply);
+	free(o->tool);
+	free(o->tool_args);
 	free(o);
 }
 
@@ -107,6 +175,16 @@ bool offline_step(struct offline *o, stream_emit_fn emit, void *arg)
 {
 	if (o->done)
 		return false;
+	if (o->tool && !o->tool_sent) {
+		o->tool_sent = true;
+		emit(arg, &(struct stream_event){.kind = STREAM_TOOL_START, .id = "offline-1",
+						 .name = o->tool});
+		emit(arg, &(struct stream_event){.kind = STREAM_TOOL_END, .id = "offline-1",
+						 .name = o->tool, .text = o->tool_args,
+						 .len = strlen(o->tool_args)});
+		o->tokens++;
+		return true;
+	}
 	if (o->at < o->len) {
 		size_t n = token_len(o->reply + o->at, o->len - o->at);
 		/* emit's text is NUL-terminated: copy the token out. */
@@ -119,7 +197,12 @@ bool offline_step(struct offline *o, stream_emit_fn emit, void *arg)
 	}
 	o->usage = (struct stream_usage){(int64_t)o->prompt_tokens, (int64_t)o->tokens, -1, -1, -1};
 	emit(arg, &(struct stream_event){.kind = STREAM_USAGE, .usage = &o->usage});
-	emit(arg, &(struct stream_event){.kind = STREAM_FINISH, .finish = FINISH_STOP, .text = "stop", .len = 4});
+	if (o->tool)
+		emit(arg, &(struct stream_event){.kind = STREAM_FINISH, .finish = FINISH_TOOL_CALLS,
+						 .text = "tool_calls", .len = 10});
+	else
+		emit(arg, &(struct stream_event){.kind = STREAM_FINISH, .finish = FINISH_STOP,
+						 .text = "stop", .len = 4});
 	emit(arg, &(struct stream_event){.kind = STREAM_DONE});
 	o->done = true;
 	return false;

@@ -9,10 +9,12 @@
 #include <cmocka.h>
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/buf.h"
 #include "base/utf8.h"
+#include "base/xalloc.h"
 #include "engine/offline.h"
 
 struct rec {
@@ -93,10 +95,84 @@ static void test_offline_reply_is_deterministic_markdown_quoting_input(void **st
 	free(a);
 }
 
+struct calls {
+	char name[32];
+	char *args;
+	int starts, ends, finish_tools, done;
+	struct buf text;
+};
+
+static void call_cb(void *arg, const struct stream_event *ev)
+{
+	struct calls *k = arg;
+	switch (ev->kind) {
+	case STREAM_TOOL_START: k->starts++; break;
+	case STREAM_TOOL_END:
+		k->ends++;
+		snprintf(k->name, sizeof k->name, "%s", ev->name);
+		k->args = xstrndup(ev->text, ev->len);
+		break;
+	case STREAM_TEXT: buf_add(&k->text, ev->text, ev->len); break;
+	case STREAM_FINISH: k->finish_tools += ev->finish == FINISH_TOOL_CALLS; break;
+	case STREAM_DONE: k->done++; break;
+	default: break;
+	}
+}
+
+static void ask(const struct offline_ask *a, struct calls *k)
+{
+	struct offline *o = offline_new_ask(a);
+	*k = (struct calls){.text = BUF_INIT};
+	while (offline_step(o, call_cb, k))
+		;
+	offline_free(o);
+}
+
+/* With tools offered, "run CMD", "read PATH" and "list [PATH]" become one
+ * call each; a result is answered "done: <its first line>"; without tools,
+ * or for any other prompt, the markdown reply. */
+static void test_offline_proposes_tool_calls_and_answers_their_result(void **state)
+{
+	(void)state;
+	struct calls k;
+	ask(&(struct offline_ask){.prompt = "  run ls -la\n", .tools = true}, &k);
+	assert_int_equal(k.starts, 1);
+	assert_int_equal(k.ends, 1);
+	assert_int_equal(k.finish_tools, 1);
+	assert_int_equal(k.done, 1);
+	assert_string_equal(k.name, "shell");
+	assert_string_equal(k.args, "{\"command\":\"ls -la\"}");
+	assert_int_equal(k.text.len, 0);
+	free(k.args);
+	buf_release(&k.text);
+	ask(&(struct offline_ask){.prompt = "read src/a.c", .tools = true}, &k);
+	assert_string_equal(k.name, "read_file");
+	assert_string_equal(k.args, "{\"path\":\"src/a.c\"}");
+	free(k.args);
+	buf_release(&k.text);
+	ask(&(struct offline_ask){.prompt = "list", .tools = true}, &k);
+	assert_string_equal(k.name, "list_dir");
+	assert_string_equal(k.args, "{}");
+	free(k.args);
+	buf_release(&k.text);
+	ask(&(struct offline_ask){.prompt = "run ls", .tools = false}, &k);
+	assert_int_equal(k.ends, 0);
+	assert_non_null(strstr(k.text.p, "# Offline reply"));
+	buf_release(&k.text);
+	ask(&(struct offline_ask){.prompt = "runner", .tools = true}, &k);
+	assert_int_equal(k.ends, 0);
+	buf_release(&k.text);
+	ask(&(struct offline_ask){.prompt = "run ls", .tool_result = "a.c\nb.c\n", .tools = true}, &k);
+	assert_int_equal(k.ends, 0);
+	assert_string_equal(k.text.p, "done: a.c");
+	buf_release(&k.text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_offline_reply_is_deterministic_markdown_quoting_input),
+		cmocka_unit_test(test_offline_proposes_tool_calls_and_answers_their_result),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
