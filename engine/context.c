@@ -63,6 +63,8 @@ static void part_release(struct ctx_part *p)
 	free(p->text);
 	free(p->signature);
 	free(p->call_id);
+	free(p->wire_id);
+	free(p->ref);
 	free(p->name);
 	free(p->args);
 }
@@ -195,6 +197,8 @@ static int add_tool_call(struct turn *t, const cJSON *data, struct cerr *err)
 		return cerr_set(err, CERR_CORRUPT, 0, "'tool/call' lacks call_id, name or args");
 	struct ctx_part *p = push_part(asst(t), CTX_TOOL_CALL);
 	p->call_id = xstrdup(id);
+	const char *wire = str_field(data, "provider_id");
+	p->wire_id = wire ? xstrdup(wire) : NULL;
 	p->name = xstrdup(name);
 	/* A call cut off keeps its partial arguments as a string in the log;
 	 * the model gets an empty object back, and nothing ever runs it. */
@@ -336,7 +340,9 @@ static void copy_part(struct ctx_message *m, const struct ctx_part *src)
 	p->text = dup_or_null(src->text);
 	p->signature = dup_or_null(src->signature);
 	p->redacted = src->redacted;
-	p->call_id = dup_or_null(src->call_id);
+	/* what the provider knows the call by; the log's id kept to match */
+	p->call_id = dup_or_null(src->wire_id ? src->wire_id : src->call_id);
+	p->ref = dup_or_null(src->call_id);
 	p->name = dup_or_null(src->name);
 	p->args = dup_or_null(src->args);
 	p->incomplete = src->incomplete;
@@ -379,9 +385,13 @@ static void view_add(struct context *c, const struct ctx_message *m, struct pend
 		for (size_t k = 0; k < c->view[pd->at].nparts; k++) {
 			const struct ctx_part *call = &c->view[pd->at].parts[k];
 			if (call->kind == CTX_TOOL_CALL && !pd->answered[k] &&
-			    strcmp(call->call_id, r->call_id) == 0) {
+			    strcmp(call->ref, r->call_id) == 0) {
 				pd->answered[k] = true;
-				copy_part(view_push(c, CTX_TOOL), r);
+				char *wire = xstrdup(call->call_id);
+				struct ctx_message *v = view_push(c, CTX_TOOL);
+				copy_part(v, r);
+				free(v->parts[0].call_id);
+				v->parts[0].call_id = wire; /* answered under the call's wire id */
 				return;
 			}
 		}

@@ -40,6 +40,10 @@ struct ctx_part {
 	char *signature;
 	bool redacted;
 	char *call_id, *name;
+	/* The log keeps cairn's own call_id and the provider's id beside it
+	 * (tool/call.provider_id); a view (context_messages) gives call_id as
+	 * the provider knows it, and ref as the log's. */
+	char *wire_id, *ref;
 	char *args;      /* "{}" for a call cut off before its arguments were whole */
 	bool incomplete; /* a call cut off (max_tokens): never executed, replayed with {} */
 	bool is_error;   /* a result whose status is not ok */

@@ -55,6 +55,7 @@ static const struct vocab_field f_reasoning[] = {
 static const struct vocab_field f_none[] = {END};
 static const struct vocab_field f_tool_call[] = {
 	{"call_id", VK_STR, true, NULL},
+	{"provider_id", VK_STR, false, NULL},
 	{"name", VK_STR, true, NULL},
 	{"args", VK_ANY, true, NULL},
 	BLOB_FIELD,

@@ -132,6 +132,31 @@ static void test_every_call_gets_exactly_one_result(void **state)
 	context_free(c);
 }
 
+/* A call is sent back under the provider's id (provider_id), its result
+ * too, however cairn names it in the log. */
+static void test_calls_go_back_under_the_provider_id(void **state)
+{
+	(void)state;
+	static const char *const lines[] = {
+		"{\"type\":\"user/message\",\"turn\":\"a\",\"data\":{\"text\":\"go\"}}",
+		"{\"type\":\"tool/call\",\"turn\":\"a\",\"data\":{\"call_id\":\"a.1\",\"provider_id\":\"toolu_X\",\"name\":\"read\",\"args\":{}}}",
+		"{\"type\":\"tool/call\",\"turn\":\"a\",\"data\":{\"call_id\":\"a.2\",\"provider_id\":\"toolu_Y\",\"name\":\"read\",\"args\":{}}}",
+		"{\"type\":\"tool/result\",\"turn\":\"a\",\"data\":{\"call_id\":\"a.1\",\"status\":\"ok\",\"output\":\"one\"}}",
+		NULL,
+	};
+	struct context *c = support_context(lines);
+	size_t n;
+	const struct ctx_message *m = context_messages(c, NULL, &n);
+	assert_int_equal(n, 4);
+	assert_string_equal(m[1].parts[0].call_id, "toolu_X");
+	assert_string_equal(m[1].parts[0].ref, "a.1");
+	assert_string_equal(m[1].parts[1].call_id, "toolu_Y");
+	assert_string_equal(m[2].parts[0].call_id, "toolu_X");
+	assert_string_equal(m[2].parts[0].text, "one");
+	assert_string_equal(m[3].parts[0].call_id, "toolu_Y"); /* the synthetic answer too */
+	context_free(c);
+}
+
 static void test_reasoning_blocks_split_at_signatures_and_text(void **state)
 {
 	static const char *const lines[] = {
@@ -294,6 +319,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_log_becomes_the_provider_message_sequence),
 		cmocka_unit_test(test_every_call_gets_exactly_one_result),
+		cmocka_unit_test(test_calls_go_back_under_the_provider_id),
 		cmocka_unit_test(test_reasoning_blocks_split_at_signatures_and_text),
 		cmocka_unit_test(test_context_follows_parent_turns_not_log_order),
 		cmocka_unit_test(test_malformed_data_fails_and_unseen_types_are_ignored),
