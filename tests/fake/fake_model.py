@@ -11,13 +11,25 @@ protocols, as strictly as the real APIs check requests:
 
 A missing or wrong key is 401, a malformed body or history 400, each with
 the API's own error JSON. Every request is appended to --record (one JSON
-line: reply (the script index it took, null when rejected), method, path,
-headers, body) before it is answered. --before-reply CMD
+line: n (the request's number, from 0, every request counted), reply (the
+script index it took) or route (the route that answered it), both null when
+rejected, method, path, headers, body) before it is answered. --before-reply CMD
 runs CMD (sh -c) with the request body on stdin first; unless it exits 0 the
 answer is a 500.
 
-The script (--script FILE, JSON) is {"replies": [REPLY, ...]}: the Nth
-accepted request gets reply N (a 500 once they run out). A REPLY, every key optional:
+--sent-log FILE says what was sent when, for tests that kill the client at
+a chosen instant and then ask which part of a stream it had been sent: one
+JSON line per write of a streamed reply, appended once the write returned,
+{"n": request number, "t": time.monotonic() (CLOCK_MONOTONIC, comparable
+across processes on the machine), "data": the bytes written (base64,
+without the chunked framing)}, with "head": true for the status line and
+headers and "end": true for the body's terminating chunk.
+
+The script (--script FILE, JSON) is {"replies": [REPLY, ...], "routes":
+[{"prompt_prefix": P, "reply": REPLY}, ...]}: a request whose last user
+message's text starts with a route's P gets that route's reply (the first
+that matches, as often as it matches); the Nth other accepted request gets
+reply N (a 500 once they run out). A REPLY, every key optional:
 
   status, headers        an HTTP error (status != 200) with extra headers,
                          e.g. {"status": 429, "headers": {"Retry-After": "2"}};
@@ -53,6 +65,7 @@ accepted request gets reply N (a 500 once they run out). A REPLY, every key opti
   repeat_text            repeat "text" this many times (long streams)
 """
 import argparse
+import base64
 import json
 import os
 import random
@@ -65,7 +78,7 @@ import time
 from http.server import BaseHTTPRequestHandler
 
 LOCK = threading.Lock()
-STATE = {"next": 0}
+STATE = {"next": 0, "n": 0}
 
 
 class Reject(Exception):
@@ -433,6 +446,32 @@ def cut_stream(events, r, rng):
     return out
 
 
+def last_user_text(body):
+    """The text of the last message when it is the user's (both protocols'
+    shapes: a string, or a list of text parts/blocks); None otherwise."""
+    msgs = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(msgs, list) or not msgs or not isinstance(msgs[-1], dict):
+        return None
+    m = msgs[-1]
+    if m.get("role") != "user":
+        return None
+    c = m.get("content")
+    if is_str(c):
+        return c
+    if isinstance(c, list):
+        return "".join(b.get("text", "") for b in c if isinstance(b, dict) and b.get("type") == "text")
+    return None
+
+
+def route_of(script, body):
+    """The index of the first route whose prompt_prefix the last user message starts with."""
+    text = last_user_text(body)
+    for i, rt in enumerate(script.get("routes", [])):
+        if text is not None and text.startswith(rt.get("prompt_prefix", "")):
+            return i
+    return None
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "fake-model/1"
@@ -461,14 +500,20 @@ class Handler(BaseHTTPRequestHandler):
             except Reject as e:
                 reject = e
         with LOCK:
-            # Only a request the API would accept takes the next reply.
-            idx = None
+            # Only a request the API would accept takes a reply: its
+            # route's, else the next one.
+            idx = route = None
+            self.n = STATE["n"]
+            STATE["n"] += 1
             if proto is not None and reject is None:
-                idx = STATE["next"]
-                STATE["next"] += 1
+                route = route_of(opts.script, body)
+                if route is None:
+                    idx = STATE["next"]
+                    STATE["next"] += 1
             if opts.record:
                 with open(opts.record, "a", encoding="utf-8") as f:
-                    f.write(json.dumps({"reply": idx, "method": "POST", "path": self.path, "headers": headers,
+                    f.write(json.dumps({"n": self.n, "reply": idx, "route": route, "method": "POST",
+                                        "path": self.path, "headers": headers,
                                         "body": body if body is not None else raw.decode("utf-8", "replace")},
                                        ensure_ascii=False) + "\n")
         if proto is None:
@@ -481,8 +526,11 @@ class Handler(BaseHTTPRequestHandler):
             e = reject
             b = err(e.etype, e.message) if proto == "anthropic" else openai_error_body(e.etype, e.message, e.code, e.param)
             return self.reply_json(e.status, b)
-        replies = opts.script.get("replies", [])
-        r = replies[idx] if idx < len(replies) else None
+        if route is not None:
+            r = opts.script["routes"][route].get("reply", {})
+        else:
+            replies = opts.script.get("replies", [])
+            r = replies[idx] if idx < len(replies) else None
         if r is None:
             return self.reply_json(500, err("api_error", "fake_model: script exhausted"))
         if r.get("close_without_response"):
@@ -520,6 +568,15 @@ class Handler(BaseHTTPRequestHandler):
     def reply_json(self, status, obj, extra=None):
         self.reply_raw(status, json.dumps(obj).encode(), "application/json", extra)
 
+    def sent(self, data=b"", **mark):
+        """Append one write to --sent-log, after it returned."""
+        if not self.server.opts.sent_log:
+            return
+        line = {"n": self.n, "t": time.monotonic(), "data": base64.b64encode(data).decode()}
+        line.update(mark)
+        with LOCK, open(self.server.opts.sent_log, "a", encoding="utf-8") as f:
+            f.write(json.dumps(line) + "\n")
+
     def stream(self, writes, r):
         try:
             self.send_response(200)
@@ -530,6 +587,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_header(k, str(v))
             self.end_headers()
             self.wfile.flush()
+            self.sent(head=True)
             if r.get("stall_after_head_ms"):
                 time.sleep(r["stall_after_head_ms"] / 1000)
             pause = 1.0 / r["rate"] if r.get("rate") else 0
@@ -542,10 +600,12 @@ class Handler(BaseHTTPRequestHandler):
                 if w:
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(w), w))
                     self.wfile.flush()
+                    self.sent(w)
                 if pause:
                     time.sleep(pause)
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
+            self.sent(end=True)
         except OSError:  # the client went away
             self.close_connection = True
 
@@ -577,6 +637,7 @@ def main():
     ap.add_argument("--script", dest="script_path", help="JSON script file")
     ap.add_argument("--record", help="append each request as a JSON line here")
     ap.add_argument("--port-file", help="write the port here too")
+    ap.add_argument("--sent-log", help="append each write of a stream (monotonic time, bytes) here")
     ap.add_argument("--before-reply", help="sh -c CMD with the request body on stdin; non-zero exit: 500")
     ap.add_argument("--openai-key", default="sk-test", help="required Bearer key ('' accepts none)")
     ap.add_argument("--anthropic-key", default="ant-test", help="required x-api-key ('' accepts any)")

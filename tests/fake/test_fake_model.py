@@ -255,6 +255,49 @@ def main():
               st == 500 and "before-reply" in json.loads(b"".join(ch))["error"]["message"])
     finally:
         f.stop()
+    d = tempfile.mkdtemp(prefix="fake-sent-")
+    sent_log = os.path.join(d, "sent.jsonl")
+    f = Fake({"replies": [{"text": "in order", "pieces": 2}],
+              "routes": [{"prompt_prefix": "slow ", "reply": {"text": "abcdefghij", "pieces": 10,
+                                                               "split": "event", "rate": 50}}]},
+             "--sent-log", sent_log)
+    try:
+        import base64
+        import time
+        t0 = time.monotonic()
+        st, _, ch = f.raw("/v1/chat/completions", OA, dict(chat, messages=[{"role": "user", "content": "slow 1"}]))
+        t1 = time.monotonic()
+        slow_body = b"".join(ch)
+        got = "".join(json.loads(d)["choices"][0]["delta"].get("content", "") for _, d in events(ch)[:-2]
+                      if json.loads(d)["choices"])
+        check("a route answers the prompt its prefix matches", st == 200 and got == "abcdefghij", st, got)
+        st, _, ch = f.raw("/v1/messages", AN, dict(msg, messages=[
+            {"role": "user", "content": [{"type": "text", "text": "slow 2"}]}]))
+        check("... as often as it matches, Anthropic's text blocks too", st == 200 and "abcdefghij" in "".join(
+            json.loads(d)["delta"].get("text", "") for n, d in events(ch) if n == "content_block_delta"))
+        st, _, ch = f.raw("/v1/chat/completions", OA, chat)
+        got = "".join(json.loads(d)["choices"][0]["delta"].get("content", "") for _, d in events(ch)[:-2]
+                      if json.loads(d)["choices"])
+        check("... and takes no reply from the list: the others get theirs in order", got == "in order", got)
+        rec = f.requests()
+        check("the record numbers requests and names the route or reply",
+              [(r["n"], r["route"], r["reply"]) for r in rec] == [(0, 0, None), (1, 0, None), (2, None, 0)], rec)
+        with open(sent_log) as s:
+            lines = [json.loads(x) for x in s]
+        first = [x for x in lines if x["n"] == 0]
+        body = b"".join(base64.b64decode(x["data"]) for x in first)
+        ts = [x["t"] for x in first]
+        check("--sent-log: head, every write (the body the client read), end, in time order",
+              first[0].get("head") and first[-1].get("end") and ts == sorted(ts) and
+              t0 <= ts[0] and ts[-1] <= t1 and body == slow_body and
+              len(first) == 2 + len(events([body])), first[:3])
+        got = "".join(json.loads(d)["choices"][0]["delta"].get("content", "") for _, d in events([body])[:-2]
+                      if json.loads(d)["choices"])
+        check("... its bytes are the body, paced by the rate (one event per write at 50/s)",
+              got == "abcdefghij" and ts[-2] - ts[1] >= 0.9 * (len(first) - 3) / 50, got, ts[-2] - ts[1])
+        check("... for every streamed request", sorted({x["n"] for x in lines}) == [0, 1, 2])
+    finally:
+        f.stop()
     print(f"1..{N}")
     sys.exit(1 if FAILED else 0)
 
