@@ -3,19 +3,21 @@
 
 Listens on 127.0.0.1 on an ephemeral port (printed on stdout as "PORT\\n",
 and written to --port-file; with --watch-stdin it exits when its stdin
-closes, so a test that dies leaves no server behind) and speaks the streaming shapes of two wire
-protocols, as strictly as the real APIs check requests:
+closes, so a test that dies leaves no server behind) and speaks the
+streaming shapes of two wire protocols, as strictly as the real APIs check
+requests:
 
   POST /v1/chat/completions   OpenAI Chat Completions (Authorization: Bearer)
   POST /v1/messages           Anthropic Messages (x-api-key, anthropic-version)
 
 A missing or wrong key is 401, a malformed body or history 400, each with
 the API's own error JSON. Every request is appended to --record (one JSON
-line: n (the request's number, from 0, every request counted), reply (the
-script index it took) or route (the route that answered it), both null when
-rejected, method, path, headers, body) before it is answered. --before-reply CMD
-runs CMD (sh -c) with the request body on stdin first; unless it exits 0 the
-answer is a 500.
+line: n (the request's number, from 0, every request counted), t (its
+time.monotonic() on arrival), reply (the script index it took) or route
+(the route that answered it), both null when rejected, method, path,
+headers, body) before it is answered. --before-reply CMD runs CMD (sh -c)
+with the request body on stdin first; unless it exits 0 the answer is a
+500.
 
 --sent-log FILE says what was sent when, for tests that kill the client at
 a chosen instant and then ask which part of a stream it had been sent: one
@@ -27,7 +29,7 @@ headers and "end": true for the body's terminating chunk.
 
 The script (--script FILE, JSON) is {"replies": [REPLY, ...], "routes":
 [{"prompt_prefix": P, "reply": REPLY}, ...]}: a request whose last user
-message's text starts with a route's P gets that route's reply (the first
+message's (last) text starts with a route's P gets that route's reply (the first
 that matches, as often as it matches); the Nth other accepted request gets
 reply N (a 500 once they run out). A REPLY, every key optional:
 
@@ -448,7 +450,8 @@ def cut_stream(events, r, rng):
 
 def last_user_text(body):
     """The text of the last message when it is the user's (both protocols'
-    shapes: a string, or a list of text parts/blocks); None otherwise."""
+    shapes: a string, or the last of a list of text parts/blocks); None
+    otherwise."""
     msgs = body.get("messages") if isinstance(body, dict) else None
     if not isinstance(msgs, list) or not msgs or not isinstance(msgs[-1], dict):
         return None
@@ -458,8 +461,9 @@ def last_user_text(body):
     c = m.get("content")
     if is_str(c):
         return c
-    if isinstance(c, list):
-        return "".join(b.get("text", "") for b in c if isinstance(b, dict) and b.get("type") == "text")
+    if isinstance(c, list):  # the last text part (the latest prompt of a merged message)
+        texts = [b.get("text") for b in c if isinstance(b, dict) and b.get("type") == "text"]
+        return texts[-1] if texts and is_str(texts[-1]) else None
     return None
 
 
@@ -512,7 +516,7 @@ class Handler(BaseHTTPRequestHandler):
                     STATE["next"] += 1
             if opts.record:
                 with open(opts.record, "a", encoding="utf-8") as f:
-                    f.write(json.dumps({"n": self.n, "reply": idx, "route": route, "method": "POST",
+                    f.write(json.dumps({"n": self.n, "t": time.monotonic(), "reply": idx, "route": route, "method": "POST",
                                         "path": self.path, "headers": headers,
                                         "body": body if body is not None else raw.decode("utf-8", "replace")},
                                        ensure_ascii=False) + "\n")

@@ -1,0 +1,751 @@
+#!/usr/bin/env python3
+"""crash_turn.py — headless turns (`cairn -p --json`) against a slow stream
+from the fake model server, killed with SIGKILL at random instants: before
+the BEFORE save is acknowledged, while the request waits for its first
+byte, in the middle of the stream, and during settlement (the full save).
+After every kill:
+
+- the session reopens: `inspect` reads it (ok or torn), `log cat` reads it,
+  and `repair` (or, as often, the next open) cuts a torn tail and closes
+  the open turn as interrupted (turn/end error class "interrupted");
+- nothing acknowledged is lost: every event the killed run printed (--json
+  prints each event once it is durable) is in the log at its seq, with the
+  same type, turn and data;
+- at most two batch windows plus 50 ms of stream are lost: the text the
+  server had sent more than 250 ms before the kill (its --sent-log gives
+  the CLOCK_MONOTONIC time of every write; the kill's time is taken on the
+  same clock just before kill(2)) is in the log, and the log holds nothing
+  the server did not send;
+- the next turn (`cairn -p --session ID`) exits 0 and sends the model the
+  whole history as the log holds it (each earlier prompt, each kept partial
+  answer) — and the fake server rejects a malformed history as the real
+  APIs do.
+
+Sessions alternate between the OpenAI and Anthropic protocols; each takes
+a few kills. After one kill in four nothing is checked beyond reading: the
+next killed run opens the session, repairs it and may itself be killed
+doing so. Each kill is classified by what was observed (what the run had
+printed, what the server had received and sent before the kill), and the
+test fails unless every phase above was hit.
+
+Environment:
+  CAIRN             the binary (tests/run.sh sets it)
+  CRASH_TURN_KILLS  kills (default 100: about two minutes on two cores);
+                    the long run is CRASH_TURN_KILLS=1000 (about 20 minutes)
+  CRASH_TURN_SEED   the random seed (default: from the clock; every TAP
+                    summary names it, so a failing run can be replayed)
+  CRASH_TURN_KEEP   a directory: the data of a failing run is copied there
+
+Prints TAP (one line per group of 20 kills, then phase coverage and a
+summary with the figures); run by tests/cli/test_crash_turn.sh.
+
+Adding a check is adding to Session (what is known to be durable) and to
+verify_log (what the log must then show); a run with several prompts
+(queued input) is one more argv in run_killed and one more check of the
+input/queued events it printed.
+"""
+import base64
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAKE = os.path.join(HERE, "..", "fake", "fake_model.py")
+
+BOUND = 0.250        # two capture batch windows (2 x 100 ms) plus 50 ms of stream
+STALL_MS = 300       # the server's wait before the first byte
+RATE = 100           # stream writes per second
+LONG = 150           # deltas of a slow reply (1.5 s of stream)
+SHORT = 30           # deltas of a short one (kills at settlement wait for its end)
+GROUP = 20           # kills per TAP line
+PER_SESSION = 5      # kills per session
+WAIT = 20.0          # longest wait for anything to happen
+
+N = 0
+FAILED = False
+
+
+def tap(ok, desc, why=()):
+    global N, FAILED
+    N += 1
+    print(f"{'ok' if ok else 'not ok'} {N} - {desc}", flush=True)
+    if not ok:
+        FAILED = True
+        for w in list(why)[:12]:
+            print(f"#   {w}"[:2000], flush=True)
+
+
+def deltas_of(length):
+    """The reply's text pieces: numbered words, some with multibyte characters."""
+    extra = ["", "é", "", "€", "", "😀", ""]
+    return [f"w{i:03d}{extra[i % len(extra)]} " for i in range(length)]
+
+
+def slow_reply(length):
+    return {"deltas": deltas_of(length), "split": "event", "rate": RATE,
+            "stall_before_ms": STALL_MS, "usage": {"input": 7, "output": length}}
+
+
+class Fake:
+    """The fake model server: one for the whole run, answering by prompt."""
+
+    def __init__(self, tmp):
+        self.dir = tmp
+        self.record = os.path.join(tmp, "record.jsonl")
+        self.sent = os.path.join(tmp, "sent.jsonl")
+        script = {"routes": [
+            {"prompt_prefix": "crash-short ", "reply": slow_reply(SHORT)},
+            {"prompt_prefix": "crash ", "reply": slow_reply(LONG)},
+            {"prompt_prefix": "next ", "reply": {"text": "noted; go on", "pieces": 3}},
+        ]}
+        sp = os.path.join(tmp, "script.json")
+        with open(sp, "w") as f:
+            json.dump(script, f)
+        for p in (self.record, self.sent):
+            open(p, "w").close()
+        self.p = subprocess.Popen([sys.executable, FAKE, "--script", sp, "--record", self.record,
+                                   "--sent-log", self.sent, "--watch-stdin"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.port = int(self.p.stdout.readline())
+        self.rec_off = 0
+        self.sent_off = 0
+        self.sent_lines = {}  # request n -> [sent-log lines]
+
+    def stop(self):
+        self.p.stdin.close()
+        self.p.wait()
+
+    def new_requests(self):
+        """Requests recorded since the last call."""
+        with open(self.record, encoding="utf-8") as f:
+            f.seek(self.rec_off)
+            data = f.read()
+        cut = data.rfind("\n") + 1
+        self.rec_off += len(data[:cut].encode("utf-8"))
+        return [json.loads(x) for x in data[:cut].splitlines() if x]
+
+    def poll_sent(self):
+        """Read the sent-log lines written since the last call."""
+        with open(self.sent, "rb") as f:
+            f.seek(self.sent_off)
+            data = f.read()
+        cut = data.rfind(b"\n") + 1
+        self.sent_off += cut
+        for x in data[:cut].splitlines():
+            if x:
+                line = json.loads(x)
+                self.sent_lines.setdefault(line["n"], []).append(line)
+
+    def writes(self, n):
+        self.poll_sent()
+        return self.sent_lines.get(n, [])
+
+
+def text_deltas(proto, writes, upto):
+    """[(t, text)]: the text deltas in the SSE events of writes made before
+    upto, each with the time of the write that completed its event."""
+    out, buf = [], b""
+    for w in writes:
+        if w["t"] >= upto:
+            break
+        buf += base64.b64decode(w["data"])
+        while b"\n\n" in buf:
+            block, buf = buf.split(b"\n\n", 1)
+            for line in block.decode("utf-8").split("\n"):
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                d = json.loads(line[6:])
+                if proto == "openai":
+                    ch = d.get("choices") or []
+                    text = (ch[0].get("delta") or {}).get("content") if ch else None
+                else:
+                    delta = d.get("delta") or {}
+                    text = delta.get("text") if d.get("type") == "content_block_delta" and \
+                        delta.get("type") == "text_delta" else None
+                if text:
+                    out.append((w["t"], text))
+    return out
+
+
+def wire_messages(proto, body):
+    """[(role, [text, ...])] of a request's messages, the system prompt
+    left out: a string content is one text, a list its text parts."""
+    out = []
+    for m in body.get("messages", []):
+        if m.get("role") in ("system", "developer"):
+            continue
+        c = m.get("content")
+        if isinstance(c, list):
+            c = [p.get("text") for p in c if isinstance(p, dict) and p.get("type") == "text"]
+        else:
+            c = [c]
+        out.append((m.get("role"), c))
+    return out
+
+
+def expected_messages(proto, pairs):
+    """[(role, [text, ...])] the protocol's encoder makes of [(role, text)]:
+    Anthropic wants roles to alternate, so messages of one role in a row
+    are one message of several text blocks; OpenAI keeps them apart."""
+    out = []
+    for role, text in pairs:
+        if proto == "anthropic" and out and out[-1][0] == role:
+            out[-1][1].append(text)
+        else:
+            out.append((role, [text]))
+    return out
+
+
+class Killed:
+    """What one killed run left to check: its prompt, what it printed, what
+    the server sent it and when it was killed."""
+
+    def __init__(self, prompt, length):
+        self.prompt, self.length = prompt, length
+        self.turn = None
+        self.printed = []
+        self.result = None
+        self.request = None   # the record line of its request
+        self.t_kill = None
+        self.phase = None
+
+
+class Session:
+    def __init__(self, proto):
+        self.proto = proto
+        self.id = None
+        self.acked = {}        # seq -> (type, turn, data) printed by some run
+        self.killed = []       # Killed runs whose turns are still to be checked
+        self.kills = 0
+        self.closed = False    # repaired and continued since the last kill
+        self.torn_cut = 0      # bytes of a torn frame left at the end of its log
+
+
+class Crash:
+    def __init__(self, cairn, seed, kills):
+        self.cairn = cairn
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.kills_wanted = kills
+        self.tmp = tempfile.mkdtemp(prefix="crash-turn-")
+        self.data = os.path.join(self.tmp, "data")
+        self.work = os.path.join(self.tmp, "work")
+        os.makedirs(self.work)
+        self.fake = Fake(self.tmp)
+        base = f"http://127.0.0.1:{self.fake.port}"
+        self.env = dict(os.environ, XDG_CONFIG_HOME=os.path.join(self.tmp, "config"),
+                        OPENAI_BASE_URL=base + "/v1", OPENAI_API_KEY="sk-test",
+                        ANTHROPIC_BASE_URL=base, ANTHROPIC_API_KEY="ant-test")
+        self.env.pop("CAIRN_HOME", None)
+        self.kills = 0
+        self.runs = 0
+        self.phases = {}
+        self.lost_ms = []      # per killed stream: how much sent text the log lacks (ms before the kill)
+        self.repairs = {"explicit": 0, "on_open": 0, "deferred": 0}
+        self.torn = 0          # torn tails kills left
+        self.torn_made = 0     # torn tails tear() left
+        self.problems = []
+        self.sessions_done = []
+        self.counter = 0
+
+    # ---- running cairn ----
+
+    def cairn_run(self, *args, timeout=60):
+        p = subprocess.run([self.cairn, "--data-dir", self.data, *args], cwd=self.work, env=self.env,
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+        return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+    def problem(self, what):
+        self.problems.append(f"kill {self.kills}: {what}")
+
+    def session_dirs(self, with_log=True):
+        """Session directories: those holding a log, or (with_log False)
+        those without one: what a kill during the first publication may
+        leave, which is no session (doctor calls it a leftover)."""
+        root = os.path.join(self.data, "sessions")
+        out = set()
+        if os.path.isdir(root):
+            for proj in os.listdir(root):
+                pd = os.path.join(root, proj)
+                for sid in os.listdir(pd) if os.path.isdir(pd) else []:
+                    if os.path.exists(os.path.join(pd, sid, "session.jsonl.zst")) == with_log:
+                        out.add(sid)
+        return out
+
+    def wait_for(self, p, cond):
+        """Poll cond() every millisecond until it returns something, the
+        process exits or WAIT passes."""
+        end = time.monotonic() + WAIT
+        while time.monotonic() < end:
+            v = cond()
+            if v is not None:
+                return v
+            if p.poll() is not None:
+                return None
+            time.sleep(0.001)
+        return None
+
+    def run_killed(self, s, target):
+        """Start a turn on session s and kill it at an instant chosen for
+        target (start, first_byte, stream, settle)."""
+        self.counter += 1
+        length = SHORT if target == "settle" else LONG
+        prefix = "crash-short" if length == SHORT else "crash"
+        k = Killed(f"{prefix} {self.counter} {self.rng.randrange(1 << 30):08x}", length)
+        argv = [self.cairn, "--data-dir", self.data, "-p", k.prompt, "--json"]
+        if s.id:
+            argv += ["--session", s.id]
+        else:
+            argv += ["--provider", s.proto, "--model", "m-crash"]
+        self.fake.new_requests()
+        self.fake.poll_sent()
+        before = self.session_dirs() if not s.id else None
+        out_path = os.path.join(self.tmp, "run.out")
+        err_path = os.path.join(self.tmp, "run.err")
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            t0 = time.monotonic()
+            p = subprocess.Popen(argv, cwd=self.work, env=self.env, stdin=subprocess.DEVNULL,
+                                 stdout=out, stderr=err)
+        reqs = []
+
+        def request():
+            reqs.extend(self.fake.new_requests())
+            return reqs[0] if reqs else None
+
+        def sent(mark):
+            def f():
+                r = request()
+                if r is None:
+                    return None
+                for w in self.fake.writes(r["n"]):
+                    if w.get(mark):
+                        return w
+                return None
+            return f
+
+        at = None
+        if target == "start":
+            at = t0 + self.rng.uniform(0, 0.06)
+        elif target == "first_byte":
+            r = self.wait_for(p, request)
+            at = r and r["t"] + self.rng.uniform(0, STALL_MS / 1000)
+        elif target == "stream":
+            w = self.wait_for(p, sent("head"))
+            at = w and w["t"] + self.rng.uniform(0, length / RATE)
+        else:
+            w = self.wait_for(p, sent("end"))
+            at = w and w["t"] + self.rng.uniform(0, 0.004)  # settling takes 2-5 ms
+        if at is not None:
+            while time.monotonic() < at and p.poll() is None:
+                time.sleep(min(0.002, max(0, at - time.monotonic())))
+        killed = False
+        if p.poll() is None:
+            k.t_kill = time.monotonic()
+            os.kill(p.pid, signal.SIGKILL)
+            killed = True
+        rc = p.wait()
+        self.runs += 1
+        request()
+        with open(out_path, "rb") as f:
+            raw = f.read()
+        with open(err_path, "rb") as f:
+            err_text = f.read().decode("utf-8", "replace")
+        # Only whole lines were printed (a line cut by the kill proves nothing).
+        lines = raw[:raw.rfind(b"\n") + 1].decode("utf-8").splitlines()
+        for x in lines:
+            o = json.loads(x)
+            if o.get("type") == "result":
+                k.result = o
+            elif "seq" in o:
+                k.printed.append(o)
+        if not killed:
+            if target != "settle" or rc != 0:
+                self.problem(f"the run ended before its kill (target {target}, exit {rc}): {err_text[:300]}")
+            if rc != 0:
+                return None
+        if len(reqs) > 1:
+            self.problem(f"{len(reqs)} requests for one turn: {[r['n'] for r in reqs]}")
+        k.request = reqs[0] if reqs else None
+        if k.request and k.request.get("route") is None:
+            self.problem(f"the request was not answered by a route: {k.request}")
+        # Which session: the one it printed, else a directory that appeared.
+        ids = {o["session"] for o in k.printed} | ({k.result["session"]} if k.result else set())
+        if len(ids) > 1:
+            self.problem(f"events of several sessions printed: {ids}")
+        if s.id is None:
+            new = self.session_dirs() - before
+            if ids:
+                s.id = next(iter(ids))
+            elif len(new) == 1:
+                s.id = next(iter(new))
+            elif len(new) > 1:
+                self.problem(f"one run made several session directories: {new}")
+        elif ids and ids != {s.id}:
+            self.problem(f"printed events of {ids}, ran on {s.id}")
+        for o in k.printed:
+            if o["type"] == "turn/start":
+                k.turn = o["turn"]
+            s.acked[o["seq"]] = (o["type"], o.get("turn"), o["data"])
+        if not killed:
+            return k
+        self.kills += 1
+        s.kills += 1
+        s.closed = False
+        k.phase = self.classify(k)
+        self.phases[k.phase] = self.phases.get(k.phase, 0) + 1
+        return k
+
+    def classify(self, k):
+        """The phase the kill fell in, from what was observed before it."""
+        if k.result:
+            return "after_result"
+        if k.request is None or k.request["t"] >= k.t_kill:
+            return "before_request" if k.printed else "before_ack"
+        ws = [w for w in self.fake.writes(k.request["n"]) if w["t"] < k.t_kill]
+        if any(w.get("end") for w in ws):
+            return "settle"
+        if any(not w.get("head") for w in ws):
+            return "stream"
+        return "first_byte"
+
+    # ---- checking ----
+
+    def log_cat(self, sid):
+        rc, out, err = self.cairn_run("log", "cat", sid)
+        if rc != 0:
+            self.problem(f"log cat {sid}: exit {rc}: {err[:300]}")
+            return None
+        return [json.loads(x) for x in out.splitlines() if x]
+
+    def inspect(self, sid):
+        rc, out, err = self.cairn_run("inspect", "--json", sid)
+        try:
+            o = json.loads(out)
+        except ValueError:
+            o = {}
+        if rc != 0 or o.get("status") not in ("ok", "torn"):
+            self.problem(f"inspect {sid}: exit {rc}: {out[:300]} {err[:300]}")
+            return None
+        return o
+
+    def after_kill(self, s, k):
+        """Reading checks always; then repair (explicitly, or by the next
+        open) and the next turn, except one time in four."""
+        if s.id is None:
+            if k.printed:
+                self.problem("events printed but no session found")
+            return
+        ins = self.inspect(s.id)
+        if ins is None:
+            return
+        if ins["status"] == "torn" and ins["torn_bytes"] != s.torn_cut:
+            self.torn += 1  # left by this kill (not one tear() left and nothing opened since)
+        s.torn_cut = ins.get("torn_bytes") or 0  # what a repair must cut
+        if k.turn and not k.result and ins.get("open_turn") not in (k.turn, None):
+            self.problem(f"open turn {ins.get('open_turn')}, the killed one was {k.turn}")
+        evs = self.log_cat(s.id)
+        if evs is None:
+            return
+        turns = self.verify_log(s, evs, closed=False)
+        if ins["status"] == "ok" and turns and turns[-1]["end"] is None and self.rng.random() < 0.3:
+            self.tear(s, ins, evs, turns[-1]["id"])
+        way = self.rng.choice(["explicit", "on_open", "on_open", "deferred"])
+        if way == "deferred" and s.kills < PER_SESSION:
+            self.repairs["deferred"] += 1
+            return
+        self.close_and_continue(s, "explicit" if way == "explicit" else "on_open")
+
+    def tear(self, s, ins, evs, turn):
+        """Leave what a kill inside the next append leaves (SIGKILL seldom
+        lands inside one write): a prefix of the frame the open turn would
+        have written next, never the whole of it. The frame is built by
+        hand — zstd's format with one raw block — and cut before its
+        checksum, so a reader can only take it for a torn tail."""
+        line = json.dumps({"seq": len(evs), "t": int(time.time() * 1000), "type": "assistant/text",
+                           "turn": turn, "data": {"text": "TORN never acknowledged"}},
+                          separators=(",", ":")).encode() + b"\n"
+        frame = (b"\x28\xb5\x2f\xfd" + bytes([0xA4]) + len(line).to_bytes(4, "little") +
+                 (1 | len(line) << 3).to_bytes(3, "little") + line)  # + 4 checksum bytes, never written
+        cut = self.rng.randint(1, len(frame) - 1)
+        with open(ins["path"], "ab") as f:
+            f.write(frame[:cut])
+        after = self.inspect(s.id)
+        if after and (after["status"] != "torn" or after["torn_bytes"] != cut):
+            self.problem(f"{cut} bytes of a torn frame appended, inspect says {json.dumps(after)[:300]}")
+        s.torn_cut = cut
+        self.torn_made += 1
+
+    def close_and_continue(self, s, way):
+        """Repair (explicit or by the next open), then the next turn."""
+        self.repairs[way] += 1
+        s.closed = True
+        if way == "explicit":
+            rc, out, err = self.cairn_run("repair", "--json", s.id)
+            if rc != 0:
+                self.problem(f"repair {s.id}: exit {rc}: {err[:300]}")
+                return
+            cut = json.loads(out).get("cut_bytes")
+            if cut != s.torn_cut and (s.torn_cut or cut):
+                self.problem(f"repair cut {cut} bytes, the torn tail had {s.torn_cut}")
+            ins = self.inspect(s.id)
+            if ins and (ins["status"] != "ok" or ins.get("open_turn") is not None or ins.get("torn_bytes")):
+                self.problem(f"after repair: {json.dumps(ins)[:300]}")
+        s.torn_cut = 0
+        self.counter += 1
+        prompt = f"next {self.counter}"
+        self.fake.new_requests()
+        rc, out, err = self.cairn_run("-p", prompt, "--session", s.id, "--json")
+        reqs = self.fake.new_requests()
+        if rc != 0:
+            self.problem(f"the next turn on {s.id}: exit {rc}: {err[:400]} "
+                         f"{[r.get('reply') for r in reqs]}")
+            return
+        for x in out.splitlines():
+            o = json.loads(x)
+            if "seq" in o:
+                s.acked[o["seq"]] = (o["type"], o.get("turn"), o["data"])
+        evs = self.log_cat(s.id)
+        if evs is None:
+            return
+        turns = self.verify_log(s, evs, closed=True)
+        if not turns or turns[-1]["user"] != prompt or turns[-1]["end"].get("outcome") != "completed":
+            self.problem(f"the next turn is not the log's last, completed: {turns[-1:] if turns else None}")
+            return
+        if len(reqs) != 1:
+            self.problem(f"the next turn made {len(reqs)} requests")
+            return
+        want = []
+        for t in turns[:-1]:
+            want.append(("user", t["user"]))
+            if t["text"]:
+                want.append(("assistant", t["text"]))
+        want.append(("user", prompt))
+        want = expected_messages(s.proto, want)
+        got = wire_messages(s.proto, reqs[0]["body"])
+        if got != want:
+            diff = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+            self.problem(f"the next request's history differs from the log at message {diff}: "
+                         f"sent {got[diff:diff + 2]}, log {want[diff:diff + 2]} "
+                         f"({len(got)} vs {len(want)} messages)")
+
+    def verify_log(self, s, evs, closed):
+        """The log against what is known: seqs contiguous, every printed
+        event at its seq unchanged, every killed turn within the stream
+        bound; with closed, every turn ended exactly once (interrupted ones
+        by repair). Returns the turns: user text, answer text, turn/end."""
+        if [e.get("seq") for e in evs] != list(range(len(evs))):
+            self.problem(f"{s.id}: seqs not contiguous from 0")
+            return None
+        for seq, (typ, turn, data) in sorted(s.acked.items()):
+            if seq >= len(evs):
+                self.problem(f"{s.id}: acknowledged seq {seq} ({typ}) lost: the log ends at {len(evs)}")
+                return None
+            e = evs[seq]
+            if (e["type"], e.get("turn"), e["data"]) != (typ, turn, data):
+                self.problem(f"{s.id}: seq {seq} printed as {typ} {json.dumps(data)[:120]}, "
+                             f"logged as {e['type']} {json.dumps(e['data'])[:120]}")
+                return None
+        turns, cur = [], None
+        for e in evs[1:]:
+            typ, turn = e["type"], e.get("turn")
+            if typ == "turn/start":
+                if cur is not None and cur["end"] is None:
+                    self.problem(f"{s.id}: turn {cur['id']} has no turn/end before turn {turn} starts")
+                cur = {"id": turn, "user": None, "text": "", "end": None, "seq": e["seq"]}
+                turns.append(cur)
+                continue
+            if turn is None:
+                continue
+            if cur is None or turn != cur["id"] or cur["end"] is not None:
+                self.problem(f"{s.id}: seq {e['seq']} ({typ}) of turn {turn} outside its turn")
+                return None
+            if typ == "user/message":
+                cur["user"] = e["data"]["text"]
+            elif typ == "assistant/text":
+                cur["text"] += e["data"]["text"]
+            elif typ == "turn/end":
+                cur["end"] = e["data"]
+        if closed and turns and turns[-1]["end"] is None:
+            self.problem(f"{s.id}: turn {turns[-1]['id']} still open after repair")
+        by_prompt = {t["user"]: t for t in turns}
+        keep = []
+        for k in s.killed:
+            t = by_prompt.get(k.prompt)
+            if t is None:
+                if k.printed:
+                    self.problem(f"{s.id}: the killed turn '{k.prompt}' printed events but is not in the log")
+                elif closed and k.request:
+                    self.problem(f"{s.id}: a request went out for '{k.prompt}' but the log has no such turn")
+                continue  # never became durable: nothing to check
+            if k.turn and t["id"] != k.turn:
+                self.problem(f"{s.id}: '{k.prompt}' printed as turn {k.turn}, logged as {t['id']}")
+            self.check_bound(s, k, t)
+            if t["end"] is None:
+                keep.append(k)
+                continue
+            end = t["end"]
+            if k.result and k.result.get("exit") == 0 and end.get("outcome") != "completed":
+                self.problem(f"{s.id}: turn {t['id']} printed its result (exit 0), logged {end}")
+            if end.get("outcome") == "interrupted":
+                if not end.get("synthetic") or (end.get("error") or {}).get("class") != "interrupted":
+                    self.problem(f"{s.id}: turn {t['id']} closed as {json.dumps(end)[:200]}")
+            elif end.get("outcome") != "completed":
+                self.problem(f"{s.id}: turn {t['id']} ended {end.get('outcome')}, not completed or interrupted")
+        s.killed = keep if not closed else []
+        if closed and keep:
+            self.problem(f"{s.id}: turns left open: {[k.prompt for k in keep]}")
+        return turns
+
+    def check_bound(self, s, k, t):
+        """The turn's logged answer: a prefix of what was sent, holding all
+        that was sent more than BOUND before the kill."""
+        if getattr(k, "bound_checked", False) or k.request is None:
+            return
+        k.bound_checked = True
+        full = "".join(deltas_of(k.length))
+        logged = t["text"]
+        if not full.startswith(logged):
+            self.problem(f"{s.id}: turn {t['id']} logged text that was not sent: {logged[:80]!r}...")
+            return
+        if k.result and k.result.get("exit") == 0:
+            if logged != full:
+                self.problem(f"{s.id}: turn {t['id']} completed with {len(logged)} of {len(full)} characters")
+            return
+        sent = text_deltas(s.proto, self.fake.writes(k.request["n"]), k.t_kill)
+        pos, lost_from = 0, None
+        for tw, text in sent:
+            pos += len(text)
+            if pos > len(logged):
+                lost_from = tw
+                break
+        lost = 0.0 if lost_from is None else k.t_kill - lost_from
+        self.lost_ms.append(lost * 1000)
+        if lost > BOUND:
+            self.problem(f"{s.id}: turn {t['id']} ({k.phase}) lost text sent {lost * 1000:.0f} ms before "
+                         f"the kill (bound {BOUND * 1000:.0f} ms): {len(logged)} characters logged")
+
+    def end_session(self, s):
+        """The last word on a session: repaired by the next open, the next
+        turn well formed, then listed as idle."""
+        if s.id is None:
+            return
+        if not s.closed:
+            self.close_and_continue(s, "on_open")
+        self.sessions_done.append(s)
+
+    def final_checks(self):
+        rc, out, err = self.cairn_run("sessions", "--json")
+        problems = []
+        if rc != 0:
+            problems.append(f"sessions --json: exit {rc}: {err[:300]}")
+        else:
+            listed = {o["id"]: o for o in json.loads(out)}
+            for s in self.sessions_done:
+                o = listed.get(s.id)
+                if o is None:
+                    problems.append(f"session {s.id} is not listed")
+                elif o["status"] != "idle":
+                    problems.append(f"session {s.id} is listed as {o['status']}")
+            known = {s.id for s in self.sessions_done}
+            for sid in set(listed) - known:
+                problems.append(f"a session no run made is listed: {sid} ({listed[sid]['status']})")
+        for sid in self.session_dirs() - {s.id for s in self.sessions_done}:
+            rc, out, err = self.cairn_run("inspect", "--json", sid)
+            problems.append(f"a session no run owned: {sid}: exit {rc} {out[:200]} {err[:200]}")
+        self.leftovers = self.session_dirs(with_log=False)
+        for sid in self.leftovers:
+            rc, out, err = self.cairn_run("inspect", "--json", sid)
+            if rc != 3:
+                problems.append(f"a folder without a log is not missing: {sid}: exit {rc} {out[:200]}")
+        rc, out, err = self.cairn_run("doctor")
+        if rc != 0 or out.count("leftover:") != len(self.leftovers):
+            problems.append(f"doctor: exit {rc}, {out.count('leftover:')} leftovers reported, "
+                            f"{len(self.leftovers)} found: {out[-300:]} {err[-300:]}")
+        return problems
+
+    # ---- the run ----
+
+    def main(self):
+        t0 = time.monotonic()
+        targets = ["start", "start", "first_byte", "first_byte", "stream", "stream", "stream", "stream",
+                   "settle", "settle"]
+        s = None
+        group_first = 1
+        group_torn = group_made = 0
+        nsess = 0
+        while self.kills < self.kills_wanted:
+            if s is None or s.kills >= PER_SESSION:
+                if s is not None:
+                    self.end_session(s)
+                s = Session("openai" if nsess % 2 == 0 else "anthropic")
+                nsess += 1
+            before = self.kills
+            k = self.run_killed(s, self.rng.choice(targets))
+            if k is not None:
+                s.killed.append(k)
+                if self.kills > before:
+                    self.after_kill(s, k)
+                elif s.id:
+                    # Not killed (it finished first): its turn is checked with the next.
+                    pass
+            if self.kills > before and (self.kills % GROUP == 0 or self.kills == self.kills_wanted):
+                desc = (f"kills {group_first}-{self.kills}: every session reopens, no acknowledged "
+                        f"event lost, the stream within {BOUND * 1000:.0f} ms, the next turn well formed "
+                        f"({self.torn - group_torn} torn tails left by kills, {self.torn_made - group_made} "
+                        "appended as a kill inside a write leaves them)")
+                tap(not self.problems, desc, self.problems)
+                self.problems = []
+                group_first = self.kills + 1
+                group_torn, group_made = self.torn, self.torn_made
+        if s is not None:
+            self.end_session(s)
+        extra = self.final_checks() + self.problems
+        tap(not extra, f"{len(self.sessions_done)} sessions listed idle, no other; {len(self.leftovers)} "
+            "folders without a log (kills during a first publication) are missing, doctor names them", extra)
+        secs = time.monotonic() - t0
+        ph = self.phases
+        need = {"before_ack": max(1, self.kills // 50), "first_byte": max(1, self.kills // 20),
+                "stream": max(1, self.kills // 5), "settle": max(1, self.kills // 20)}
+        short = [f"{p}: {ph.get(p, 0)} < {n}" for p, n in need.items() if ph.get(p, 0) < n]
+        tap(not short, "kills in every phase: " + ", ".join(f"{p} {n}" for p, n in sorted(ph.items())), short)
+        lost = sorted(self.lost_ms)
+        q = (lambda f: lost[min(len(lost) - 1, int(f * len(lost)))]) if lost else (lambda f: 0)
+        tap(not FAILED, f"crash summary (seed {self.seed}): {self.kills} kills of {self.runs} runs in "
+            f"{secs:.0f}s, {nsess} sessions, repairs {self.repairs}, {self.torn} torn tails left by kills and {self.torn_made} appended; text lost "
+            f"before a kill: median {q(0.5):.0f} ms, p90 {q(0.9):.0f} ms, max {q(1.0):.0f} ms "
+            f"(bound {BOUND * 1000:.0f})")
+
+    def cleanup(self):
+        self.fake.stop()
+        keep = os.environ.get("CRASH_TURN_KEEP")
+        if FAILED and keep:
+            shutil.copytree(self.tmp, os.path.join(keep, os.path.basename(self.tmp)))
+            print(f"# kept in {os.path.join(keep, os.path.basename(self.tmp))}")
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def main():
+    cairn = os.environ.get("CAIRN")
+    if not cairn or not os.access(cairn, os.X_OK):
+        tap(False, "the binary is built", [f"CAIRN={cairn}"])
+        print(f"1..{N}")
+        return 1
+    seed = int(os.environ.get("CRASH_TURN_SEED") or time.time_ns() % 1000000007)
+    kills = int(os.environ.get("CRASH_TURN_KILLS") or 100)
+    c = Crash(os.path.abspath(cairn), seed, kills)
+    try:
+        c.main()
+    finally:
+        c.cleanup()
+    print(f"1..{N}")
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
