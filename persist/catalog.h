@@ -63,6 +63,7 @@ struct cat_session {
 	int64_t created_at, updated_at, deleted_at; /* deleted_at 0: not deleted */
 	int64_t turns;
 	bool pinned, title_explicit;
+	bool log_idle;       /* the log itself has no turn open (its projection is idle) */
 	uint64_t durable_len, durable_seq, content_version;
 };
 

@@ -150,8 +150,9 @@ int cat_rank_stats(struct catalog *c, const struct cat_query *q, struct cat_rank
 bool cat_has_cjk(const char *s, size_t n);
 
 /* A listed row's status as it stands now (catalog_live.c): `running`
- * whose writer lock is free is "interrupted" (static); any other is
- * s->status itself. Probes the lock of a running row only. */
+ * whose writer lock is free is what its log says, "interrupted" or "idle"
+ * (static); any other is s->status itself. Probes the lock of a running
+ * row only. */
 const char *cat_live_status(struct catalog *c, const struct cat_session *s);
 
 /* The projection's rows (catalog_project.c). */

@@ -3,10 +3,13 @@
  * `running` is set by the writer that holds the session's lock (its
  * process runs a turn) and cleared by its full save. A process that dies
  * mid-turn leaves the row `running` while the kernel drops its lock: such
- * a row is stale, and readers see it as `interrupted` — what opening the
- * session will find (DESIGN §4.5) — so the browser shows it truthfully and
- * delete and purge are not refused because of it. The row itself is left
- * alone: the next writer of the session rewrites it. */
+ * a row is stale, and readers see it as what opening the session will
+ * find (DESIGN §4.5): `interrupted` when its log has a turn open, `idle`
+ * when it has none (the process died after its full save reached the
+ * log, before the catalog recorded it; a listing has brought the row up
+ * to the log since) — so the browser shows it truthfully and delete and
+ * purge are not refused because of it. The row itself is left alone: the
+ * next writer of the session rewrites it. */
 #include "persist/catalog.h"
 #include "persist/catalog_int.h"
 #include "persist/fsops.h"
@@ -42,7 +45,7 @@ const char *cat_live_status(struct catalog *c, const struct cat_session *s)
 {
 	if (!s->status || strcmp(s->status, "running") != 0)
 		return s->status;
-	return lock_free(c, s->deleted_at ? STORE_TRASH : STORE_SESSIONS, s->project_key, s->id)
-		       ? "interrupted"
-		       : s->status;
+	if (!lock_free(c, s->deleted_at ? STORE_TRASH : STORE_SESSIONS, s->project_key, s->id))
+		return s->status;
+	return s->log_idle ? "idle" : "interrupted";
 }

@@ -15,7 +15,8 @@
 	" COALESCE(status_override, proj_status), error, forked_from, forked_turn, created_at,"     \
 	" updated_at, COALESCE(deleted_at, 0), turns, pinned, title IS NOT NULL,"                  \
 	" COALESCE((SELECT len FROM watermarks WHERE session = id), 0),"                           \
-	" COALESCE((SELECT seq FROM watermarks WHERE session = id), 0), content_version"
+	" COALESCE((SELECT seq FROM watermarks WHERE session = id), 0), content_version,"          \
+	" proj_status = 'idle'"
 
 static void read_session(sqlite3_stmt *st, struct cat_session *s)
 {
@@ -39,6 +40,7 @@ static void read_session(sqlite3_stmt *st, struct cat_session *s)
 	s->durable_len = (uint64_t)sqlite3_column_int64(st, 17);
 	s->durable_seq = (uint64_t)sqlite3_column_int64(st, 18);
 	s->content_version = (uint64_t)sqlite3_column_int64(st, 19);
+	s->log_idle = sqlite3_column_int(st, 20) != 0;
 }
 
 void cat_session_release(struct cat_session *s)
@@ -75,6 +77,7 @@ static void view_session(sqlite3_stmt *st, struct cat_session *s)
 	s->durable_len = (uint64_t)sqlite3_column_int64(st, 17);
 	s->durable_seq = (uint64_t)sqlite3_column_int64(st, 18);
 	s->content_version = (uint64_t)sqlite3_column_int64(st, 19);
+	s->log_idle = sqlite3_column_int(st, 20) != 0;
 }
 
 int catalog_list_each(struct catalog *c, bool with_deleted, bool only_deleted, const char *project,

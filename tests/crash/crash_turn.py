@@ -6,8 +6,10 @@ byte, in the middle of the stream, and during settlement (the full save).
 After every kill:
 
 - the session reopens: `inspect` reads it (ok or torn), `log cat` reads it,
-  and `repair` (or, as often, the next open) cuts a torn tail and closes
-  the open turn as interrupted (turn/end error class "interrupted");
+  `sessions` lists it as opening it will find it (interrupted with a turn
+  open, else idle), and `repair` (or, as often, the next open) cuts a torn
+  tail and closes the open turn as interrupted (turn/end error class
+  "interrupted");
 - nothing acknowledged is lost: every event the killed run printed (--json
   prints each event once it is durable) is in the log at its seq, with the
   same type, turn and data;
@@ -35,6 +37,9 @@ Environment:
   CRASH_TURN_SEED   the random seed (default: from the clock; every TAP
                     summary names it, so a failing run can be replayed)
   CRASH_TURN_KEEP   a directory: the data of a failing run is copied there
+  CRASH_TURN_TARGETS  aim every kill at these instants only, e.g. "settle"
+                    or "start,stream" (of start, first_byte, stream, settle;
+                    the phase check then fails for the others)
 
 Prints TAP (one line per group of 20 kills, then phase coverage and a
 summary with the figures); run by tests/cli/test_crash_turn.sh.
@@ -449,6 +454,13 @@ class Crash:
         s.torn_cut = ins.get("torn_bytes") or 0  # what a repair must cut
         if k.turn and not k.result and ins.get("open_turn") not in (k.turn, None):
             self.problem(f"open turn {ins.get('open_turn')}, the killed one was {k.turn}")
+        # The listing shows what opening the session will find.
+        rc, out, err = self.cairn_run("sessions", "--json")
+        row = next((o for o in json.loads(out) if o["id"] == s.id), None) if rc == 0 else None
+        want = "interrupted" if ins.get("open_turn") else "idle"
+        if row is None or row["status"] != want:
+            self.problem(f"{s.id} listed as {row and row['status']} (exit {rc}), its log says {want}: "
+                         f"{err[:200]}")
         evs = self.log_cat(s.id)
         if evs is None:
             return
@@ -675,6 +687,8 @@ class Crash:
         t0 = time.monotonic()
         targets = ["start", "start", "first_byte", "first_byte", "stream", "stream", "stream", "stream",
                    "settle", "settle"]
+        if os.environ.get("CRASH_TURN_TARGETS"):
+            targets = os.environ["CRASH_TURN_TARGETS"].split(",")
         s = None
         group_first = 1
         group_torn = group_made = 0

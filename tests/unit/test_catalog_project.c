@@ -322,7 +322,10 @@ static void test_submit_claims_follow_their_turn_outcome(void **state)
 	assert_int_equal(sync_ok(f), 0);
 	expect_row(f, "sC", "status=running"); /* a sync keeps the override */
 	lock_release(lock);
-	expect_row(f, "sC", "status=interrupted"); /* its writer gone: stale */
+	expect_row(f, "sC", "status=idle"); /* its writer gone: stale, and no turn is open in its log */
+	append_sync(f, "sC", "[" START("t4") "]");
+	expect_row(f, "sC", "status=interrupted"); /* stale over an open turn */
+	append_sync(f, "sC", "[" END("t4", "interrupted") "]");
 	assert_int_equal(catalog_set_status(cat(f), "sC", "unsaved", &err), 0);
 	expect_row(f, "sC", "status=unsaved");
 	assert_int_equal(catalog_set_status(cat(f), "sC", NULL, &err), 0);

@@ -33,7 +33,8 @@
 #include "tests/unit/support_catalog.h"
 #include "tests/unit/support_fixture.h"
 
-#define TURN(t, text) START(t) ",{'type':'user/message','turn':'" t "','data':{'text':'" text "'}}," END(t, "completed")
+#define OPEN(t, text) START(t) ",{'type':'user/message','turn':'" t "','data':{'text':'" text "'}}"
+#define TURN(t, text) OPEN(t, text) "," END(t, "completed")
 
 static pthread_t loop_thread;
 
@@ -385,7 +386,7 @@ static void set_running(struct fx *f, const char *id)
 static void test_a_stale_running_row_is_listed_interrupted_and_can_be_deleted_and_purged(void **state)
 {
 	struct fx *f = *state;
-	make(f, "s1", "/p", NULL, B("[" TURN("t1", "hello") "]"));
+	make(f, "s1", "/p", NULL, B("[" OPEN("t1", "hello") "]"));
 	sync_ok(f);
 	set_running(f, "s1"); /* the writer that set it died: its lock is free */
 	raw_expect(f->root, "SELECT status_override FROM sessions WHERE id = 's1'", "running");
@@ -408,10 +409,35 @@ static void test_a_stale_running_row_is_listed_interrupted_and_can_be_deleted_an
 	assert_false(exists(dir));
 }
 
+/* A process killed between its full save's log write and the catalog's
+ * commit of it leaves the row running over a log whose turn ended: the
+ * listing brings the row up to the log, and opening the session would
+ * close nothing, so it reads as the log says (idle), not interrupted. */
+static void test_a_stale_running_row_reads_as_its_log_says_idle_once_its_turn_ended(void **state)
+{
+	struct fx *f = *state;
+	make(f, "s1", "/p", NULL, B("[" OPEN("t1", "q") "]"));
+	sync_ok(f);
+	set_running(f, "s1"); /* the BEFORE save's round; then the process died mid-turn */
+	struct got g = {0};
+	list_one(f, &g, false);
+	assert_string_equal(g.status, "interrupted"); /* t1 is open in the log */
+	append_to(f, "s1", "[" END("t1", "completed") "]"); /* its full save reached the log */
+	assert_int_equal(sync_ok(f), 1);
+	raw_expect(f->root, "SELECT status_override FROM sessions WHERE id = 's1'", "running");
+	struct got h = {0};
+	list_one(f, &h, false);
+	assert_string_equal(h.status, "idle");
+	expect_row(f, "s1", "status=idle");
+	int lockfd = hold_lock(f, "s1"); /* a writer holds it again: running, whatever the log says */
+	expect_row(f, "s1", "status=running");
+	lock_release(lockfd);
+}
+
 static void test_a_running_row_whose_lock_is_held_stays_running_and_is_not_deleted(void **state)
 {
 	struct fx *f = *state;
-	make(f, "s1", "/p", NULL, B("[" TURN("t1", "hello") "]"));
+	make(f, "s1", "/p", NULL, B("[" OPEN("t1", "hello") "]"));
 	sync_ok(f);
 	set_running(f, "s1");
 	struct cerr err;
@@ -444,6 +470,7 @@ int main(void)
 		T(test_close_completes_what_waits_and_the_loop_closes),
 		T(test_no_catalog_yet_fails_missing),
 		T(test_a_stale_running_row_is_listed_interrupted_and_can_be_deleted_and_purged),
+		T(test_a_stale_running_row_reads_as_its_log_says_idle_once_its_turn_ended),
 		T(test_a_running_row_whose_lock_is_held_stays_running_and_is_not_deleted),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
