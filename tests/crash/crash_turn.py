@@ -32,8 +32,8 @@ test fails unless every phase above was hit.
 
 Environment:
   CAIRN             the binary (tests/run.sh sets it)
-  CRASH_TURN_KILLS  kills (default 100: about two minutes on two cores);
-                    the long run is CRASH_TURN_KILLS=1000 (about 20 minutes)
+  CRASH_TURN_KILLS  kills (default 100: about 90 s on two cores); the long
+                    run is CRASH_TURN_KILLS=1000 (about 15 minutes)
   CRASH_TURN_SEED   the random seed (default: from the clock; every TAP
                     summary names it, so a failing run can be replayed)
   CRASH_TURN_KEEP   a directory: the data of a failing run is copied there
@@ -44,10 +44,19 @@ Environment:
 Prints TAP (one line per group of 20 kills, then phase coverage and a
 summary with the figures); run by tests/cli/test_crash_turn.sh.
 
-Adding a check is adding to Session (what is known to be durable) and to
-verify_log (what the log must then show); a run with several prompts
-(queued input) is one more argv in run_killed and one more check of the
-input/queued events it printed.
+What is known of a session (Session: the events runs printed, the killed
+runs not yet checked) is checked against its whole log after every kill
+(verify_log), so a check is added in one place. Queued prompts (`-p A -p B`,
+once headless takes several) fit the same way: run_killed passes the extra
+prompts (each under a route of its own, so the fake server's record says
+which prompt every request carried); the input/queued, input/dequeued and
+turn/start events a run printed join Session.acked; verify_log then
+requires, for every input_id the log queued, at most one turn/start with it
+as client_submit_id, its input/dequeued right before it (one batch), an
+acknowledged one never missing (still queued, or started once); and the
+record must show at most one request per prompt over the whole run, none
+for a prompt still queued after a reopen (headless reports those, it does
+not send them).
 """
 import base64
 import json
