@@ -52,8 +52,8 @@ prompts (each under a route of its own, so the fake server's record says
 which prompt every request carried); the input/queued, input/dequeued and
 turn/start events a run printed join Session.acked; verify_log then
 requires, for every input_id the log queued, at most one turn/start with it
-as client_submit_id, its input/dequeued right before it (one batch), an
-acknowledged one never missing (still queued, or started once); and the
+as client_submit_id with its input/dequeued right before it (one batch),
+and an acknowledged one never missing (still queued, or started once); the
 record must show at most one request per prompt over the whole run, none
 for a prompt still queued after a reopen (headless reports those, it does
 not send them).
