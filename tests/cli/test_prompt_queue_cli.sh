@@ -88,7 +88,7 @@ import signal, subprocess, sys, time
 # stdout is a pipe nobody reads: the reply and then the drain wait for it
 p = subprocess.Popen([sys.argv[1], "-p", "flood"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 p.stdout.read(1)                     # the answer streams ...
-time.sleep(1.0)                      # ... and fills the pipe: cairn waits for its reader
+time.sleep(2.0)                      # ... and fills the pipe: cairn waits for its reader
 p.send_signal(signal.SIGINT)
 time.sleep(0.5)
 alive = p.poll() is None             # draining: the answer waits to be printed
@@ -98,6 +98,8 @@ try:
 except subprocess.TimeoutExpired:
     p.kill()
     rc = None
+if not (alive and rc == 130):
+    print(f"# alive after the first SIGINT: {alive}, exit {rc}", file=sys.stderr)
 sys.exit(0 if alive and rc == 130 else 1)
 EOF
 stop_fake
