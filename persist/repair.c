@@ -27,6 +27,14 @@ cJSON *repair_closers(const struct scan *s)
 			const struct scan_call *c = &s->calls[i];
 			if (c->resulted || !c->turn || strcmp(c->turn, turn) != 0)
 				continue;
+			if (c->pending) {
+				/* A question nobody can answer any more. */
+				cJSON *a = cJSON_CreateObject();
+				cJSON_AddStringToObject(a, "request_id", c->pending);
+				cJSON_AddStringToObject(a, "decision", "canceled");
+				cJSON_AddStringToObject(a, "by", "repair");
+				cJSON_AddItemToArray(out, closer(VT_INTERACTION_ANSWER, turn, a));
+			}
 			cJSON *d = cJSON_CreateObject();
 			cJSON_AddStringToObject(d, "call_id", c->call_id);
 			enum closer_kind k = c->started ? CLOSER_OUTCOME_UNKNOWN : CLOSER_NOT_EXECUTED;

@@ -268,8 +268,23 @@ static void summarize(struct scan *s)
 		case VT_REQUEST_PREPARED:
 		case VT_ASSISTANT_TEXT:
 		case VT_ASSISTANT_REASONING:
-		case VT_INTERACTION_REQUEST:
-		case VT_INTERACTION_ANSWER:
+		case VT_INTERACTION_REQUEST: {
+			/* Their fields are not checked: only well-formed ones count. */
+			const cJSON *c = cJSON_GetObjectItemCaseSensitive(ev->data, "call_id");
+			const cJSON *r = cJSON_GetObjectItemCaseSensitive(ev->data, "request_id");
+			if (cJSON_IsString(c) && cJSON_IsString(r) && strmap_get(&calls, c->valuestring, &k))
+				s->calls[k].pending = r->valuestring;
+			break;
+		}
+		case VT_INTERACTION_ANSWER: {
+			const cJSON *r = cJSON_GetObjectItemCaseSensitive(ev->data, "request_id");
+			for (size_t j = s->n_calls; cJSON_IsString(r) && j-- > 0;)
+				if (s->calls[j].pending && strcmp(s->calls[j].pending, r->valuestring) == 0) {
+					s->calls[j].pending = NULL;
+					break;
+				}
+			break;
+		}
 		case VT_STEP_END:
 		case VT_BRANCH_REWIND:
 		case VT_INPUT_QUEUED:
@@ -294,7 +309,7 @@ static void summarize(struct scan *s)
 				call_cap = call_cap ? call_cap * 2 : 8;
 				s->calls = xreallocarray(s->calls, call_cap, sizeof *s->calls);
 			}
-			s->calls[s->n_calls] = (struct scan_call){id, ev->turn, ev->seq, false, false};
+			s->calls[s->n_calls] = (struct scan_call){id, ev->turn, ev->seq, false, false, NULL};
 			strmap_put(&calls, id, s->n_calls++);
 			break;
 		case VT_TOOL_STARTED:

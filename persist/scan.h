@@ -36,6 +36,8 @@ struct scan_call {
 	const char *turn;      /* borrowed; NULL when the event has none */
 	uint64_t seq;          /* seq of the tool/call */
 	bool started, resulted;
+	const char *pending;   /* request_id of an interaction/request naming it
+				* that has no answer yet (borrowed); NULL: none */
 };
 
 struct scan {

@@ -267,6 +267,36 @@ static void test_open_turn_without_calls(void **state)
 	assert_repair_idempotent(f);
 }
 
+#define ASK(t, r, c) "{\"type\":\"interaction/request\",\"turn\":\"" t "\",\"data\":{\"request_id\":\"" r \
+	"\",\"call_id\":\"" c "\",\"tool\":\"shell\",\"summary\":\"shell: ls\"}}"
+#define ANSWER(t, r) "{\"type\":\"interaction/answer\",\"turn\":\"" t "\",\"data\":{\"request_id\":\"" r \
+	"\",\"decision\":\"allow_once\",\"by\":\"user\"}}"
+
+/* A call waiting for approval at the crash: its request is answered
+ * canceled (by repair) before the call is closed as not executed; an
+ * answered one gets no second answer. */
+static void test_pending_approval_is_answered_canceled(void **state)
+{
+	struct fx *f = *state;
+	static const char *const b[] = {
+		/* 1..3 */ "[" TS("t1") "," CALL("t1", "c1") "," ASK("t1", "r1", "c1") "]",
+		/* 4..6 */ "[" ANSWER("t1", "r1") "," CALL("t1", "c2") "," ASK("t1", "r2", "c2") "]",
+	};
+	assert_int_equal(make(f, b, 2), 7);
+	struct log *lg = open_s(f);
+	cJSON *c = repair_closers(log_scan(lg));
+	assert_int_equal(cJSON_GetArraySize(c), 4);
+	check_result(cJSON_GetArrayItem(c, 0), "t1", "c1", "not_executed", 2);
+	const cJSON *a = cJSON_GetArrayItem(c, 1);
+	assert_string_equal(sget(a, "type"), "interaction/answer");
+	assert_string_equal(sget(cJSON_GetObjectItem(a, "data"), "request_id"), "r2");
+	assert_string_equal(sget(cJSON_GetObjectItem(a, "data"), "decision"), "canceled");
+	check_result(cJSON_GetArrayItem(c, 2), "t1", "c2", "not_executed", 5);
+	check_end(cJSON_GetArrayItem(c, 3), "t1");
+	cJSON_Delete(c);
+	log_close(lg);
+}
+
 static void test_open_turn_gets_results_for_its_unanswered_calls(void **state)
 {
 	struct fx *f = *state;
@@ -665,6 +695,7 @@ int main(void)
 		T(test_repair_without_an_open_turn_changes_nothing),
 		T(test_open_turn_without_calls),
 		T(test_open_turn_gets_results_for_its_unanswered_calls),
+		T(test_pending_approval_is_answered_canceled),
 		T(test_only_open_turns_close_and_call_ids_match_their_own),
 		T(test_every_open_turn_is_closed),
 		T(test_torn_tail_and_open_turn),
