@@ -589,7 +589,7 @@ static void deadline_cb(uv_timer_t *t)
  * session; once none is left, the host is closed. */
 void host_check_close(struct host *h)
 {
-	if (!h->closing || h->close_reported || h->deferred)
+	if (!h->closing || h->close_reported || h->deferred || h->recoveries)
 		return;
 	bool busy = false;
 	for (struct hsess *s = h->sessions; s; s = s->next) {

@@ -111,6 +111,7 @@ struct host {
 	host_close_cb close_cb;
 	void *close_ctx;
 	bool released_all;
+	unsigned recoveries; /* start-up recoveries under way: close waits for them */
 };
 
 /* host.c */

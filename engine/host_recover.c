@@ -14,6 +14,7 @@
 struct recovery {
 	uv_work_t w;
 	struct host *h;
+	char *root; /* a copy: the worker never touches the host */
 	host_recover_cb cb;
 	void *ctx;
 	char **ids;
@@ -27,7 +28,7 @@ static void ask(uv_work_t *w)
 	struct recovery *rv = w->data;
 	struct store *st = NULL;
 	struct catalog *c = NULL;
-	if (store_open(rv->h->root, false, &st, &rv->err) < 0 ||
+	if (store_open(rv->root, false, &st, &rv->err) < 0 ||
 	    catalog_open_ro(st, &c, &rv->err) < 0) {
 		if (rv->err.cls == CERR_MISSING)
 			rv->asked = true; /* no store or no catalog yet: nothing ran */
@@ -40,11 +41,15 @@ static void ask(uv_work_t *w)
 
 static void finish(struct recovery *rv)
 {
+	struct host *h = rv->h;
 	rv->cb(rv->ctx, rv->recovered, rv->failed, NULL);
 	for (size_t i = 0; i < rv->n; i++)
 		free(rv->ids[i]);
 	free(rv->ids);
+	free(rv->root);
 	free(rv);
+	h->recoveries--;
+	host_check_close(h);
 }
 
 static void one_done(struct recovery *rv, bool ok)
@@ -83,10 +88,13 @@ static void asked(uv_work_t *w, int status)
 		rv->n = 0;
 	}
 	if (!rv->asked) {
+		struct host *h = rv->h;
 		rv->cb(rv->ctx, 0, 0, &rv->err);
-		rv->n = 0;
 		free(rv->ids);
+		free(rv->root);
 		free(rv);
+		h->recoveries--;
+		host_check_close(h);
 		return;
 	}
 	rv->pending = 1; /* held until every open is posted */
@@ -109,11 +117,14 @@ int host_recover_interrupted(struct host *h, host_recover_cb cb, void *ctx, stru
 	struct recovery *rv = xcalloc(1, sizeof *rv);
 	rv->w.data = rv;
 	rv->h = h;
+	rv->root = xstrdup(h->root);
 	rv->cb = cb;
 	rv->ctx = ctx;
 	if (uv_queue_work(h->d.loop, &rv->w, ask, asked) != 0) {
+		free(rv->root);
 		free(rv);
 		return cerr_set(err, CERR_IO, 0, "cannot queue work on the loop");
 	}
+	h->recoveries++;
 	return 0;
 }

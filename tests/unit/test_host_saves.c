@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "base/xalloc.h"
+#include "engine/http.h"
 #include "persist/store.h"
 #include "tests/unit/support_faultfs.h"
 #include "tests/unit/support_fixture.h"
@@ -321,6 +322,51 @@ static void test_host_rename_pin_release_and_delete(void **state)
 	free(trashed);
 }
 
+struct order {
+	int recovered, closed;
+	int seq;
+};
+
+static void rec_first(void *ctx, size_t recovered, size_t failed, const struct cerr *err)
+{
+	(void)recovered;
+	(void)failed;
+	(void)err;
+	struct order *o = ctx;
+	o->recovered = ++o->seq;
+}
+
+static void closed_after(struct host *h, void *ctx, enum host_close_status st)
+{
+	(void)h;
+	struct order *o = ctx;
+	assert_int_equal(st, HOST_CLOSED);
+	o->closed = ++o->seq;
+}
+
+/* A close while start-up recovery still asks the catalog on a worker
+ * waits for it: the host is never freed under the worker. */
+static void test_host_close_waits_for_start_up_recovery(void **state)
+{
+	struct hx *x = *state;
+	struct order o = {0};
+	struct cerr err;
+	assert_int_equal(host_recover_interrupted(x->h, rec_first, &o, &err), 0);
+	assert_int_equal(host_close(x->h, clock_mono_ns() / 1000000 + 20000, closed_after, &o), 0);
+	WAIT(x, o.closed != 0);
+	assert_int_equal(o.recovered, 1);
+	assert_int_equal(o.closed, 2);
+	host_free(x->h);
+	x->h = NULL;
+	int closed = 0;
+	assert_int_equal(fifo_close(x->f, clock_mono_ns() / 1000000 + 10000, hx_fifo_closed, &closed), 0);
+	http_close(x->http, hx_noop, NULL);
+	sink_close(x->sink, NULL, NULL);
+	while (!closed)
+		uv_run(&x->loop, UV_RUN_ONCE);
+	assert_int_equal(uv_run(&x->loop, UV_RUN_DEFAULT), 0);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, hx_setup, hx_teardown)
@@ -332,6 +378,7 @@ int main(void)
 		T(test_host_capture_failure_sends_nothing_more),
 		T(test_host_queue_waits_while_unsaved_and_after_recovery),
 		T(test_host_rename_pin_release_and_delete),
+		T(test_host_close_waits_for_start_up_recovery),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
