@@ -30,8 +30,13 @@ TESTSUPPORT := $(wildcard tests/unit/support_*.c)
 TESTSUPPORT_OBJ := $(TESTSUPPORT:%.c=$(BUILD)/obj/%.o)
 HELPER_SRC := $(wildcard tests/crash/*.c)
 HELPER_BIN := $(HELPER_SRC:tests/crash/%.c=$(BUILD)/tests/%)
-BENCH_SRC := $(filter-out bench/support_%.c,$(wildcard bench/*.c))
+BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+# Programs bench_turn runs beside cairn (a baseline client, a stub that
+# only loads the libraries, an LD_PRELOAD counter of fsyncs); bench/run.sh
+# runs only the files directly in BUILD/bench/.
+BENCH_AUX := $(BUILD)/bench/aux/baseline_turn $(BUILD)/bench/aux/stub_libs \
+             $(BUILD)/bench/aux/fsync_count.so
 BENCHSUPPORT := $(wildcard bench/support_*.c)
 BENCHSUPPORT_OBJ := $(BENCHSUPPORT:%.c=$(BUILD)/obj/%.o)
 
@@ -64,6 +69,14 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BENCHSUPPORT_OBJ) $(BUILD)/libcairn.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDSAN) -o $@ $^ $(LIBS)
 
+$(BUILD)/bench/aux/%: $(BUILD)/obj/bench/%.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDSAN) -o $@ $^ $(LIBS)
+
+$(BUILD)/bench/aux/fsync_count.so: bench/fsync_count.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS) $(WARN) -fPIC -shared -o $@ $< -ldl
+
 build-tests: $(BUILD)/cairn $(UNIT_BIN) $(HELPER_BIN)
 
 # The whole suite; ends with "N passed, N failed".
@@ -86,7 +99,7 @@ fuzz:
 	done
 	set -e; for t in $(FUZZ_TARGETS); do fuzz/run.sh build-fuzz/fuzz/$$t $(FUZZ_SECONDS); done
 
-bench: $(BUILD)/cairn $(BENCH_BIN)
+bench: $(BUILD)/cairn $(BENCH_BIN) $(BENCH_AUX)
 	bench/run.sh $(BUILD)
 
 install: $(BUILD)/cairn

@@ -118,6 +118,17 @@ static bool over(const struct sse *s, size_t more)
 	return more > s->max || held > s->max - more;
 }
 
+/* The length of the line at p[0..n): up to its first CR or LF, or n.
+ * memchr twice, not a byte-at-a-time loop: this scan is over every byte
+ * a model streams. */
+static size_t line_len(const char *p, size_t n)
+{
+	const char *lf = memchr(p, '\n', n);
+	size_t i = lf ? (size_t)(lf - p) : n;
+	const char *cr = memchr(p, '\r', i);
+	return cr ? (size_t)(cr - p) : i;
+}
+
 static int feed_lines(struct sse *s, const char *p, size_t n)
 {
 	while (n > 0) {
@@ -129,9 +140,7 @@ static int feed_lines(struct sse *s, const char *p, size_t n)
 				continue;
 			}
 		}
-		size_t i = 0;
-		while (i < n && p[i] != '\n' && p[i] != '\r')
-			i++;
+		size_t i = line_len(p, n);
 		if (over(s, i)) {
 			s->dead = true;
 			return SSE_E_LIMIT;

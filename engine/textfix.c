@@ -185,10 +185,51 @@ static long u_escape(const char *s, size_t n, size_t i)
 	return v;
 }
 
+/* The backslash at s[i] starts an escape: a lone surrogate or \u0000 is
+ * rewritten (what precedes it since *run copied to out first); returns
+ * where the scan goes on. */
+static size_t fix_escape(const char *s, size_t n, size_t i, size_t *run, struct buf *out,
+			 bool *changed)
+{
+	long u = u_escape(s, n, i);
+	if (u < 0)
+		return i + 1 < n ? i + 2 : i + 1; /* any other escape: skip its letter */
+	bool hi = u >= 0xd800 && u <= 0xdbff, lo = u >= 0xdc00 && u <= 0xdfff;
+	if (hi) {
+		long next = u_escape(s, n, i + 6);
+		if (next >= 0xdc00 && next <= 0xdfff)
+			return i + 12; /* a proper pair: cJSON joins it */
+	}
+	if (u != 0 && !hi && !lo)
+		return i + 6;
+	buf_add(out, s + *run, i - *run);
+	if (u == 0) {
+		buf_adds(out, "\\ufffd");
+	} else {
+		unsigned char w[3] = {0xed, (unsigned char)(0x80 | ((u >> 6) & 0x3f)),
+				      (unsigned char)(0x80 | (u & 0x3f))};
+		buf_add(out, w, 3);
+	}
+	*changed = true;
+	return *run = i + 6;
+}
+
 bool textfix_json_escapes(const char *s, size_t n, struct buf *out)
 {
-	bool changed = false, in_str = false;
+	bool changed = false;
 	size_t run = 0, i = 0;
+	if (!memchr(s, '\0', n)) {
+		/* No NUL, as nearly always: only backslashes matter, and an
+		 * escape can only be inside a string (outside one the text is
+		 * not JSON whatever is rewritten), so jump from one to the next
+		 * (a byte-at-a-time scan cost more than cJSON's parse). */
+		const char *bs;
+		while (i < n && (bs = memchr(s + i, '\\', n - i)))
+			i = fix_escape(s, n, (size_t)(bs - s), &run, out, &changed);
+		buf_add(out, s + run, n - run);
+		return changed;
+	}
+	bool in_str = false;
 	while (i < n) {
 		char c = s[i];
 		if (c == '\0') {
@@ -207,33 +248,7 @@ bool textfix_json_escapes(const char *s, size_t n, struct buf *out)
 			i++;
 			continue;
 		}
-		long u = u_escape(s, n, i);
-		if (u < 0) {
-			i += i + 1 < n ? 2 : 1; /* any other escape: skip its letter */
-			continue;
-		}
-		bool hi = u >= 0xd800 && u <= 0xdbff, lo = u >= 0xdc00 && u <= 0xdfff;
-		if (hi) {
-			long next = u_escape(s, n, i + 6);
-			if (next >= 0xdc00 && next <= 0xdfff) {
-				i += 12; /* a proper pair: cJSON joins it */
-				continue;
-			}
-		}
-		if (u != 0 && !hi && !lo) {
-			i += 6;
-			continue;
-		}
-		buf_add(out, s + run, i - run);
-		if (u == 0) {
-			buf_adds(out, "\\ufffd");
-		} else {
-			unsigned char w[3] = {0xed, (unsigned char)(0x80 | ((u >> 6) & 0x3f)),
-					      (unsigned char)(0x80 | (u & 0x3f))};
-			buf_add(out, w, 3);
-		}
-		changed = true;
-		run = i += 6;
+		i = fix_escape(s, n, i, &run, out, &changed);
 	}
 	buf_add(out, s + run, n - run);
 	return changed;

@@ -1,0 +1,575 @@
+/* bench_turn.c — one headless turn, `cairn -p`, as a user runs it (the cairn
+ * binary next to this bench, or $CAIRN), against a Chat Completions server
+ * in this process (bench/support_chatsrv.c) that streams 2,000 or 20,000
+ * words, one word per chunk, as fast as the socket takes them. Baselines
+ * in the same run:
+ *
+ *   aux/baseline_turn  libcurl + cJSON reading the same stream, writing
+ *                      the text to a file as cairn does (bench/baseline_turn.c)
+ *   aux/stub_libs      cairn's libraries linked and initialised, nothing
+ *                      else: the floor of peak RSS (bench/stub_libs.c)
+ *   aux/fsync_count.so an LD_PRELOAD counter of cairn's fsync, fdatasync
+ *                      and sync_file_range calls, with their times
+ *   an fdatasync probe the median of a 512-byte append + fdatasync on the
+ *                      disk of the data directory
+ *
+ * Targets (issue 11): CPU <= 1.5 x the baseline; wall - baseline wall <=
+ * fsyncs x fdatasync + 10 ms; peak RSS <= stub + 6 MiB, the 20,000-word
+ * turn within 1 MiB of the 2,000-word one; the first request on the wire
+ * <= 5 ms + the fsyncs before it x fdatasync. Every turn is checked: exit
+ * 0, the text on stdout is the words sent, and `cairn log cat` shows the
+ * text saved and the turn completed; the bench dies (exit 1) if not.
+ *
+ * Options: --rounds=N (default 9), --words=N[,N...] (default 2000,20000),
+ * --fsync-runs=N (default 3), --keep; --serve=N runs only the server,
+ * streaming N words to every request until stdin ends (it prints the
+ * OPENAI_BASE_URL to use), for profiling by hand. Unknown options are ignored
+ * (bench/run.sh passes the same to every bench). Temp dir under
+ * $BENCH_DIR, else $TMPDIR, else /tmp. */
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/xalloc.h"
+#include "bench/support_bench.h"
+#include "bench/support_chatsrv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#define MAX_SIZES 4
+
+static char cairn_bin[PATH_MAX], aux_dir[PATH_MAX];
+static char *root, *data_dir, *out_path, *err_path, *cat_path, *fsync_log;
+static struct chatsrv *srv;
+static char base_url[64];
+
+/* ---- child processes ---------------------------------------------------- */
+
+struct run {
+	double wall_ms, cpu_ms, first_req_ms; /* first_req_ms < 0: no request */
+	long rss_kb;
+	uint64_t t0, arrived_ns;
+	size_t n_req;
+};
+
+/* Runs argv with a clean environment (env, NULL-terminated), stdin from
+ * /dev/null, stdout to out_path and stderr to err_path; fills r with its
+ * wall time (from just before the spawn to its exit), CPU time and peak
+ * RSS from wait4, and what the server saw. Returns the wait status. */
+static int spawn_run(const char *const *argv, const char *const *env, struct run *r)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	pid_t pid;
+	struct chatsrv_request rq;
+	chatsrv_take(srv, &rq); /* nothing stale */
+	r->t0 = clock_mono_ns();
+	int e = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, (char *const *)env);
+	posix_spawn_file_actions_destroy(&fa);
+	if (e != 0)
+		die("cannot run %s: %s", argv[0], strerror(e));
+	int status;
+	struct rusage ru;
+	while (wait4(pid, &status, 0, &ru) < 0)
+		if (errno != EINTR)
+			die("wait4: %s", strerror(errno));
+	r->wall_ms = ms_since(r->t0);
+	r->cpu_ms = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+		    (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+	r->rss_kb = ru.ru_maxrss;
+	r->n_req = chatsrv_take(srv, &rq);
+	r->first_req_ms = -1;
+	if (r->n_req) {
+		if (!rq.ok)
+			die("%s sent a request the server refused: %s", argv[0], rq.why);
+		r->arrived_ns = rq.arrived_ns;
+		r->first_req_ms = (double)(rq.arrived_ns - r->t0) / 1e6;
+	}
+	return status;
+}
+
+static void read_file(const char *path, struct buf *b)
+{
+	buf_reset(b);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		die("cannot open %s: %s", path, strerror(errno));
+	char chunk[65536];
+	ssize_t n;
+	while ((n = read(fd, chunk, sizeof chunk)) > 0)
+		buf_add(b, chunk, (size_t)n);
+	close(fd);
+}
+
+static void env_add(const char **env, size_t *n, const char *kv)
+{
+	env[(*n)++] = kv;
+	env[*n] = NULL;
+}
+
+/* ---- the two clients ---------------------------------------------------- */
+
+static const char prompt[] = "Write a long answer, please.";
+
+/* The session id from cairn's "cairn: session ID" line on stderr. */
+static void session_of(const struct buf *err, char id[32])
+{
+	const char *p = strstr(err->p ? err->p : "", "cairn: session ");
+	if (!p || sscanf(p + 15, "%31s", id) != 1)
+		die("cairn did not name its session; stderr: %s", err->p ? err->p : "");
+}
+
+/* `cairn log cat ID`: the saved text must be text and the turn completed,
+ * after exactly one request/prepared. */
+static void check_log(const char *id, const struct buf *text)
+{
+	const char *argv[] = {cairn_bin, "--data-dir", data_dir, "log", "cat", id, NULL};
+	const char *env[] = {NULL};
+	struct run r;
+	int st = spawn_run(argv, env, &r);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		die("cairn log cat %s failed (status %d)", id, st);
+	struct buf cat = BUF_INIT, saved = BUF_INIT;
+	read_file(out_path, &cat);
+	const char *outcome = NULL;
+	int prepared = 0;
+	cJSON *last_end = NULL;
+	for (char *l = cat.p, *nl; l && *l; l = nl ? nl + 1 : NULL) {
+		nl = strchr(l, '\n');
+		cJSON *j = cJSON_ParseWithLength(l, nl ? (size_t)(nl - l) : strlen(l));
+		const cJSON *type = cJSON_GetObjectItem(j, "type"), *data = cJSON_GetObjectItem(j, "data");
+		if (!cJSON_IsString(type))
+			die("cairn log cat %s: a line that is not an event", id);
+		if (strcmp(type->valuestring, "assistant/text") == 0)
+			buf_adds(&saved, cJSON_GetStringValue(cJSON_GetObjectItem(data, "text")));
+		else if (strcmp(type->valuestring, "request/prepared") == 0)
+			prepared++;
+		if (strcmp(type->valuestring, "turn/end") == 0) {
+			cJSON_Delete(last_end);
+			last_end = j;
+			outcome = cJSON_GetStringValue(cJSON_GetObjectItem(data, "outcome"));
+		} else {
+			cJSON_Delete(j);
+		}
+	}
+	if (!outcome || strcmp(outcome, "completed") != 0 || prepared != 1)
+		die("session %s: turn/end %s after %d request/prepared", id, outcome ? outcome : "missing",
+		    prepared);
+	if (saved.len != text->len || memcmp(saved.p, text->p, text->len) != 0)
+		die("session %s: the saved text (%zu bytes) is not the text sent (%zu bytes)", id,
+		    saved.len, text->len);
+	cJSON_Delete(last_end);
+	buf_release(&cat);
+	buf_release(&saved);
+}
+
+/* One cairn -p turn; with preload, under the fsync counter. Dies unless
+ * it completed with text on stdout, saved. */
+static void run_cairn(const struct buf *text, bool preload, struct run *r)
+{
+	const char *argv[] = {cairn_bin, "--data-dir", data_dir, "-p", prompt, NULL};
+	const char *env[8];
+	size_t n = 0;
+	char *home = xasprintf("HOME=%s/home", root), *xdg = xasprintf("XDG_CONFIG_HOME=%s/config", root);
+	char *url = xasprintf("OPENAI_BASE_URL=%s", base_url);
+	char *pre = xasprintf("LD_PRELOAD=%s/fsync_count.so", aux_dir);
+	char *flog = xasprintf("BENCH_FSYNC_LOG=%s", fsync_log);
+	env_add(env, &n, home);
+	env_add(env, &n, xdg);
+	env_add(env, &n, url);
+	env_add(env, &n, "PATH=/usr/bin:/bin");
+	if (preload) {
+		unlink(fsync_log);
+		env_add(env, &n, pre);
+		env_add(env, &n, flog);
+	}
+	int st = spawn_run(argv, env, r);
+	struct buf out = BUF_INIT, err = BUF_INIT;
+	read_file(out_path, &out);
+	read_file(err_path, &err);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || r->n_req != 1)
+		die("cairn -p: status %d after %zu requests; stderr: %s", st, r->n_req, err.p ? err.p : "");
+	if (out.len != text->len || memcmp(out.p, text->p, text->len) != 0)
+		die("cairn -p printed %zu bytes, not the %zu bytes sent", out.len, text->len);
+	char id[32];
+	session_of(&err, id);
+	check_log(id, text);
+	buf_release(&out);
+	buf_release(&err);
+	free(home), free(xdg), free(url), free(pre), free(flog);
+}
+
+static void run_baseline(const struct buf *text, struct run *r)
+{
+	char *bin = xasprintf("%s/baseline_turn", aux_dir);
+	const char *argv[] = {bin, base_url, prompt, NULL};
+	const char *env[] = {"PATH=/usr/bin:/bin", NULL};
+	int st = spawn_run(argv, env, r);
+	struct buf out = BUF_INIT;
+	read_file(out_path, &out);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || r->n_req != 1)
+		die("baseline_turn: status %d after %zu requests", st, r->n_req);
+	if (out.len != text->len || memcmp(out.p, text->p, text->len) != 0)
+		die("baseline_turn printed %zu bytes, not the %zu bytes sent", out.len, text->len);
+	buf_release(&out);
+	free(bin);
+}
+
+static long run_stub(void)
+{
+	char *bin = xasprintf("%s/stub_libs", aux_dir);
+	const char *argv[] = {bin, NULL};
+	const char *env[] = {NULL};
+	struct run r;
+	int st = spawn_run(argv, env, &r);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		die("stub_libs failed (status %d)", st);
+	free(bin);
+	return r.rss_kb;
+}
+
+/* ---- fsyncs ------------------------------------------------------------- */
+
+struct syncs {
+	unsigned total, before;       /* all, and those done before the request arrived */
+	double total_ms, before_ms;   /* time spent in them */
+	uint64_t first_ns, last_ns;   /* the first started, the last before the request ended */
+	char list[160];               /* the calls before the request, in order */
+};
+
+/* Reads the fsync counter's log of the last preloaded run. */
+static void read_syncs(const struct run *r, struct syncs *s)
+{
+	memset(s, 0, sizeof *s);
+	FILE *f = fopen(fsync_log, "r");
+	if (!f)
+		die("no fsync log at %s (was %s/fsync_count.so loaded?)", fsync_log, aux_dir);
+	char name[32], kind[8];
+	unsigned long long a, b;
+	while (fscanf(f, "%31s %llu %llu %7s", name, &a, &b, kind) == 4) {
+		if (strcmp(name, "overflow") == 0)
+			die("the fsync counter overflowed");
+		double ms = (double)(b - a) / 1e6;
+		s->total++;
+		s->total_ms += ms;
+		if (s->total == 1 || a < s->first_ns)
+			s->first_ns = a;
+		if (b <= r->arrived_ns) {
+			if (b > s->last_ns)
+				s->last_ns = b;
+			s->before++;
+			s->before_ms += ms;
+			size_t l = strlen(s->list);
+			snprintf(s->list + l, sizeof s->list - l, "%s%s(%s)", l ? " " : "",
+				 strcmp(name, "fdatasync") == 0 ? "fdatasync" : name, kind);
+		}
+	}
+	fclose(f);
+}
+
+/* The median time of a 512-byte O_APPEND write + fdatasync in dir (ms). */
+static void probe_fdatasync(const char *dir, double *v, size_t n)
+{
+	char *p = xasprintf("%s/fdatasync.probe", dir);
+	int fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		die("cannot create %s: %s", p, strerror(errno));
+	char block[512];
+	memset(block, 'x', sizeof block);
+	for (size_t i = 0; i < n + 3; i++) {
+		uint64_t t = clock_mono_ns();
+		if (write(fd, block, sizeof block) != (ssize_t)sizeof block || fdatasync(fd) < 0)
+			die("write + fdatasync %s: %s", p, strerror(errno));
+		if (i >= 3) /* three warm-up appends */
+			v[i - 3] = ms_since(t);
+	}
+	close(fd);
+	unlink(p);
+	free(p);
+}
+
+/* ---- one size ----------------------------------------------------------- */
+
+struct size_result {
+	size_t words;
+	double cpu, cpu_base, cpu_ratio;      /* medians; ratio of each round's pair */
+	double wall, wall_base, wall_diff;
+	double req, req_base;                 /* exec -> request on the wire */
+	double rss_kb, rss_base_kb;
+	struct syncs sy;                      /* the median run of the counter's */
+};
+
+static void fmt_ms(char *o, size_t n, double ms)
+{
+	snprintf(o, n, ms < 10 ? "%.2f ms" : "%.1f ms", ms);
+}
+
+static void measure(size_t words, int rounds, int fsync_runs, struct size_result *res)
+{
+	struct buf body = BUF_INIT, text = BUF_INIT;
+	rng_seed(words);
+	chatsrv_render(&body, &text, words);
+	chatsrv_set_reply(srv, &body);
+	fprintf(stderr, "[%zu words] %zu bytes of text, a %.2f MiB stream; %d rounds\n", words,
+		text.len, (double)body.len / 1048576.0, rounds);
+	size_t n = (size_t)rounds;
+	double *c = xcalloc(n, sizeof *c), *cb = xcalloc(n, sizeof *cb), *cr = xcalloc(n, sizeof *cr);
+	double *w = xcalloc(n, sizeof *w), *wb = xcalloc(n, sizeof *wb), *wd = xcalloc(n, sizeof *wd);
+	double *q = xcalloc(n, sizeof *q), *qb = xcalloc(n, sizeof *qb);
+	double *m = xcalloc(n, sizeof *m), *mb = xcalloc(n, sizeof *mb);
+	for (int r = -1; r < rounds; r++) { /* one warm-up round */
+		struct run o, b;
+		if (r % 2 == 0) {
+			run_cairn(&text, false, &o);
+			run_baseline(&text, &b);
+		} else {
+			run_baseline(&text, &b);
+			run_cairn(&text, false, &o);
+		}
+		if (r < 0)
+			continue;
+		c[r] = o.cpu_ms, cb[r] = b.cpu_ms, cr[r] = o.cpu_ms / b.cpu_ms;
+		w[r] = o.wall_ms, wb[r] = b.wall_ms, wd[r] = o.wall_ms - b.wall_ms;
+		q[r] = o.first_req_ms, qb[r] = b.first_req_ms;
+		m[r] = (double)o.rss_kb, mb[r] = (double)b.rss_kb;
+		fprintf(stderr,
+			"    round %d: cairn wall %.1f ms cpu %.1f ms rss %ld KiB request at %.2f ms | "
+			"baseline wall %.1f ms cpu %.1f ms rss %ld KiB request at %.2f ms\n",
+			r + 1, o.wall_ms, o.cpu_ms, o.rss_kb, o.first_req_ms, b.wall_ms, b.cpu_ms, b.rss_kb,
+			b.first_req_ms);
+	}
+	res->words = words;
+	res->cpu = median(c, n), res->cpu_base = median(cb, n), res->cpu_ratio = median(cr, n);
+	res->wall = median(w, n), res->wall_base = median(wb, n), res->wall_diff = median(wd, n);
+	res->req = median(q, n), res->req_base = median(qb, n);
+	res->rss_kb = median(m, n), res->rss_base_kb = median(mb, n);
+	/* Under the counter: the number of syncs is the same every run (a
+	 * different count is reported); their times are noise, the median
+	 * run by count-before-request is kept. */
+	struct syncs *sy = xcalloc((size_t)fsync_runs, sizeof *sy);
+	for (int i = 0; i < fsync_runs; i++) {
+		struct run o;
+		run_cairn(&text, true, &o);
+		read_syncs(&o, &sy[i]);
+		fprintf(stderr, "    counted: %u syncs (%.2f ms), %u before the request (%.2f ms): %s\n"
+				"      from exec: first sync at %.2f ms, the last before the request done at "
+				"%.2f ms, request at %.2f ms\n",
+			sy[i].total, sy[i].total_ms, sy[i].before, sy[i].before_ms, sy[i].list,
+			(double)(sy[i].first_ns - o.t0) / 1e6, (double)(sy[i].last_ns - o.t0) / 1e6,
+			o.first_req_ms);
+		if (i > 0 && sy[i].total != sy[0].total)
+			fprintf(stderr, "    note: %u syncs this run, %u in the first\n", sy[i].total,
+				sy[0].total);
+	}
+	for (int i = 1; i < fsync_runs; i++) /* sort by `before` for the median */
+		for (int k = i; k > 0 && sy[k].before < sy[k - 1].before; k--) {
+			struct syncs t = sy[k];
+			sy[k] = sy[k - 1];
+			sy[k - 1] = t;
+		}
+	res->sy = sy[fsync_runs / 2];
+	free(sy);
+	free(c), free(cb), free(cr), free(w), free(wb), free(wd), free(q), free(qb), free(m), free(mb);
+	buf_release(&body);
+	buf_release(&text);
+}
+
+/* ---- the table ---------------------------------------------------------- */
+
+static void report(const struct size_result *s, double fds_ms, double stub_kb)
+{
+	char metric[96], o[32], b[32];
+	size_t wds = s->words;
+	snprintf(metric, sizeof metric, "CPU (user+sys), %zu words", wds);
+	fmt_ms(o, sizeof o, s->cpu);
+	fmt_ms(b, sizeof b, s->cpu_base);
+	add_row(metric, o, b, s->cpu_ratio, true, "<= 1.50", s->cpu_ratio <= 1.5 ? "PASS" : "MISS");
+
+	double allow = s->sy.total * fds_ms + 10;
+	snprintf(metric, sizeof metric, "wall - baseline wall, %zu words", wds);
+	fmt_ms(o, sizeof o, s->wall_diff);
+	fmt_ms(b, sizeof b, allow);
+	add_row(metric, o, b, s->wall_diff / allow, true, "<= 1.00",
+		s->wall_diff <= allow ? "PASS" : "MISS");
+	snprintf(metric, sizeof metric, "  wall, %zu words", wds);
+	fmt_ms(o, sizeof o, s->wall);
+	fmt_ms(b, sizeof b, s->wall_base);
+	add_row(metric, o, b, s->wall / s->wall_base, true, "(info)", "-");
+
+	double lim_kb = stub_kb + 6 * 1024;
+	snprintf(metric, sizeof metric, "peak RSS vs stub + 6 MiB, %zu words", wds);
+	snprintf(o, sizeof o, "%.1f MiB", s->rss_kb / 1024);
+	snprintf(b, sizeof b, "%.1f MiB", lim_kb / 1024);
+	add_row(metric, o, b, s->rss_kb / lim_kb, true, "<= 1.00", s->rss_kb <= lim_kb ? "PASS" : "MISS");
+	snprintf(metric, sizeof metric, "  baseline's peak RSS, %zu words", wds);
+	snprintf(o, sizeof o, "%.1f MiB", s->rss_base_kb / 1024);
+	add_row(metric, o, "", 0, false, "(info)", "-");
+
+	snprintf(metric, sizeof metric, "fsyncs per turn (before the request), %zu w", wds);
+	snprintf(o, sizeof o, "%u (%u)", s->sy.total, s->sy.before);
+	fmt_ms(b, sizeof b, s->sy.total_ms);
+	add_row(metric, o, b, 0, false, "(info)", "-");
+
+	double lim = 5 + s->sy.before * fds_ms;
+	snprintf(metric, sizeof metric, "exec -> request on the wire, %zu words", wds);
+	fmt_ms(o, sizeof o, s->req);
+	fmt_ms(b, sizeof b, lim);
+	add_row(metric, o, b, s->req / lim, true, "<= 1.00", s->req <= lim ? "PASS" : "MISS");
+	snprintf(metric, sizeof metric, "  baseline exec -> request, %zu words", wds);
+	fmt_ms(o, sizeof o, s->req_base);
+	add_row(metric, o, "", 0, false, "(info)", "-");
+	snprintf(metric, sizeof metric, "  time in syncs before the request, %zu words", wds);
+	fmt_ms(o, sizeof o, s->sy.before_ms);
+	add_row(metric, o, "", 0, false, "(info)", "-");
+}
+
+/* --serve=N: only the server, streaming N words to every request until
+ * stdin ends, for profiling a client by hand. */
+static int serve_only(size_t words)
+{
+	struct buf body = BUF_INIT, text = BUF_INIT;
+	chatsrv_render(&body, &text, words);
+	srv = chatsrv_start();
+	chatsrv_set_reply(srv, &body);
+	printf("OPENAI_BASE_URL=http://127.0.0.1:%d/v1\n", chatsrv_port(srv));
+	fflush(stdout);
+	char c;
+	while (read(0, &c, 1) > 0)
+		;
+	chatsrv_stop(srv);
+	buf_release(&body);
+	buf_release(&text);
+	return 0;
+}
+
+static void parse_words(const char *s, size_t *w, size_t *n)
+{
+	*n = 0;
+	for (char *end; *s && *n < MAX_SIZES; s = *end ? end + 1 : end) {
+		long v = strtol(s, &end, 10);
+		if (v < 1 || v > 10000000 || (*end && *end != ','))
+			die("--words: a list of counts, e.g. 2000,20000");
+		w[(*n)++] = (size_t)v;
+	}
+}
+
+static void locate(void)
+{
+	char self[PATH_MAX];
+	ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (sn <= 0)
+		die("cannot find this binary");
+	self[sn] = '\0';
+	const char *dir = dirname(self);
+	snprintf(aux_dir, sizeof aux_dir, "%s/aux", dir);
+	const char *env = getenv("CAIRN");
+	if (env && *env)
+		snprintf(cairn_bin, sizeof cairn_bin, "%s", env);
+	else
+		snprintf(cairn_bin, sizeof cairn_bin, "%s/../cairn", dir);
+	if (access(cairn_bin, X_OK) < 0)
+		die("no cairn binary at '%s' (make, or set CAIRN)", cairn_bin);
+	const char *need[] = {"baseline_turn", "stub_libs", "fsync_count.so"};
+	for (size_t i = 0; i < 3; i++) {
+		char p[PATH_MAX + 32];
+		snprintf(p, sizeof p, "%s/%s", aux_dir, need[i]);
+		if (access(p, R_OK) < 0)
+			die("no %s (make bench builds it)", p);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	bench_set_name("bench_turn");
+	int rounds = 9, fsync_runs = 3;
+	size_t words[MAX_SIZES] = {2000, 20000}, n_sizes = 2;
+	bool keep = false;
+	long serve_words = 0;
+	for (int i = 1; i < argc; i++) {
+		if (strncmp(argv[i], "--serve=", 8) == 0)
+			serve_words = atol(argv[i] + 8);
+		else if (strncmp(argv[i], "--rounds=", 9) == 0)
+			rounds = atoi(argv[i] + 9);
+		else if (strncmp(argv[i], "--fsync-runs=", 13) == 0)
+			fsync_runs = atoi(argv[i] + 13);
+		else if (strncmp(argv[i], "--words=", 8) == 0)
+			parse_words(argv[i] + 8, words, &n_sizes);
+		else if (strcmp(argv[i], "--keep") == 0)
+			keep = true;
+	}
+	if (rounds < 1 || rounds > 1000 || fsync_runs < 1 || fsync_runs > 100 || n_sizes < 1)
+		die("option out of range");
+	if (serve_words > 0)
+		return serve_only((size_t)serve_words);
+	locate();
+	umask(077);
+	root = temp_dir();
+	data_dir = xasprintf("%s/data", root);
+	out_path = xasprintf("%s/stdout", root);
+	err_path = xasprintf("%s/stderr", root);
+	cat_path = xasprintf("%s/logcat", root);
+	fsync_log = xasprintf("%s/fsyncs", root);
+	char *home = xasprintf("%s/home", root), *cfg = xasprintf("%s/config", root);
+	mkdir_p1(home);
+	mkdir_p1(cfg);
+	mkdir_p1(data_dir);
+	if (chdir(root) < 0) /* cairn's working directory: no AGENTS.md, no .git */
+		die("chdir %s: %s", root, strerror(errno));
+	char machine[256];
+	describe_machine(machine, sizeof machine, root);
+	fprintf(stderr, "bench_turn: %s\n", machine);
+
+	enum { PROBES = 41 };
+	double fds[2 * PROBES];
+	probe_fdatasync(data_dir, fds, PROBES);
+	srv = chatsrv_start();
+	snprintf(base_url, sizeof base_url, "http://127.0.0.1:%d/v1", chatsrv_port(srv));
+	double *stub = xcalloc((size_t)rounds, sizeof *stub);
+	for (int r = 0; r < rounds; r++)
+		stub[r] = (double)run_stub();
+	double stub_kb = median(stub, (size_t)rounds);
+	fprintf(stderr, "stub (libraries only): peak RSS %.1f MiB\n", stub_kb / 1024);
+
+	struct size_result res[MAX_SIZES];
+	for (size_t i = 0; i < n_sizes; i++)
+		measure(words[i], rounds, fsync_runs, &res[i]);
+	probe_fdatasync(data_dir, fds + PROBES, PROBES); /* the disk before and after */
+	double fds_ms = median(fds, 2 * PROBES);
+	fprintf(stderr, "fdatasync (512-byte append): median %.3f ms\n", fds_ms);
+
+	for (size_t i = 0; i < n_sizes; i++)
+		report(&res[i], fds_ms, stub_kb);
+	if (n_sizes >= 2) {
+		const struct size_result *a = &res[0], *b = &res[n_sizes - 1];
+		char metric[96], o[32];
+		double d = b->rss_kb - a->rss_kb;
+		snprintf(metric, sizeof metric, "peak RSS, %zu - %zu words", b->words, a->words);
+		snprintf(o, sizeof o, "%.2f MiB", d / 1024);
+		add_row(metric, o, "1.00 MiB", d / 1024, true, "<= 1.00", d <= 1024 ? "PASS" : "MISS");
+	}
+	char o[32], s[32];
+	fmt_ms(o, sizeof o, fds_ms);
+	add_row("fdatasync latency (512-byte append)", o, "", 0, false, "(info)", "-");
+	snprintf(s, sizeof s, "%.1f MiB", stub_kb / 1024);
+	add_row("peak RSS of the stub (libraries only)", s, "", 0, false, "(info)", "-");
+	print_table("baseline", 50, 8, 8);
+	chatsrv_stop(srv);
+	temp_dir_done(root, keep);
+	free(stub), free(home), free(cfg);
+	free(data_dir), free(out_path), free(err_path), free(cat_path), free(fsync_log), free(root);
+	return 0;
+}
