@@ -97,6 +97,47 @@ static void test_json_escapes_fix_lone_surrogates_nul_and_raw_controls(void **st
 	buf_release(&b);
 }
 
+/* A payload without NUL takes a quicker path that jumps from backslash to
+ * backslash; one with a NUL walks every byte. Both must rewrite escapes
+ * alike: the same payload with a raw NUL after it (outside any string,
+ * which becomes a space) gives the same bytes plus that space. */
+static void test_json_escapes_same_with_and_without_nul(void **state)
+{
+	static const struct {
+		const char *json;
+		bool changed;
+	} in[] = {
+		{"{\"c\":\"plain text, no escape\"}", false},
+		{"{\"c\":\"a\\ud83d\"}", true},
+		{"{\"c\":\"\\ud83d\\ude00 \\\\ud83d \\n \\u00e9\"}", false},
+		{"{\"c\":\"\\\\\\u0000\\\\\"}", true},
+		{"{\"c\":\"\\udc00\\ud800\\u0041\\\"q\\\\\"}", true},
+		{"[\"\\ud83d\",\"\\ude00\",\"\\u0000\\u0000\"]", true},
+	};
+	for (size_t i = 0; i < sizeof in / sizeof *in; i++) {
+		size_t n = strlen(in[i].json);
+		struct buf fast = BUF_INIT, slow = BUF_INIT, with_nul = BUF_INIT;
+		buf_add(&with_nul, in[i].json, n);
+		buf_addc(&with_nul, '\0');
+		assert_int_equal(textfix_json_escapes(in[i].json, n, &fast), in[i].changed);
+		assert_true(textfix_json_escapes(with_nul.p, n + 1, &slow));
+		buf_addc(&fast, ' ');
+		if (fast.len != slow.len || memcmp(fast.p, slow.p, fast.len) != 0)
+			fail_msg("payload %zu: '%s' without NUL, '%s' with", i, fast.p, slow.p);
+		buf_release(&fast);
+		buf_release(&slow);
+		buf_release(&with_nul);
+	}
+	/* A payload cut after a backslash or inside an escape: copied as is. */
+	struct buf b = BUF_INIT;
+	assert_false(textfix_json_escapes("{\"c\":\"cut \\", 11, &b));
+	assert_string_equal(b.p, "{\"c\":\"cut \\");
+	buf_reset(&b);
+	assert_false(textfix_json_escapes("{\"c\":\"cut \\ud83", 15, &b));
+	assert_string_equal(b.p, "{\"c\":\"cut \\ud83");
+	buf_release(&b);
+}
+
 static void test_pair_split_across_deltas(void **state)
 {
 	/* The halves of U+1F600 as cJSON hands them over after the rewrite. */
@@ -231,6 +272,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cjson_refuses_lone_surrogates),
 		cmocka_unit_test(test_json_escapes_fix_lone_surrogates_nul_and_raw_controls),
+		cmocka_unit_test(test_json_escapes_same_with_and_without_nul),
 		cmocka_unit_test(test_pair_split_across_deltas),
 		cmocka_unit_test(test_invalid_utf8_and_lone_surrogates_become_fffd),
 		cmocka_unit_test(test_random_splits_repair_like_one_piece),
