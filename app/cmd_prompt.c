@@ -286,8 +286,11 @@ static void print_event(struct hl *h, const struct sink_item *it)
 
 static void print_text(struct hl *h, const char *s, size_t n)
 {
-	buf_add(&h->rep.text, s, n);
-	if (h->json || n == 0)
+	if (h->json) {
+		buf_add(&h->rep.text, s, n); /* only --json's result line prints it */
+		return;
+	}
+	if (n == 0)
 		return;
 	h->wrote_text = true;
 	h->text_ended_nl = s[n - 1] == '\n';
