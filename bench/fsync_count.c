@@ -46,26 +46,27 @@ static void note(const char *name, int fd, uint64_t start)
 	calls[i] = (struct call){name, start, now_ns(), fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)};
 }
 
+/* fsync and fdatasync: the real call (found once), timed and noted. */
+static int timed(const char *name, int (**real)(int), int fd)
+{
+	if (!*real)
+		*real = (int (*)(int))dlsym(RTLD_NEXT, name);
+	uint64_t t = now_ns();
+	int rc = (*real)(fd);
+	note(name, fd, t);
+	return rc;
+}
+
 int fsync(int fd)
 {
 	static int (*real)(int);
-	if (!real)
-		real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
-	uint64_t t = now_ns();
-	int rc = real(fd);
-	note("fsync", fd, t);
-	return rc;
+	return timed("fsync", &real, fd);
 }
 
 int fdatasync(int fd)
 {
 	static int (*real)(int);
-	if (!real)
-		real = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
-	uint64_t t = now_ns();
-	int rc = real(fd);
-	note("fdatasync", fd, t);
-	return rc;
+	return timed("fdatasync", &real, fd);
 }
 
 int sync_file_range(int fd, off64_t off, off64_t n, unsigned int flags)
