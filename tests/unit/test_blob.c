@@ -533,7 +533,7 @@ static void test_spill_keeps_a_bounded_head_and_tail_inline(void **state)
 }
 
 /* (The log's own refusals, EVENT_MAX_LINE and FRAME_MAX_CONTENT, are
- * pinned in test_log.c.) */
+ * pinned in test_log_validate.c.) */
 static void test_blob_over_the_limit_is_refused_naming_it(void **state)
 {
 	struct fx *f = *state;
