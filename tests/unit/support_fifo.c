@@ -27,11 +27,6 @@
 static pthread_t loop_thread;
 static int done_order;
 
-uint64_t deadline(int64_t ms)
-{
-	return (uint64_t)((int64_t)(clock_mono_ns() / 1000000) + ms);
-}
-
 int fifofx_setup(void **state)
 {
 	struct fx *x = xcalloc(1, sizeof *x);

@@ -49,8 +49,6 @@ int fifofx_teardown(void **state);
 /* A cmocka test run with this fixture. */
 #define FIFOFX_TEST(fn) cmocka_unit_test_setup_teardown(fn, fifofx_setup, fifofx_teardown)
 
-/* The monotonic clock in ms plus ms, as FIFO deadlines take it (a value). */
-uint64_t deadline(int64_t ms);
 /* The completion callback post gives fifo_post: records into the struct rec ctx. */
 void done_cb(struct fifo_item *it, void *ctx, const struct fifo_receipt *r,
 	     const struct cerr *err);

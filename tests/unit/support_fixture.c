@@ -15,9 +15,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/xalloc.h"
 #include "persist/pathkey.h"
 #include "persist/scan.h"
+
+uint64_t deadline(int64_t ms)
+{
+	return (uint64_t)((int64_t)(clock_mono_ns() / 1000000) + ms);
+}
 
 int tmp_root(const char *name, char *dir, size_t dn, char *root, size_t rn)
 {

@@ -28,6 +28,8 @@ void rm_rf(const char *path);
 uint8_t *slurp(const char *path, size_t *n);
 /* Write p[0..n) to path opened O_WRONLY|O_CREAT|flags (0600 when created), else the test fails. */
 void spit(const char *path, const void *p, size_t n, int flags);
+/* The monotonic clock in ms plus ms: a deadline as the FIFO's waits take it (a value). */
+uint64_t deadline(int64_t ms);
 /* True when path exists (lstat: a dangling symlink counts). */
 bool exists(const char *path);
 /* "<dir>/<fmt ...>" in one of 8 rotating static buffers: owned here, valid for 7 more calls. */

@@ -16,6 +16,7 @@
 #include "persist/fifo.h"
 #include "persist/scan.h"
 #include "tests/unit/support_fifo.h"
+#include "tests/unit/support_fixture.h"
 
 /* Flush returns 0 once everything earlier is durable (the log already holds
  * it before the loop delivers anything), and 1 at a passed deadline while

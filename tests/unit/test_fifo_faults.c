@@ -176,11 +176,6 @@ static void done_cb(struct fifo_item *it, void *ctx, const struct fifo_receipt *
 		t->err = *err;
 }
 
-static uint64_t deadline(int64_t ms)
-{
-	return (uint64_t)((int64_t)(clock_mono_ns() / 1000000) + ms);
-}
-
 static void put(int k, struct fifo_item *item, cJSON *evs, int recovery)
 {
 	struct cerr err = {0};

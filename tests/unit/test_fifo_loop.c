@@ -49,11 +49,6 @@ struct lx {
 
 static int order; /* callbacks so far, items and closes alike */
 
-static uint64_t deadline(int64_t ms)
-{
-	return (uint64_t)((int64_t)(clock_mono_ns() / 1000000) + ms);
-}
-
 /* ---- a stalled fdatasync ---- */
 
 static atomic_bool stall;

@@ -21,6 +21,7 @@
 #include "persist/fifo.h"
 #include "persist/scan.h"
 #include "tests/unit/support_fifo.h"
+#include "tests/unit/support_fixture.h"
 
 /* Items c[0..n) acknowledged, each with next seq and content version
  * want[i] (one event a seq: the version is the projected next seq). */

@@ -34,11 +34,6 @@ struct sx {
 	struct cerr last;
 };
 
-static uint64_t deadline(int64_t ms)
-{
-	return clock_mono_ns() / 1000000 + (uint64_t)ms;
-}
-
 static void item_cb(struct fifo_item *it, void *ctx, const struct fifo_receipt *r,
 		    const struct cerr *err)
 {
