@@ -73,7 +73,7 @@ rm -rf "$(dirname "$f")" # the damaged original: doctor below reports what it he
 
 # The FIFO's commands take the catalog's write lock before they write
 # anything: with a catalog they cannot write to at all they fail with
-# nothing written (a retry is safe), as tested in test_fifo_faults.
+# nothing written (a retry is safe), as tested in test_fifo_catalog_faults.
 
 # --- the catalog held by another process's write transaction ------------
 python3 -c 'import sqlite3,sys,time; d=sqlite3.connect(sys.argv[1], isolation_level=None); d.execute("BEGIN IMMEDIATE"); print("held", flush=True); time.sleep(30)' "$DB" >"$T/held" &
