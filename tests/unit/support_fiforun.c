@@ -221,7 +221,6 @@ void run_settle(void)
 	}
 }
 
-
 /* The log of session k under root's area, read with plain system calls
  * (never through fsops, which the writer thread uses) and scanned in
  * memory; NULL when there is none. */
