@@ -44,7 +44,8 @@ struct rec {
 
 /* cmocka setup: *state = a fixture with a store, a catalog connection, a loop and a FIFO; 0. */
 int fifofx_setup(void **state);
-/* cmocka teardown: close the FIFO and run the loop to completion (a forgotten handle fails), free *state. */
+/* cmocka teardown: close the FIFO and run the loop to completion (a forgotten
+ * handle fails), free *state. */
 int fifofx_teardown(void **state);
 /* A cmocka test run with this fixture. */
 #define FIFOFX_TEST(fn) cmocka_unit_test_setup_teardown(fn, fifofx_setup, fifofx_teardown)
@@ -81,7 +82,8 @@ struct fifo_item *meta(const char *json);
 
 /* <root>/<area>/<key of cwd>/<id>/<log file>; the caller frees it. */
 char *file_of(const struct fx *x, const char *area, const char *cwd, const char *id);
-/* The log at path as read now, which must be there and ok (frees path); the caller frees it with scan_free. */
+/* The log at path as read now, which must be there and ok (frees path); the
+ * caller frees it with scan_free. */
 struct scan *scan_file(char *path);
 /* The live log of session id scanned; the caller frees it with scan_free. */
 struct scan *scan_of(const struct fx *x, const char *id);

@@ -23,9 +23,11 @@ struct fx {
 /* A path under the fixture dir, in one of a few rotating buffers. */
 #define P(f, ...) path_in((f)->dir, __VA_ARGS__)
 
-/* cmocka setup: umask 022, *state = a fixture with a store at /tmp/cairn-test-store-XXXXXX/root; 0 or -1. */
+/* cmocka setup: umask 022, *state = a fixture with a store at
+ * /tmp/cairn-test-store-XXXXXX/root; 0 or -1. */
 int storefx_setup(void **state);
-/* cmocka teardown: put back the umask and the root variables, close the store, remove the directory, free *state. */
+/* cmocka teardown: put back the umask and the root variables, close the store,
+ * remove the directory, free *state. */
 int storefx_teardown(void **state);
 /* A cmocka test run with this fixture. */
 #define STOREFX_TEST(fn) cmocka_unit_test_setup_teardown(fn, storefx_setup, storefx_teardown)
