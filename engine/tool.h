@@ -65,10 +65,14 @@ struct tool_result {
 };
 
 struct tool_run;
-/* Called once per run on the loop; r is the receiver's (tool_result_release). */
+/* Called once per run on the loop, never from inside tool_start; r is the
+ * receiver's (tool_result_release). run is freed when the callback
+ * returns: it must not be used (nor canceled) after that. */
 typedef void (*tool_done_fn)(void *ctx, struct tool_run *run, struct tool_result *r);
 
 /* Start tool name with args (borrowed for the call; copied as needed).
+ * ctx is read during the call; ctx->env and ctx->cwd must stay valid for
+ * the run.
  * -1 (cb never runs): an unknown name (CERR_USAGE). Arguments that are
  * wrong for the tool complete with TOOL_ERROR saying what is wrong. */
 struct tool_run *tool_start(const struct tool_ctx *ctx, const char *name, const cJSON *args,
