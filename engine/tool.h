@@ -65,8 +65,9 @@ struct tool_result {
 };
 
 struct tool_run;
-/* Called once per run on the loop, never from inside tool_start; r is the
- * receiver's (tool_result_release). run is freed when the callback
+/* Called once per run on the loop, never from inside tool_start; what r
+ * holds is the receiver's (move it out or tool_result_release it; r itself
+ * lives for the call). run is freed when the callback
  * returns: it must not be used (nor canceled) after that. */
 typedef void (*tool_done_fn)(void *ctx, struct tool_run *run, struct tool_result *r);
 
