@@ -222,6 +222,19 @@ static void test_grandchild_holding_the_pipe_does_not_hang(void **state)
 	tool_result_release(&g.r);
 }
 
+static void test_descendant_outside_the_group_does_not_hang(void **state)
+{
+	/* setsid: a group of its own, beyond reach; it holds the pipe open. */
+	struct got g = run_shell("setsid sleep 30 & echo $!", 0, 0);
+	assert_int_equal(g.r.status, TOOL_OK);
+	assert_true(g.elapsed < 1.5);
+	pid_t pid = (pid_t)atoi(g.r.output);
+	assert_true(pid > 1);
+	assert_true(pid_alive(pid)); /* the documented limit */
+	kill(pid, SIGKILL);
+	tool_result_release(&g.r);
+}
+
 static void test_output_capped_full_kept(void **state)
 {
 	/* 5 MB: the model reads its head and tail; the blob has all of it. */
@@ -482,6 +495,7 @@ int main(void)
 		cmocka_unit_test(test_timeout_terms_the_group),
 		cmocka_unit_test(test_term_ignoring_group_killed_after_2s),
 		cmocka_unit_test(test_grandchild_holding_the_pipe_does_not_hang),
+		cmocka_unit_test(test_descendant_outside_the_group_does_not_hang),
 		cmocka_unit_test(test_output_capped_full_kept),
 		cmocka_unit_test(test_invalid_bytes_become_fffd),
 		cmocka_unit_test(test_no_descriptor_leaks_into_the_child),
