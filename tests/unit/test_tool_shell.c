@@ -354,6 +354,16 @@ static void test_cancel_ends_the_group(void **state)
 	assert_true(pid > 1);
 	assert_false(pid_alive(pid));
 	tool_result_release(&g.r);
+	/* A group that ignores TERM gets KILL 2 s later. */
+	g = run_shell("trap '' TERM; sleep 30 & echo $!; wait", 0, 300);
+	assert_int_equal(g.r.status, TOOL_CANCELED);
+	assert_non_null(strstr(g.r.output, "[canceled by the user]\n"));
+	assert_int_equal(g.r.signal, SIGKILL);
+	assert_true(g.elapsed >= 2.25);
+	assert_true(g.elapsed < 4.0);
+	pid = (pid_t)atoi(g.r.output);
+	assert_false(pid_alive(pid));
+	tool_result_release(&g.r);
 }
 
 static void test_cwd_and_wrong_arguments(void **state)
