@@ -1,0 +1,239 @@
+/* tool_write.c — write_file and the atomic replace that edit_file shares
+ * (tool_files_int.h): a reader of the file sees the old bytes or the new
+ * ones, whole, and after a crash the file is one or the other. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/xalloc.h"
+#include "engine/tool_files_int.h"
+
+/* Symlinks followed at most, as the kernel's own limit. */
+#define LINK_HOPS 40
+
+/* path with every symlink in its last component followed, even a link to
+ * a file that does not exist yet (caller frees); NULL after a message. */
+static char *follow_links(struct tool_job *j, const char *path, bool *followed)
+{
+	char *p = xstrdup(path);
+	for (int hops = 0; hops < LINK_HOPS; hops++) {
+		struct stat st;
+		if (lstat(p, &st) < 0 || !S_ISLNK(st.st_mode))
+			return p;
+		char t[PATH_MAX];
+		ssize_t n = readlink(p, t, sizeof t - 1);
+		if (n < 0) {
+			tool_files_fail(j, "cannot read the symlink '%s': %s", p, strerror(errno));
+			free(p);
+			return NULL;
+		}
+		t[n] = '\0';
+		char *slash = strrchr(p, '/');
+		char *next = t[0] == '/' || !slash ? xstrdup(t)
+						    : xasprintf("%.*s/%s", (int)(slash - p), p, t);
+		free(p);
+		p = next;
+		*followed = true;
+	}
+	tool_files_fail(j, "cannot write '%s': too many levels of symbolic links", j->shown);
+	free(p);
+	return NULL;
+}
+
+/* The directory part of path ("." when it has none); caller frees. */
+static char *dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return xstrdup(".");
+	if (slash == path)
+		return xstrdup("/");
+	return xstrndup(path, (size_t)(slash - path));
+}
+
+/* Create dir and its missing parents, naming each one made in *made. */
+static int make_dirs(struct tool_job *j, const char *dir, struct buf *made)
+{
+	struct stat st;
+	if (stat(dir, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			return 0;
+		tool_files_fail(j, "cannot write '%s': '%s' is not a directory", j->shown, dir);
+		return -1;
+	}
+	char *p = xstrdup(dir);
+	int rc = 0;
+	for (char *s = p + 1;; s++) {
+		bool end = *s == '\0';
+		if (!end && *s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0777) == 0) {
+			if (made) {
+				if (made->len)
+					buf_adds(made, ", ");
+				buf_adds(made, p);
+			}
+		} else if (errno != EEXIST) {
+			tool_files_fail(j, "cannot create the directory '%s': %s", p, strerror(errno));
+			rc = -1;
+			break;
+		}
+		if (end)
+			break;
+		*s = '/';
+	}
+	free(p);
+	return rc;
+}
+
+/* Write all of p[0..n) to fd; -1 with errno. */
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* A new temporary file next to target, created with mode 0666 less the
+ * umask (so a new file gets the mode any editor would give it); its name
+ * in *tmp (caller frees); -1 with errno. */
+static int open_temp(const char *dir, const char *base, char **tmp)
+{
+	static _Atomic unsigned counter;
+	for (int tries = 0; tries < 100; tries++) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		unsigned tag = (unsigned)ts.tv_nsec ^ ((unsigned)getpid() << 16) ^ counter++;
+		*tmp = xasprintf("%s/.%s.tmp-%08x", dir, base, tag);
+		int fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+		if (fd >= 0)
+			return fd;
+		int e = errno;
+		free(*tmp);
+		*tmp = NULL;
+		if (e != EEXIST) {
+			errno = e;
+			return -1;
+		}
+	}
+	errno = EEXIST;
+	return -1;
+}
+
+int tool_write_atomic(struct tool_job *j, const char *path, const char *data, size_t n,
+		      bool *created, char **target, struct buf *made)
+{
+	bool followed = false;
+	char *to = follow_links(j, path, &followed);
+	if (!to)
+		return -1;
+	char *dir = dir_of(to), *tmp = NULL;
+	const char *base = strrchr(to, '/') ? strrchr(to, '/') + 1 : to;
+	int fd = -1, rc = -1;
+	struct stat st;
+	bool exists = stat(to, &st) == 0;
+	if (exists && S_ISDIR(st.st_mode)) {
+		tool_files_fail(j, "cannot write '%s': it is a directory", j->shown);
+		goto out;
+	}
+	if (exists && !S_ISREG(st.st_mode)) {
+		tool_files_fail(j, "cannot write '%s': not a regular file", j->shown);
+		goto out;
+	}
+	if (!*base) {
+		tool_files_fail(j, "cannot write '%s': the path names a directory", j->shown);
+		goto out;
+	}
+	if (make_dirs(j, dir, made) < 0)
+		goto out;
+	fd = open_temp(dir, base, &tmp);
+	if (fd < 0) {
+		tool_files_fail(j, "cannot create a temporary file in '%s': %s", dir, strerror(errno));
+		goto out;
+	}
+	if (exists) {
+		/* The owner first: chown clears the set-id bits that fchmod sets. */
+		if (st.st_uid != geteuid() || st.st_gid != getegid())
+			(void)!fchown(fd, st.st_uid, st.st_gid); /* only root may; best effort */
+		if (fchmod(fd, st.st_mode & 07777) < 0) {
+			tool_files_fail(j, "cannot keep the mode of '%s': %s", j->shown, strerror(errno));
+			goto out;
+		}
+	}
+	if (write_all(fd, data, n) < 0 || fsync(fd) < 0) {
+		tool_files_fail(j, "cannot write '%s': %s", j->shown, strerror(errno));
+		goto out;
+	}
+	int c = close(fd);
+	fd = -1;
+	if (c < 0) {
+		tool_files_fail(j, "cannot write '%s': %s", j->shown, strerror(errno));
+		goto out;
+	}
+	/* The last moment a cancel can still leave the file as it was. */
+	if (atomic_load(&j->canceled))
+		goto out;
+	if (rename(tmp, to) < 0) {
+		tool_files_fail(j, "cannot replace '%s': %s", j->shown, strerror(errno));
+		goto out;
+	}
+	free(tmp);
+	tmp = NULL;
+	j->wrote = true;
+	/* The rename is durable only once the directory is synced. */
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fsync(dfd) < 0) {
+		tool_files_fail(j, "wrote '%s', but cannot sync its directory: %s (the file may not "
+				   "survive a power loss)", j->shown, strerror(errno));
+		if (dfd >= 0)
+			close(dfd);
+		goto out;
+	}
+	close(dfd);
+	*created = !exists;
+	*target = followed ? xstrdup(to) : NULL;
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (tmp) {
+		unlink(tmp);
+		free(tmp);
+	}
+	free(dir);
+	free(to);
+	return rc;
+}
+
+void tool_write_file(struct tool_job *j)
+{
+	size_t n = strlen(j->text1);
+	bool created = false;
+	char *target = NULL;
+	struct buf made = BUF_INIT;
+	if (tool_write_atomic(j, j->path, j->text1, n, &created, &target, &made) == 0) {
+		buf_printf(&j->out, "wrote %zu bytes to %s (%s", n, j->shown,
+			   created ? "created" : "replaced");
+		if (target)
+			buf_printf(&j->out, "; through the symlink to %s", target);
+		if (made.len)
+			buf_printf(&j->out, "; created the directories %s", made.p);
+		buf_adds(&j->out, ")\n");
+	}
+	free(target);
+	buf_release(&made);
+}
