@@ -151,7 +151,7 @@ static void not_found(struct tool_job *j, const struct buf *file)
 			break; /* the same text with other blanks around it */
 		i = e;
 	}
-	if (best_p && best >= 8 && best * 2 >= len)
+	if (best_p && best >= 4 && best * 2 >= len)
 		buf_printf(&j->out, "\nhint: the nearest line is %ld: %.*s", best_line,
 			   (int)(best_n < 200 ? best_n : 200), best_p);
 }

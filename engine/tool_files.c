@@ -1,9 +1,7 @@
-/* tool_files.c — the file tools' runs (tool_files.h): arguments checked and
+/* tool_files.c — the file tools' runs (tool_int.h): arguments checked and
  * copied on the loop, the disk work on a libuv worker, the result capped
  * and handed over on the loop; read_file and list_dir live here, the
  * writing tools in tool_write.c and tool_edit.c, grep in tool_grep.c. */
-#include "engine/tool_files.h"
-
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,12 +16,9 @@
 #include "base/utf8.h"
 #include "base/xalloc.h"
 #include "engine/tool_files_int.h"
+#include "engine/tool_int.h"
 #include "engine/tool_output.h"
 
-#define RESULT_MAX_DEFAULT ((size_t)30 * 1024)
-#define FULL_MAX_DEFAULT ((size_t)8 << 20)
-#define READ_MAX_DEFAULT ((size_t)256 << 10)
-#define GREP_MAX_DEFAULT ((size_t)200)
 #define LIST_MAX 1000
 /* Room kept under the model's cap for read_file's closing note. */
 #define READ_NOTE_ROOM 256
@@ -38,7 +33,8 @@ static const struct {
 	{"list_dir", K_LIST},  {"grep", K_GREP},
 };
 
-struct tool_run {
+struct files_run {
+	struct tool_run run; /* first: the handle tool_start hands out */
 	uv_work_t work;
 	enum tool_kind kind;
 	bool bad_args; /* the job already holds the error; the worker skips */
@@ -47,14 +43,6 @@ struct tool_run {
 	tool_done_fn cb;
 	void *cb_ctx;
 };
-
-bool tool_files_has(const char *name)
-{
-	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-		if (strcmp(kinds[i].name, name) == 0)
-			return true;
-	return false;
-}
 
 void tool_files_fail(struct tool_job *j, const char *fmt, ...)
 {
@@ -199,6 +187,7 @@ static void read_file(struct tool_job *j)
 	long line = 1;          /* the line the next byte belongs to */
 	bool at_start = true;   /* the next byte starts a line */
 	size_t budget = j->read_max < j->out_max ? j->read_max : j->out_max;
+	size_t line_at = 0;     /* where the line being shown starts in out */
 	long stopped = 0;       /* the last line shown whole when the budget ran out */
 	bool cut_line = false;  /* a line longer than the budget was shown cut */
 	while (n > 0) {
@@ -208,16 +197,21 @@ static void read_file(struct tool_job *j)
 				goto done;
 			if (line >= first) {
 				if (at_start) {
-					if (j->out.len + 16 > budget) {
-						stopped = line - 1;
-						goto done;
-					}
+					line_at = j->out.len;
 					buf_printf(&j->out, "%6ld\t", line);
 				}
 				if (j->out.len + 1 > budget) {
-					/* One line fills the budget: show what fits. */
-					stopped = line;
-					cut_line = true;
+					if (line_at > 0) {
+						/* Lines are shown whole: this one waits
+						 * for the next read. */
+						j->out.len = line_at;
+						j->out.p[line_at] = '\0';
+						stopped = line - 1;
+					} else {
+						/* One line fills the budget: show what fits. */
+						stopped = line;
+						cut_line = true;
+					}
 					goto done;
 				}
 				buf_addc(&j->out, c);
@@ -352,7 +346,7 @@ static void list_dir(struct tool_job *j)
 
 static void work(uv_work_t *w)
 {
-	struct tool_run *run = w->data;
+	struct files_run *run = w->data;
 	struct tool_job *j = &run->job;
 	bgprio_enter(); /* libuv's workers serve background work only */
 	if (run->bad_args || atomic_load(&j->canceled))
@@ -389,7 +383,7 @@ static void job_release(struct tool_job *j)
 /* On the loop: the result capped and handed over; the run freed after. */
 static void after(uv_work_t *w, int status)
 {
-	struct tool_run *run = w->data;
+	struct files_run *run = w->data;
 	struct tool_job *j = &run->job;
 	struct tool_result r = {.status = j->status, .exit_code = -1};
 	if (status == UV_ECANCELED || (atomic_load(&j->canceled) && !run->bad_args)) {
@@ -410,7 +404,7 @@ static void after(uv_work_t *w, int status)
 		cJSON_AddStringToObject(r.extra, "diff", d);
 		free(d);
 	}
-	run->cb(run->cb_ctx, run, &r);
+	run->cb(run->cb_ctx, &run->run, &r);
 	job_release(j);
 	free(run);
 }
@@ -513,6 +507,15 @@ static bool take_args(struct tool_job *j, enum tool_kind kind, const cJSON *args
 	return true;
 }
 
+/* tool_cancel: a run not started is dropped by libuv (after() sees
+ * UV_ECANCELED); a running body sees the flag at its next check. */
+static void files_cancel(struct tool_run *handle)
+{
+	struct files_run *run = (struct files_run *)handle;
+	atomic_store(&run->job.canceled, true);
+	uv_cancel((uv_req_t *)&run->work);
+}
+
 struct tool_run *tool_files_start(const struct tool_ctx *ctx, const char *name, const cJSON *args,
 				  tool_done_fn cb, void *cb_ctx, struct cerr *err)
 {
@@ -523,20 +526,21 @@ struct tool_run *tool_files_start(const struct tool_ctx *ctx, const char *name, 
 		cerr_set(err, CERR_USAGE, 0, "unknown tool '%s'", name);
 		return NULL;
 	}
-	struct tool_run *run = xcalloc(1, sizeof *run);
+	struct files_run *run = xcalloc(1, sizeof *run);
 	const struct tool_limits *l = &ctx->limits;
+	run->run.cancel = files_cancel;
 	run->work.data = run;
 	run->kind = kinds[k].kind;
 	run->cb = cb;
 	run->cb_ctx = cb_ctx;
-	run->result_max = l->result_max ? l->result_max : RESULT_MAX_DEFAULT;
-	run->full_max = l->full_max ? l->full_max : FULL_MAX_DEFAULT;
+	run->result_max = l->result_max ? l->result_max : TOOL_RESULT_MAX_DEFAULT;
+	run->full_max = l->full_max ? l->full_max : TOOL_FULL_MAX_DEFAULT;
 	struct tool_job *j = &run->job;
 	buf_init(&j->out);
 	atomic_init(&j->canceled, false);
 	j->status = TOOL_OK;
-	j->read_max = l->read_max ? l->read_max : READ_MAX_DEFAULT;
-	j->grep_max = l->grep_max ? l->grep_max : GREP_MAX_DEFAULT;
+	j->read_max = l->read_max ? l->read_max : TOOL_READ_MAX_DEFAULT;
+	j->grep_max = l->grep_max ? l->grep_max : TOOL_GREP_MAX_DEFAULT;
 	/* What read_file shows at once fits what the model reads, so a long
 	 * file is read on by line numbers, never cut in its middle. */
 	j->out_max = run->result_max > 2 * READ_NOTE_ROOM ? run->result_max - READ_NOTE_ROOM
@@ -551,13 +555,6 @@ struct tool_run *tool_files_start(const struct tool_ctx *ctx, const char *name, 
 		free(run);
 		return NULL;
 	}
-	return run;
+	return &run->run;
 }
 
-void tool_files_cancel(struct tool_run *run)
-{
-	atomic_store(&run->job.canceled, true);
-	/* Not started yet: libuv drops it and after() sees UV_ECANCELED. A
-	 * running body sees the flag at its next check. */
-	uv_cancel((uv_req_t *)&run->work);
-}
