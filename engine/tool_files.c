@@ -267,6 +267,35 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+char **tool_files_names(DIR *d, bool skip_git, size_t *count)
+{
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		const char *nm = de->d_name;
+		if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0 ||
+		    (skip_git && strcmp(nm, ".git") == 0))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			names = xreallocarray(names, cap, sizeof *names);
+		}
+		names[n++] = xstrdup(nm);
+	}
+	/* Sorted: the same tree reads the same, in the same order. */
+	qsort(names, n, sizeof *names, name_cmp);
+	*count = n;
+	return names;
+}
+
+void tool_files_names_free(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
 static void add_size(struct buf *b, off_t size)
 {
 	if (size < 10240)
@@ -293,19 +322,8 @@ static void list_dir(struct tool_job *j)
 			tool_files_fail(j, "cannot open directory '%s': %s", j->shown, strerror(e));
 		return;
 	}
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			names = xreallocarray(names, cap, sizeof *names);
-		}
-		names[n++] = xstrdup(de->d_name);
-	}
-	qsort(names, n, sizeof *names, name_cmp);
+	size_t n;
+	char **names = tool_files_names(d, false, &n);
 	int dfd = dirfd(d);
 	size_t shown = n < LIST_MAX ? n : LIST_MAX;
 	buf_printf(&j->out, "%s: %zu entr%s\n", j->shown, n, n == 1 ? "y" : "ies");
@@ -338,9 +356,7 @@ static void list_dir(struct tool_job *j)
 	if (n > shown)
 		buf_printf(&j->out, "[... %zu more entries not shown; grep with a glob finds files by name]\n",
 			   n - shown);
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	tool_files_names_free(names, n);
 	closedir(d);
 }
 

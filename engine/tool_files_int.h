@@ -5,6 +5,7 @@
 #ifndef CAIRN_TOOL_FILES_INT_H
 #define CAIRN_TOOL_FILES_INT_H
 
+#include <dirent.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -38,6 +39,11 @@ bool tool_files_binary(const char *p, size_t n);
 /* Read the regular file path whole (at most max bytes) into b; -1 after
  * tool_files_fail with a message the model can act on. */
 int tool_files_load(struct tool_job *j, const char *path, size_t max, struct buf *b);
+
+/* The names in d but . and .. (and .git when skip_git), sorted bytewise;
+ * *n of them. The caller frees them with tool_files_names_free. */
+char **tool_files_names(DIR *d, bool skip_git, size_t *n);
+void tool_files_names_free(char **names, size_t n);
 
 /* The bodies, run on the worker. */
 void tool_write_file(struct tool_job *j);

@@ -92,11 +92,6 @@ static void grep_file(struct grep *g, const char *path, const char *shown)
 	fclose(f);
 }
 
-static int name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static void walk(struct grep *g, const char *path, const char *shown, int depth)
 {
 	DIR *d = opendir(path);
@@ -104,22 +99,9 @@ static void walk(struct grep *g, const char *path, const char *shown, int depth)
 		g->unreadable++;
 		return;
 	}
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		const char *nm = de->d_name;
-		if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0 || strcmp(nm, ".git") == 0)
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			names = xreallocarray(names, cap, sizeof *names);
-		}
-		names[n++] = xstrdup(nm);
-	}
+	size_t n;
+	char **names = tool_files_names(d, true, &n);
 	closedir(d);
-	/* Sorted: the same tree gives the same matches in the same order. */
-	qsort(names, n, sizeof *names, name_cmp);
 	size_t sl = strlen(shown);
 	bool bare = strcmp(shown, ".") == 0 || strcmp(shown, "./") == 0;
 	for (size_t i = 0; i < n && !stop(g); i++) {
@@ -140,9 +122,7 @@ static void walk(struct grep *g, const char *path, const char *shown, int depth)
 		free(p);
 		free(s);
 	}
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	tool_files_names_free(names, n);
 }
 
 void tool_grep_run(struct tool_job *j)
