@@ -7,6 +7,7 @@
 
 #include "base/buf.h"
 #include "base/xalloc.h"
+#include "engine/tool.h"
 
 struct grant {
 	char *tool;
@@ -123,8 +124,7 @@ static bool is_file_tool(const char *tool)
 
 static bool is_read_only(const char *tool)
 {
-	return strcmp(tool, "read_file") == 0 || strcmp(tool, "list_dir") == 0 ||
-	       strcmp(tool, "grep") == 0;
+	return tool_is_read_only(tool);
 }
 
 /* Every path the call names is inside cwd (list_dir and grep default to it). */

@@ -96,7 +96,9 @@ static const char schemas_json[] =
 	"\"required\":[\"command\"],\"additionalProperties\":false}},"
 
 	"{\"name\":\"read_file\","
-	"\"description\":\"Read a text file, or a range of its lines (1-based, inclusive).\","
+	"\"description\":\"Read a text file, or a range of its lines (1-based, inclusive). "
+	"Lines come back numbered (the number, a tab, the line); the numbers are not part of "
+	"the file.\","
 	"\"parameters\":{\"type\":\"object\",\"properties\":{"
 	"\"path\":{\"type\":\"string\",\"description\":\"the file, relative to the session's directory or absolute\"},"
 	"\"start_line\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"first line to read\"},"

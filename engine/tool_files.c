@@ -39,7 +39,7 @@ struct files_run {
 	enum tool_kind kind;
 	bool bad_args; /* the job already holds the error; the worker skips */
 	struct tool_job job;
-	size_t result_max, full_max;
+	struct tool_limits lim; /* resolved */
 	tool_done_fn cb;
 	void *cb_ctx;
 };
@@ -411,12 +411,10 @@ static void after(uv_work_t *w, int status)
 		else
 			buf_adds(&j->out, "canceled by the user; not run: nothing was changed\n");
 	}
-	r.output = tool_output_cap(j->out.p, j->out.len, run->result_max, &r.truncated);
-	if (r.truncated)
-		r.full = tool_output_cap(j->out.p, j->out.len, run->full_max, NULL);
+	tool_result_text(&r, j->out.p, j->out.len, &run->lim);
 	if (j->diff && r.status == TOOL_OK) {
 		r.extra = cJSON_CreateObject();
-		char *d = tool_output_cap(j->diff, strlen(j->diff), run->full_max, NULL);
+		char *d = tool_output_cap(j->diff, strlen(j->diff), run->lim.full_max, NULL);
 		cJSON_AddStringToObject(r.extra, "diff", d);
 		free(d);
 	}
@@ -543,24 +541,23 @@ struct tool_run *tool_files_start(const struct tool_ctx *ctx, const char *name, 
 		return NULL;
 	}
 	struct files_run *run = xcalloc(1, sizeof *run);
-	const struct tool_limits *l = &ctx->limits;
+	run->lim = tool_limits_resolve(&ctx->limits);
+	const struct tool_limits *l = &run->lim;
 	run->run.cancel = files_cancel;
 	run->work.data = run;
 	run->kind = kinds[k].kind;
 	run->cb = cb;
 	run->cb_ctx = cb_ctx;
-	run->result_max = l->result_max ? l->result_max : TOOL_RESULT_MAX_DEFAULT;
-	run->full_max = l->full_max ? l->full_max : TOOL_FULL_MAX_DEFAULT;
 	struct tool_job *j = &run->job;
 	buf_init(&j->out);
 	atomic_init(&j->canceled, false);
 	j->status = TOOL_OK;
-	j->read_max = l->read_max ? l->read_max : TOOL_READ_MAX_DEFAULT;
-	j->grep_max = l->grep_max ? l->grep_max : TOOL_GREP_MAX_DEFAULT;
+	j->read_max = l->read_max;
+	j->grep_max = l->grep_max;
 	/* What read_file shows at once fits what the model reads, so a long
 	 * file is read on by line numbers, never cut in its middle. */
-	j->out_max = run->result_max > 2 * READ_NOTE_ROOM ? run->result_max - READ_NOTE_ROOM
-							  : READ_NOTE_ROOM;
+	j->out_max = l->result_max > 2 * READ_NOTE_ROOM ? l->result_max - READ_NOTE_ROOM
+							: READ_NOTE_ROOM;
 	run->bad_args = !take_args(j, run->kind, args, ctx->cwd);
 	/* Even an argument error completes through the worker queue: the
 	 * callback never runs inside this call. */

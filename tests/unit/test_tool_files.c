@@ -42,9 +42,7 @@ static void on_done(void *ctx, struct tool_run *run, struct tool_result *r)
 
 static void done_release(struct done *d)
 {
-	free(d->r.output);
-	free(d->r.full);
-	cJSON_Delete(d->r.extra);
+	tool_result_release(&d->r);
 	memset(d, 0, sizeof *d);
 }
 
