@@ -26,6 +26,7 @@
 #include "engine/host.h"
 #include "engine/http.h"
 #include "engine/sysprompt.h"
+#include "engine/tool.h"
 #include "persist/catalog.h"
 #include "persist/store.h"
 
@@ -46,7 +47,9 @@ struct hl {
 	struct cli *c;
 	char *root;
 	bool json, cont;
-	const char *session_opt, *provider_opt, *model_opt, *system_opt;
+	const char *session_opt, *provider_opt, *model_opt, *system_opt, *approve_opt;
+	enum approval_policy approve;
+	cJSON *tools;        /* the schemas offered */
 	const char *prompt_args[PROMPTS_MAX];
 	size_t n_prompts;
 	char *prompts[PROMPTS_MAX];
@@ -169,6 +172,8 @@ static int parse_args(struct hl *h, int argc, char **argv)
 			slot = &h->model_opt;
 		else if (strcmp(a, "--system") == 0)
 			slot = &h->system_opt;
+		else if (strcmp(a, "--approve") == 0)
+			slot = &h->approve_opt;
 		else if (strcmp(a, "--data-dir") == 0)
 			slot = (const char **)&h->c->data_dir;
 		else if (strncmp(a, "--data-dir=", 11) == 0)
@@ -187,6 +192,9 @@ static int parse_args(struct hl *h, int argc, char **argv)
 		return cli_usage(NULL, "-p needs a prompt");
 	if (h->cont && h->session_opt)
 		return cli_usage(NULL, "--session and -c cannot be used together");
+	struct cerr err;
+	if (h->approve_opt && approval_policy_parse(h->approve_opt, &h->approve, &err) < 0)
+		return cli_usage(NULL, "%s", err.msg);
 	return 0;
 }
 
@@ -411,6 +419,20 @@ static void check_done(struct hl *h)
 
 /* ---- the consumer of the sink ---- */
 
+/* A tool call waits for approval: with nobody to ask, it is denied with a
+ * reason the model reads. */
+static void answer(struct hl *h, const cJSON *req)
+{
+	const char *id = str_of(req, "request_id");
+	struct cerr err;
+	cli_printf(stderr, "cairn: denied %s (nobody to ask: use --approve read-only or all)\n",
+		   str_of(req, "summary") ? str_of(req, "summary") : "a tool call");
+	if (id && host_respond(h->host, h->id, id, "deny",
+			       "nobody can approve tool calls in this headless run", NULL, NULL,
+			       &err) < 0)
+		cli_printf(stderr, "cairn: %s\n", err.msg);
+}
+
 static void read_cb(struct sink *s, const struct sink_item *it, void *ctx)
 {
 	(void)s;
@@ -428,6 +450,8 @@ static void read_cb(struct sink *s, const struct sink_item *it, void *ctx)
 	case SINK_NOTICE:
 		if (strcmp(it->name, "unsaved") == 0)
 			h->stopping = true;
+		else if (strcmp(it->name, "interaction") == 0)
+			answer(h, it->data);
 		break;
 	case SINK_MARKER:
 		if (strcmp(it->name, "turn_done") == 0) {
@@ -515,20 +539,25 @@ static int select_call(struct hl *h, const char *sess_provider, const char *sess
 			return -1;
 		host_set_http(h->host, h->http);
 	}
+	if (!h->tools)
+		h->tools = tool_schemas();
 	struct host_call call = {
 		.provider = p->name,
 		.call = {
 			.kind = p->kind,
 			.params = {.model = sel.model, .base_url = p->base_url,
 				   .api_key = config_api_key(p), .system = h->sp.text,
-				   .max_tokens = p->max_tokens},
+				   .max_tokens = p->max_tokens, .tools = h->tools},
 			.pace_ms = (unsigned)h->cfg.pace_ms,
 			.timeouts = {(unsigned)p->timeouts.connect_ms, (unsigned)p->timeouts.first_byte_ms,
 				     (unsigned)p->timeouts.gap_ms},
 			.retry = CALL_RETRY_DEFAULT,
 		},
 	};
-	return host_set_call(h->host, h->id, &call, err);
+	if (host_set_call(h->host, h->id, &call, err) < 0)
+		return -1;
+	/* --approve holds for this run only: never saved into the session */
+	return h->approve_opt ? host_set_approval(h->host, h->id, h->approve, err) : 0;
 }
 
 static void opened(void *ctx, const struct host_result *r, const struct cerr *err)
@@ -645,6 +674,7 @@ out:
 	if (h->cfg_loaded)
 		config_release(&h->cfg);
 	prompt_report_release(&h->rep);
+	cJSON_Delete(h->tools);
 	for (size_t i = 0; i < h->n_prompts; i++)
 		free(h->prompts[i]);
 	free(h->root);

@@ -48,6 +48,8 @@ int prompt_report_exit_of(const cJSON *done, bool settled_ok)
 		return EXIT_PROVIDER;
 	if (cls && strcmp(cls, "delivery_unknown") == 0)
 		return EXIT_DELIVERY;
+	if (cls && strcmp(cls, "step_limit") == 0)
+		return EXIT_STEP_LIMIT;
 	return EXIT_UNCERTAIN; /* capture_failed */
 }
 

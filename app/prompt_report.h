@@ -20,6 +20,7 @@ enum {
 	EXIT_CANCELED = 11,  /* canceled (a signal, EPIPE on stdout) */
 	EXIT_DELIVERY = 12,  /* sent, the answer lost: never re-sent */
 	EXIT_UNCERTAIN = 13, /* a capture or the full save failed after dispatch */
+	EXIT_STEP_LIMIT = 14, /* the turn reached its step limit */
 };
 
 struct prompt_report {

@@ -19,6 +19,7 @@
 
 #include "base/clock.h"
 #include "base/ulid.h"
+#include "base/strmap.h"
 #include "base/xalloc.h"
 #include "persist/prepare.h"
 #include "persist/store.h"
@@ -137,6 +138,11 @@ static struct hsess *sess_new(struct host *h, const char *id)
 	snprintf(s->id, sizeof s->id, "%s", id);
 	s->generation = ++h->next_generation;
 	s->ctx = context_new();
+	static const char *const strip[] = {"*_API_KEY", NULL};
+	extern char **environ;
+	s->env = tool_env(environ, strip);
+	s->grants = approvals_new();
+	s->tctx = (struct tool_ctx){.loop = h->d.loop, .env = s->env};
 	s->blob_dir = -1;
 	strmap_init(&s->submits);
 	s->next = h->sessions;
@@ -153,6 +159,8 @@ static void sess_free(struct hsess *s)
 			break;
 		}
 	context_free(s->ctx);
+	tool_env_free(s->env);
+	approvals_free(s->grants);
 	if (s->blob_dir >= 0)
 		close(s->blob_dir);
 	free(s->cwd);
@@ -246,6 +254,16 @@ void host_free(struct host *h)
 	uv_close((uv_handle_t *)&h->idle, handle_closed);
 }
 
+int host_set_approval(struct host *h, const char *id, enum approval_policy p, struct cerr *err)
+{
+	struct hsess *s = host_find(h, id);
+	if (!s)
+		return cerr_set(err, CERR_MISSING, 0, "session '%s' is not open", id);
+	s->policy = p;
+	s->policy_set = true;
+	return 0;
+}
+
 void host_set_http(struct host *h, struct http *http)
 {
 	h->d.http = http;
@@ -309,7 +327,51 @@ struct open_work {
 	int blob_dir;
 	char **keys, **turns;
 	size_t n;
+	struct approvals *grants; /* "allow for this session" answers */
 };
+
+/* The log's "allow for this session" answers, as grants: an answer names
+ * its request, the request its call, the call its tool and arguments. */
+struct grant_scan {
+	struct strmap calls, requests; /* call_id -> k, request_id -> k */
+	cJSON *call_list;              /* [[tool, args], ...] */
+	char **keys;                   /* owned keys of both maps */
+	size_t nkeys;
+};
+
+static const char *str_at(const cJSON *o, const char *k);
+
+static void grant_key(struct grant_scan *g, struct strmap *m, const char *key, size_t v)
+{
+	g->keys = xrealloc(g->keys, (g->nkeys + 1) * sizeof *g->keys);
+	g->keys[g->nkeys] = xstrdup(key);
+	strmap_put(m, g->keys[g->nkeys++], v);
+}
+
+static void grant_event(struct grant_scan *g, enum vocab_type t, const cJSON *d,
+			struct approvals *out)
+{
+	size_t k;
+	if (t == VT_TOOL_CALL && str_at(d, "call_id") && str_at(d, "name")) {
+		cJSON *pair = cJSON_CreateArray();
+		cJSON_AddItemToArray(pair, cJSON_CreateString(str_at(d, "name")));
+		const cJSON *args = cJSON_GetObjectItem(d, "args");
+		cJSON_AddItemToArray(pair, args ? cJSON_Duplicate(args, 1) : cJSON_CreateObject());
+		cJSON_AddItemToArray(g->call_list, pair);
+		grant_key(g, &g->calls, str_at(d, "call_id"),
+			  (size_t)cJSON_GetArraySize(g->call_list) - 1);
+	} else if (t == VT_INTERACTION_REQUEST && str_at(d, "request_id") && str_at(d, "call_id") &&
+		   strmap_get(&g->calls, str_at(d, "call_id"), &k)) {
+		grant_key(g, &g->requests, str_at(d, "request_id"), k);
+	} else if (t == VT_INTERACTION_ANSWER && str_at(d, "decision") &&
+		   strcmp(str_at(d, "decision"), "allow_session") == 0 &&
+		   !cJSON_IsTrue(cJSON_GetObjectItem(d, "superseded")) && str_at(d, "request_id") &&
+		   strmap_get(&g->requests, str_at(d, "request_id"), &k)) {
+		const cJSON *pair = cJSON_GetArrayItem(g->call_list, (int)k);
+		approvals_grant(out, cJSON_GetArrayItem(pair, 0)->valuestring,
+				cJSON_GetArrayItem(pair, 1));
+	}
+}
 
 static const char *str_at(const cJSON *o, const char *k)
 {
@@ -340,6 +402,10 @@ static void open_work(uv_work_t *w)
 	const struct prepared *p = ow->p;
 	const struct load *l = prepared_load(p);
 	ow->ctx = context_new();
+	struct grant_scan gs = {.call_list = cJSON_CreateArray()};
+	strmap_init(&gs.calls);
+	strmap_init(&gs.requests);
+	ow->grants = approvals_new();
 	ow->blob_dir = open_blob_dir(ow->s->h->root, prepared_scan(p)->cwd, ow->s->id);
 	if (ow->blob_dir >= 0)
 		context_set_blob_dir(ow->ctx, ow->blob_dir);
@@ -349,6 +415,7 @@ static void open_work(uv_work_t *w)
 			continue; /* unknown, ignorable */
 		cJSON *line = load_json(l, i);
 		const cJSON *data = cJSON_GetObjectItem(line, "data");
+		grant_event(&gs, (enum vocab_type)ev->type, data, ow->grants);
 		if (ev->type == VT_TURN_START && str_at(data, "client_submit_id")) {
 			ow->keys = xrealloc(ow->keys, (ow->n + 1) * sizeof *ow->keys);
 			ow->turns = xrealloc(ow->turns, (ow->n + 1) * sizeof *ow->turns);
@@ -361,9 +428,15 @@ static void open_work(uv_work_t *w)
 		cJSON_Delete(line);
 		if (rc < 0) {
 			ow->failed = true;
-			return;
+			break;
 		}
 	}
+	strmap_release(&gs.calls);
+	strmap_release(&gs.requests);
+	for (size_t i = 0; i < gs.nkeys; i++)
+		free(gs.keys[i]);
+	free(gs.keys);
+	cJSON_Delete(gs.call_list);
 }
 
 /* An open is canceled by a release asked for meanwhile: the open fails
@@ -414,6 +487,13 @@ static void open_built(uv_work_t *w, int status)
 		host_set_str(&s->set_provider, set->provider);
 		host_set_str(&s->set_model, set->model);
 		host_set_str(&s->set_approval, set->approval);
+		struct cerr pe;
+		if (!s->policy_set && (!set->approval ||
+				       approval_policy_parse(set->approval, &s->policy, &pe) < 0))
+			s->policy = APPROVAL_ASK;
+		approvals_free(s->grants);
+		s->grants = ow->grants;
+		ow->grants = NULL;
 		host_set_str(&s->cwd, prepared_scan(p)->cwd);
 		s->created = true;
 		s->last_ok = true;
@@ -428,6 +508,7 @@ static void open_built(uv_work_t *w, int status)
 	free(ow->keys);
 	free(ow->turns);
 	context_free(ow->ctx);
+	approvals_free(ow->grants);
 	prepared_free(ow->p);
 	struct op *op = host_op(h, s, OP_DONE, s->open_cb, s->open_ctx);
 	host_fill_head(op);

@@ -56,7 +56,9 @@
 #include <uv.h>
 
 #include "base/err.h"
+#include "engine/approval.h"
 #include "engine/call.h"
+#include "engine/tool.h"
 #include "persist/fifo.h"
 #include "persist/pathkey.h"
 #include "sink/sink.h"
@@ -76,7 +78,9 @@ struct host_deps {
  * the application resolved them from its configuration. Strings copied. */
 struct host_call {
 	const char *provider;
-	struct call_spec call; /* msgs, n and prompt are the runner's */
+	struct call_spec call; /* msgs, n and prompt are the runner's; params.tools
+				* (the schemas, tool_schemas) offers the tools */
+	unsigned max_steps;    /* model calls per turn (0: 50) */
 };
 
 enum host_state {
@@ -172,6 +176,15 @@ struct host_settings {
 };
 /* The settings in effect (strings owned by the host). */
 int host_settings(struct host *h, const char *id, struct host_settings *out, struct cerr *err);
+/* Answer an interaction request of id's running turn (a notice
+ * "interaction" {request_id, call_id, tool, summary} asked for it):
+ * decision allow_once | allow_session | deny | canceled, note (may be
+ * NULL) is shown to the model with a denial. Not pending: CERR_MISSING. */
+int host_respond(struct host *h, const char *id, const char *request_id, const char *decision,
+		 const char *note, host_cb cb, void *ctx, struct cerr *err);
+/* The approval policy of id's turns from now on, for this process only
+ * (headless --approve); host_update_settings records one in the session. */
+int host_set_approval(struct host *h, const char *id, enum approval_policy p, struct cerr *err);
 /* Record changed settings (session/settings) — only while no turn runs
  * (else CERR_BUSY: it cannot wait behind a turn). */
 int host_update_settings(struct host *h, const char *id, const struct host_settings *s,

@@ -82,6 +82,13 @@ struct hsess {
 	char *c_provider, *c_model, *c_base_url, *c_key, *c_system;
 	cJSON *c_tools;
 
+	/* tools: offered when the call has tool schemas */
+	struct tool_ctx tctx;
+	char **env;                 /* the tools' environment (tool_env) */
+	struct approvals *grants;   /* "allow for this session", rebuilt from the log */
+	enum approval_policy policy;
+	bool policy_set;            /* host_set_approval: the settings' approval ignored */
+
 	/* the settings in effect */
 	char *set_provider, *set_model, *set_approval, *set_system;
 

@@ -83,7 +83,12 @@ int host_turn_start(struct hsess *s, const char *submit_id, const char *text,
 		.text = text,
 		.provider = s->call.provider,
 		.call = s->call.call,
+		.tools = s->c_tools ? &s->tctx : NULL,
+		.approval = s->policy,
+		.grants = s->grants,
+		.max_steps = s->call.max_steps,
 	};
+	s->tctx.cwd = s->cwd ? s->cwd : "/";
 	if (runner_start(h->run, &t, &s->op, err) < 0)
 		return -1;
 	s->n_turns++;
@@ -342,6 +347,22 @@ void host_cancel(struct host *h, const char *id)
 	for (size_t k = 0; k < s->nq; k++)
 		s->q[k].armed = false; /* queued input stays, held */
 	runner_cancel(h->run, id);
+}
+
+int host_respond(struct host *h, const char *id, const char *request_id, const char *decision,
+		 const char *note, host_cb cb, void *ctx, struct cerr *err)
+{
+	struct hsess *s = host_find(h, id);
+	if (host_refuse(h, s, id, err) < 0)
+		return -1;
+	if (s->st != HOST_TURN)
+		return cerr_set(err, CERR_MISSING, 0, "session '%s' waits for no answer", id);
+	if (runner_answer(h->run, id, request_id, decision, note, err) < 0)
+		return -1;
+	struct op *op = host_op(h, s, OP_DONE, cb, ctx);
+	host_fill_head(op);
+	host_defer(op, NULL);
+	return 0;
 }
 
 int host_applied(struct host *h, const struct sink_item *m, struct cerr *err)

@@ -103,6 +103,11 @@ static void apply(struct hsess *s, struct op *op)
 		set_field(&s->set_provider, op->settings, "provider");
 		set_field(&s->set_model, op->settings, "model");
 		set_field(&s->set_approval, op->settings, "approval");
+		if (!s->policy_set && s->set_approval) {
+			struct cerr pe;
+			if (approval_policy_parse(s->set_approval, &s->policy, &pe) < 0)
+				s->policy = APPROVAL_ASK;
+		}
 		set_field(&s->set_system, op->settings, "system_prompt");
 		break;
 	case OP_DONE:

@@ -18,6 +18,7 @@
 #include "base/sha256.h"
 #include "base/xalloc.h"
 #include "engine/capture.h"
+#include "engine/toolstep.h"
 
 enum turn_state { TURN_BEFORE, TURN_CALLING, TURN_ENDED, TURN_SETTLING };
 
@@ -44,7 +45,14 @@ struct turn {
 	cJSON *tools;
 	struct capture *cap;
 	struct call *call;
-	unsigned step;
+	unsigned step, max_steps, calls;
+	const struct tool_ctx *tool_ctx;
+	enum approval_policy approval;
+	struct approvals *grants;
+	struct toolstep *ts;          /* this step's tool calls */
+	struct toolstep *ts_old;      /* the last step's, freed once out of its own callback */
+	const char *pending_outcome;  /* the step's outcome while its calls are answered */
+	struct stream_usage total;    /* the usage of every step */
 	uint64_t next_seq, version;
 	bool cancel;
 	struct buf answer;        /* the answer's text, for the marker */
@@ -102,6 +110,8 @@ static void turn_free(struct turn *t)
 	struct cerr gone;
 	cerr_set(&gone, CERR_IO, 0, "the turn ended before its note was written");
 	notes_fail(t, &gone);
+	toolstep_free(t->ts);
+	toolstep_free(t->ts_old);
 	if (t->cap)
 		capture_close(t->cap);
 	free(t->session);
@@ -205,7 +215,7 @@ static void publish_done(struct turn *t)
 	cJSON_AddStringToObject(m, "outcome", t->outcome);
 	if (t->error)
 		cJSON_AddItemToObject(m, "error", cJSON_Duplicate(t->error, 1));
-	cJSON *u = usage_json(&t->res.usage);
+	cJSON *u = usage_json(&t->total);
 	if (u)
 		cJSON_AddItemToObject(m, "usage", u);
 	if (t->step == 0) /* nothing was dispatched: the prompt goes back to the composer */
@@ -224,7 +234,7 @@ static void end_turn(struct turn *t, const char *outcome)
 	cJSON_AddStringToObject(d, "outcome", outcome);
 	if (t->error)
 		cJSON_AddItemToObject(d, "error", cJSON_Duplicate(t->error, 1));
-	cJSON *u = usage_json(&t->res.usage);
+	cJSON *u = usage_json(&t->total);
 	if (u)
 		cJSON_AddItemToObject(d, "usage", u);
 	capture_event(t->cap, VT_TURN_END, t->id, d);
@@ -297,6 +307,8 @@ static void before_attempt(void *ud, struct call *c, unsigned attempt)
 		call_cancel(c);
 }
 
+static struct toolstep *step_tools(struct turn *t);
+
 static void on_event(void *ud, struct call *c, const struct stream_event *ev)
 {
 	(void)c;
@@ -330,11 +342,13 @@ static void on_event(void *ud, struct call *c, const struct stream_event *ev)
 		cJSON_Delete(d);
 		break;
 	}
+	case STREAM_TOOL_END:
+		if (!t->ts)
+			t->ts = step_tools(t);
+		toolstep_add(t->ts, ev);
+		break;
 	case STREAM_TOOL_START:
 	case STREAM_TOOL_ARGS:
-	case STREAM_TOOL_END:
-		/* No tools are offered yet (the tools issue adds them): a call
-		 * the model makes anyway ends the step like any finish. */
 	case STREAM_USAGE:
 	case STREAM_FINISH:
 	case STREAM_ERROR:
@@ -343,12 +357,125 @@ static void on_event(void *ud, struct call *c, const struct stream_event *ev)
 	}
 }
 
+/* ---- tool calls ---- */
+
+static void start_call(struct turn *t);
+
+static void ts_capture(void *ud, enum vocab_type type, const cJSON *data)
+{
+	struct turn *t = ud;
+	capture_event(t->cap, type, t->id, data);
+}
+
+struct commit_wait {
+	toolstep_commit_fn fn;
+	void *arg;
+};
+
+static void ts_committed(struct capture *c, void *ctx, const struct cerr *err)
+{
+	(void)c;
+	struct commit_wait *w = ctx;
+	toolstep_commit_fn fn = w->fn;
+	void *arg = w->arg;
+	free(w);
+	fn(arg, err);
+}
+
+static int ts_commit(void *ud, toolstep_commit_fn fn, void *arg)
+{
+	struct turn *t = ud;
+	struct commit_wait *w = xcalloc(1, sizeof *w);
+	w->fn = fn;
+	w->arg = arg;
+	if (capture_commit(t->cap, ts_committed, w) < 0) {
+		free(w);
+		return -1;
+	}
+	return 0;
+}
+
+static void ts_ask(void *ud, const cJSON *request)
+{
+	struct turn *t = ud;
+	sink_publish_notice(t->r->d.sink, &t->op, "interaction", request);
+}
+
+static void next_step(struct capture *c, void *ctx, const struct cerr *err)
+{
+	(void)c;
+	struct turn *t = ctx;
+	if (err) {
+		set_error(t, "capture_failed", err->msg, 0);
+		end_turn(t, "failed");
+	} else if (t->cancel) {
+		end_turn(t, "canceled");
+	} else {
+		start_call(t); /* the results are durable, and so in the context */
+	}
+}
+
+static void ts_done(void *ud, enum toolstep_end end, const struct cerr *err)
+{
+	struct turn *t = ud;
+	bool over = t->step >= t->max_steps;
+	t->calls += (unsigned)toolstep_count(t->ts);
+	toolstep_free(t->ts_old);
+	t->ts_old = t->ts; /* we are inside its callback */
+	t->ts = NULL;
+	const char *outcome = t->pending_outcome;
+	if (end == TOOLSTEP_FAILED) {
+		set_error(t, "capture_failed", err ? err->msg : "a save failed", 0);
+		end_turn(t, "failed");
+	} else if (strcmp(outcome, "completed") != 0) {
+		end_turn(t, outcome);
+	} else if (end == TOOLSTEP_CANCELED || t->cancel) {
+		end_turn(t, "canceled");
+	} else if (over) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "the turn reached its step limit (%u model calls)", t->max_steps);
+		set_error(t, "step_limit", msg, 0);
+		end_turn(t, "failed");
+	} else if (capture_commit(t->cap, next_step, t) < 0) {
+		set_error(t, "capture_failed", "the turn's capture is closing", 0);
+		end_turn(t, "failed");
+	}
+}
+
+/* The step's tool calls (the model asked for one). */
+static struct toolstep *step_tools(struct turn *t)
+{
+	struct toolstep_hooks hk = {t, ts_capture, ts_commit, ts_ask, ts_done};
+	struct toolstep_opts o = {
+		.tools = t->tool_ctx,
+		.policy = t->approval,
+		.grants = t->grants,
+		.turn = t->id,
+		.first_call = t->calls + 1,
+		/* no tools offered, or the last step: nothing runs */
+		.over_limit = !t->tool_ctx || t->step >= t->max_steps,
+	};
+	return toolstep_new(&hk, &o);
+}
+
+static void add_usage(struct stream_usage *to, const struct stream_usage *u)
+{
+	int64_t *a[] = {&to->input, &to->output, &to->cache_read, &to->cache_write, &to->reasoning};
+	const int64_t b[] = {u->input, u->output, u->cache_read, u->cache_write, u->reasoning};
+	for (size_t i = 0; i < 5; i++)
+		if (b[i] >= 0)
+			*a[i] = (*a[i] < 0 ? 0 : *a[i]) + b[i];
+}
+
 static void on_done(void *ud, struct call *c, const struct call_result *res)
 {
 	(void)c;
 	struct turn *t = ud;
 	t->call = NULL;
 	t->res = *res;
+	add_usage(&t->total, &res->usage);
+	if (t->ts)
+		toolstep_record(t->ts); /* the calls belong to the reply: before step/end */
 	cJSON *d = cJSON_CreateObject();
 	cJSON_AddNumberToObject(d, "step", t->step);
 	if (res->have_finish)
@@ -379,6 +506,14 @@ static void on_done(void *ud, struct call *c, const struct call_result *res)
 			outcome = t->error ? "failed" : "canceled";
 			break;
 		}
+	}
+	if (t->ts) {
+		/* Every call gets its result: run them, or answer them unrun. */
+		if (strcmp(outcome, "completed") != 0)
+			toolstep_cancel(t->ts);
+		t->pending_outcome = outcome;
+		toolstep_run(t->ts);
+		return;
 	}
 	end_turn(t, outcome);
 }
@@ -563,6 +698,15 @@ void runner_set_http(struct runner *r, struct http *http)
 	r->d.http = http;
 }
 
+int runner_answer(struct runner *r, const char *session, const char *request_id,
+		  const char *decision, const char *note, struct cerr *err)
+{
+	struct turn *t = find(r, session);
+	if (!t || !t->ts)
+		return cerr_set(err, CERR_MISSING, 0, "session '%s' waits for no answer", session);
+	return toolstep_answer(t->ts, request_id, decision, note, err);
+}
+
 bool runner_busy(const struct runner *r, const char *session)
 {
 	return find(r, session) != NULL;
@@ -604,6 +748,11 @@ int runner_start(struct runner *r, const struct runner_turn *rt, struct sink_op 
 	t->spec.params.tools = t->tools;
 	buf_init(&t->answer);
 	t->res.usage = (struct stream_usage){-1, -1, -1, -1, -1};
+	t->total = t->res.usage;
+	t->tool_ctx = rt->tools;
+	t->approval = rt->approval;
+	t->grants = rt->grants;
+	t->max_steps = rt->max_steps ? rt->max_steps : 50;
 	t->next = r->turns;
 	r->turns = t;
 	if (op)
@@ -630,6 +779,8 @@ void runner_cancel(struct runner *r, const char *session)
 	t->cancel = true;
 	if (t->call)
 		call_cancel(t->call);
+	if (t->ts)
+		toolstep_cancel(t->ts);
 }
 
 /* The turn is settled (err NULL) or its full save failed: tell the owner,

@@ -42,8 +42,10 @@
 #include <uv.h>
 
 #include "base/err.h"
+#include "engine/approval.h"
 #include "engine/call.h"
 #include "engine/context.h"
+#include "engine/tool.h"
 #include "persist/fifo.h"
 #include "sink/sink.h"
 
@@ -90,6 +92,12 @@ struct runner_turn {
 				       * input/dequeued joins the BEFORE save (NULL: none) */
 	const char *text;             /* the prompt */
 	const char *provider;         /* its name, for request/prepared and the header */
+	/* Tools (NULL: none offered; then call.params.tools should be NULL
+	 * too): the calls the model asks for run through engine/toolstep.h. */
+	const struct tool_ctx *tools; /* borrowed for the turn */
+	enum approval_policy approval;
+	struct approvals *grants;     /* the session's; borrowed for the turn */
+	unsigned max_steps;           /* model calls per turn (0: 50) */
 	struct call_spec call;        /* kind, params (model, base_url, key, system,
 				       * tools), pace, timeouts, retry; msgs/n/prompt
 				       * are the runner's */
@@ -125,6 +133,11 @@ typedef void (*runner_note_fn)(void *ctx, const struct cerr *err);
  * (CERR_IO). */
 int runner_note(struct runner *r, const char *session, cJSON *events, runner_note_fn cb,
 		void *ctx, struct cerr *err);
+/* The user's answer to an interaction request of session's turn (a
+ * notice "interaction" carried it): decision allow_once | allow_session |
+ * deny | canceled, note may be NULL. Not pending: CERR_MISSING. */
+int runner_answer(struct runner *r, const char *session, const char *request_id,
+		  const char *decision, const char *note, struct cerr *err);
 /* Does session have a turn that is not settled yet? */
 bool runner_busy(const struct runner *r, const char *session);
 

@@ -40,6 +40,15 @@ void hx_read_cb(struct sink *s, const struct sink_item *it, void *ctx)
 			x->unsaved++;
 		if (strcmp(it->name, "saved") == 0)
 			x->saved++;
+		if (strcmp(it->name, "interaction") == 0) {
+			cJSON_AddItemToArray(x->requests, cJSON_Duplicate(it->data, 1));
+			struct cerr err;
+			const cJSON *rid = cJSON_GetObjectItem(it->data, "request_id");
+			if (x->decision &&
+			    host_respond(x->h, it->op.session, rid->valuestring, x->decision, x->note,
+					 NULL, NULL, &err) < 0)
+				fail_msg("respond: %s", err.msg);
+		}
 		break;
 	case SINK_MARKER:
 		buf_printf(&x->seen, "marker %s\n", it->name);
@@ -143,6 +152,7 @@ int hx_setup(void **state)
 	buf_init(&x->seen);
 	buf_init(&x->text);
 	x->dones = cJSON_CreateArray();
+	x->requests = cJSON_CreateArray();
 	uv_timer_init(&x->loop, &x->tick);
 	uv_timer_start(&x->tick, hx_tick_cb, 100, 100);
 	uv_unref((uv_handle_t *)&x->tick);
@@ -166,6 +176,7 @@ int hx_teardown(void **state)
 	free(x->base);
 	free(x->taken);
 	cJSON_Delete(x->dones);
+	cJSON_Delete(x->requests);
 	buf_release(&x->seen);
 	buf_release(&x->text);
 	rm_rf(x->dir);

@@ -46,6 +46,10 @@ struct hx {
 	char *taken;
 	bool queued, replayed;
 	bool faults;
+	/* interactions: each request seen (its data), answered with decision
+	 * (NULL: left waiting) and note */
+	cJSON *requests;
+	const char *decision, *note;
 	uv_timer_t tick; /* so a wait never blocks for good: its deadline is checked */
 };
 

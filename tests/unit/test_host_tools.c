@@ -1,0 +1,256 @@
+/* test_host_tools.c — conformance scenarios of the agent loop through the
+ * host (engine/host.h, engine/toolstep.h): a tool call, its approval (by
+ * the policy or the user: allow, allow for the session, deny with a note),
+ * intent before effect (tool/call, the answer and tool/started durable
+ * before the body runs), the result fed back to the model, cancel while a
+ * tool runs (its process gone), the step limit, and a provider's tool
+ * calls over the wire answered under the provider's id. Real processes,
+ * real files, the offline provider and the fake model server. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/xalloc.h"
+#include "engine/tool.h"
+#include "tests/unit/support_fixture.h"
+#include "tests/unit/support_host.h"
+
+static cJSON *schemas;
+
+static struct host_call tool_call(enum approval_policy p, struct hx *x)
+{
+	struct host_call c = hx_offline_call();
+	if (!schemas)
+		schemas = tool_schemas();
+	c.call.params.tools = schemas;
+	(void)p;
+	(void)x;
+	return c;
+}
+
+static void policy(struct hx *x, enum approval_policy p)
+{
+	struct cerr err;
+	assert_int_equal(host_set_approval(x->h, x->id, p, &err), 0);
+}
+
+/* The types of x->id's events from index i, joined by spaces. */
+static char *types(struct hx *x, size_t from)
+{
+	struct scan *s = hx_read_log(x);
+	struct buf b = BUF_INIT;
+	for (size_t i = from; i < s->n_events; i++)
+		buf_printf(&b, "%s%s", i > from ? " " : "", s->events[i].type);
+	scan_free(s);
+	return buf_detach(&b, NULL);
+}
+
+static const cJSON *event_of(const struct scan *s, const char *type, int nth)
+{
+	for (size_t i = 0; i < s->n_events; i++)
+		if (strcmp(s->events[i].type, type) == 0 && nth-- == 0)
+			return s->events[i].data;
+	return NULL;
+}
+
+/* Policy all: the call runs at once (its approval logged by policy), in
+ * the order intent-before-effect demands, and the model gets the result. */
+static void test_tools_call_runs_and_its_result_goes_back(void **state)
+{
+	struct hx *x = *state;
+	struct host_call c = tool_call(APPROVAL_ALL, x);
+	hx_create(x, &c);
+	policy(x, APPROVAL_ALL);
+	hx_send(x, "run echo tool-says-hi", NULL);
+	WAIT(x, x->settled == 1);
+	assert_string_equal(hx_str(hx_done(x, 0), "outcome"), "completed");
+	char *t = types(x, 1);
+	assert_string_equal(t, "turn/start user/message request/prepared tool/call step/end "
+			       "interaction/request interaction/answer tool/started tool/result "
+			       "request/prepared assistant/text step/end turn/end");
+	free(t);
+	struct scan *s = hx_read_log(x);
+	const cJSON *call = event_of(s, "tool/call", 0);
+	assert_string_equal(hx_str(call, "call_id"), "t1.1");
+	assert_string_equal(hx_str(call, "provider_id"), "offline-1");
+	assert_string_equal(hx_str(call, "name"), "shell");
+	const cJSON *ans = event_of(s, "interaction/answer", 0);
+	assert_string_equal(hx_str(ans, "by"), "policy");
+	const cJSON *res = event_of(s, "tool/result", 0);
+	assert_string_equal(hx_str(res, "status"), "ok");
+	assert_non_null(strstr(hx_str(res, "output"), "tool-says-hi"));
+	assert_string_equal(hx_str(event_of(s, "assistant/text", 0), "text"), "done: tool-says-hi");
+	assert_int_equal(cJSON_GetObjectItem(event_of(s, "request/prepared", 1), "step")->valueint, 2);
+	scan_free(s);
+}
+
+/* Policy ask: the user is asked; a denial with a note is what the model
+ * reads ("denied: ..."), and nothing ran. */
+static void test_tools_denied_call_does_not_run(void **state)
+{
+	struct hx *x = *state;
+	struct host_call c = tool_call(APPROVAL_ASK, x);
+	hx_create(x, &c);
+	char marker[256];
+	snprintf(marker, sizeof marker, "%s/ran", x->dir);
+	x->decision = "deny";
+	x->note = "not today";
+	char *prompt = xasprintf("run touch %s", marker);
+	hx_send(x, prompt, NULL);
+	free(prompt);
+	WAIT(x, x->settled == 1);
+	assert_int_equal(cJSON_GetArraySize(x->requests), 1);
+	assert_string_equal(hx_str(cJSON_GetArrayItem(x->requests, 0), "tool"), "shell");
+	assert_false(exists(marker));
+	struct scan *s = hx_read_log(x);
+	const cJSON *res = event_of(s, "tool/result", 0);
+	assert_string_equal(hx_str(res, "status"), "denied");
+	assert_int_equal(strncmp(hx_str(res, "output"), "denied: ", 8), 0);
+	assert_non_null(strstr(hx_str(res, "output"), "not today"));
+	assert_null(event_of(s, "tool/started", 0));
+	assert_string_equal(hx_str(event_of(s, "interaction/answer", 0), "by"), "user");
+	scan_free(s);
+}
+
+/* "Allow for this session" covers the same command later, also after the
+ * session is opened again (the grant is rebuilt from the log); another
+ * command is asked. */
+static void test_tools_allow_for_the_session(void **state)
+{
+	struct hx *x = *state;
+	struct host_call c = tool_call(APPROVAL_ASK, x);
+	hx_create(x, &c);
+	x->decision = "allow_session";
+	hx_send(x, "run echo same", NULL);
+	WAIT(x, x->settled == 1);
+	assert_int_equal(cJSON_GetArraySize(x->requests), 1);
+	x->decision = NULL; /* nobody answers from now on */
+	hx_send(x, "run echo same", NULL);
+	WAIT(x, x->settled == 2);
+	assert_int_equal(cJSON_GetArraySize(x->requests), 1);
+	/* after a restart */
+	hx_stop(x);
+	hx_start(x);
+	struct cerr err;
+	int before = x->calls;
+	assert_int_equal(host_open(x->h, x->id, hx_done_cb, x, &err), 0);
+	WAIT(x, x->calls > before);
+	assert_int_equal(host_set_call(x->h, x->id, &c, &err), 0);
+	hx_send(x, "run echo same", NULL);
+	WAIT(x, x->settled == 3);
+	assert_int_equal(cJSON_GetArraySize(x->requests), 1);
+	assert_string_equal(hx_str(hx_done(x, 2), "outcome"), "completed");
+	/* another command is asked */
+	x->decision = "allow_once";
+	hx_send(x, "run echo other", NULL);
+	WAIT(x, x->settled == 4);
+	assert_int_equal(cJSON_GetArraySize(x->requests), 2);
+}
+
+/* read-only: reading inside the cwd runs without asking, a command asks. */
+static void test_tools_read_only_policy(void **state)
+{
+	struct hx *x = *state;
+	struct host_call c = tool_call(APPROVAL_READ_ONLY, x);
+	char cwd[256];
+	snprintf(cwd, sizeof cwd, "%s/w", x->dir);
+	assert_int_equal(mkdir(cwd, 0700), 0);
+	char f[300];
+	snprintf(f, sizeof f, "%s/notes.txt", cwd);
+	spit(f, "first line\nsecond\n", 18, O_TRUNC);
+	struct cerr err;
+	int before = x->calls;
+	assert_int_equal(host_create(x->h, cwd, &c, x->id, hx_done_cb, x, &err), 0);
+	WAIT(x, x->calls > before);
+	policy(x, APPROVAL_READ_ONLY);
+	x->decision = "deny";
+	hx_send(x, "list", NULL);
+	WAIT(x, x->settled == 1);
+	assert_int_equal(cJSON_GetArraySize(x->requests), 0);
+	hx_send(x, "run ls", NULL);
+	WAIT(x, x->settled == 2);
+	assert_int_equal(cJSON_GetArraySize(x->requests), 1);
+}
+
+/* Cancel while a tool runs: its process is gone, the result says
+ * canceled, the turn ends canceled. */
+static void test_tools_cancel_while_a_tool_runs(void **state)
+{
+	struct hx *x = *state;
+	struct host_call c = tool_call(APPROVAL_ALL, x);
+	hx_create(x, &c);
+	policy(x, APPROVAL_ALL);
+	char pidf[256];
+	snprintf(pidf, sizeof pidf, "%s/pid", x->dir);
+	char *prompt = xasprintf("run echo $$ > %s; sleep 30", pidf);
+	hx_send(x, prompt, NULL);
+	free(prompt);
+	uint64_t until = clock_mono_ns() / 1000000 + 10000;
+	struct stat st;
+	while (stat(pidf, &st) < 0 || st.st_size == 0) {
+		assert_true(clock_mono_ns() / 1000000 < until);
+		uv_run(&x->loop, UV_RUN_NOWAIT);
+		usleep(5000);
+	}
+	size_t n;
+	char *pid_s = (char *)slurp(pidf, &n);
+	pid_t pid = (pid_t)atoi(pid_s);
+	free(pid_s);
+	host_cancel(x->h, x->id);
+	WAIT(x, x->settled == 1);
+	assert_string_equal(hx_str(hx_done(x, 0), "outcome"), "canceled");
+	assert_true(kill(pid, 0) < 0 && errno == ESRCH);
+	struct scan *s = hx_read_log(x);
+	const cJSON *res = event_of(s, "tool/result", 0);
+	assert_string_equal(hx_str(res, "status"), "canceled");
+	assert_int_equal(strncmp(hx_str(res, "output"), "canceled: ", 10), 0);
+	scan_free(s);
+}
+
+/* The step limit: the call is not executed and the turn fails with
+ * class step_limit. */
+static void test_tools_step_limit(void **state)
+{
+	struct hx *x = *state;
+	struct host_call c = tool_call(APPROVAL_ALL, x);
+	c.max_steps = 1;
+	hx_create(x, &c);
+	policy(x, APPROVAL_ALL);
+	hx_send(x, "run echo never", NULL);
+	WAIT(x, x->settled == 1);
+	assert_string_equal(hx_str(hx_done(x, 0), "outcome"), "failed");
+	assert_string_equal(hx_str(cJSON_GetObjectItem(hx_done(x, 0), "error"), "class"), "step_limit");
+	struct scan *s = hx_read_log(x);
+	const cJSON *res = event_of(s, "tool/result", 0);
+	assert_string_equal(hx_str(res, "status"), "not_executed");
+	assert_non_null(strstr(hx_str(res, "output"), "step limit"));
+	scan_free(s);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, hx_setup, hx_teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_tools_call_runs_and_its_result_goes_back),
+		T(test_tools_denied_call_does_not_run),
+		T(test_tools_allow_for_the_session),
+		T(test_tools_read_only_policy),
+		T(test_tools_cancel_while_a_tool_runs),
+		T(test_tools_step_limit),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	cJSON_Delete(schemas);
+	return rc;
+}
