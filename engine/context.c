@@ -1,5 +1,6 @@
 /* context.c — session events to the messages a model sees (context.h). */
 #include "engine/context.h"
+#include "engine/tool_output.h"
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/xalloc.h"
@@ -25,13 +26,20 @@ struct context {
 	struct ctx_message *view; /* the last context_messages result */
 	size_t nview, capview;
 	int blob_dir; /* -1: none */
+	size_t result_max;
 };
 
 struct context *context_new(void)
 {
 	struct context *c = xcalloc(1, sizeof(struct context));
 	c->blob_dir = -1;
+	c->result_max = CONTEXT_RESULT_MAX;
 	return c;
+}
+
+void context_set_result_max(struct context *c, size_t max)
+{
+	c->result_max = max ? max : CONTEXT_RESULT_MAX;
 }
 
 void context_set_blob_dir(struct context *c, int dirfd)
@@ -166,7 +174,20 @@ static bool bool_field(const cJSON *data, const char *name)
 
 /* What the model reads of a tool result: the output (a string as it is,
  * any other value as JSON), led by the status when it is not ok. */
-static char *result_text(const cJSON *data, const char *whole, bool *is_error)
+/* Does o already say its status in words (a result cairn wrote itself)? */
+static bool says_status(const char *o)
+{
+	static const char *const leads[] = {"outcome unknown: ", "not executed: ", "canceled: ",
+					    "denied: ", "error: "};
+	for (size_t i = 0; i < sizeof leads / sizeof *leads; i++)
+		if (strncmp(o, leads[i], strlen(leads[i])) == 0)
+			return true;
+	return false;
+}
+
+/* What the model reads of a result: its status when not ok, then its
+ * output, capped to max bytes (head and tail; the log keeps it whole). */
+static char *result_text(const cJSON *data, const char *whole, bool *is_error, size_t max)
 {
 	const char *status = str_field(data, "status");
 	const cJSON *out = cJSON_GetObjectItemCaseSensitive(data, "output");
@@ -180,13 +201,15 @@ static char *result_text(const cJSON *data, const char *whole, bool *is_error)
 		o = printed = json_print(out);
 	*is_error = !status || strcmp(status, "ok") != 0;
 	struct buf b = BUF_INIT;
-	if (*is_error)
+	if (*is_error && !says_status(o))
 		buf_printf(&b, "[%s]%s", status ? status : "error", *o ? " " : "");
 	buf_adds(&b, o);
 	if (b.len == 0)
 		buf_adds(&b, "(no output)");
 	free(printed);
-	return buf_detach(&b, NULL);
+	char *capped = tool_output_cap(b.p, b.len, max, NULL);
+	buf_release(&b);
+	return capped;
 }
 
 static int add_tool_call(struct turn *t, const cJSON *data, struct cerr *err)
@@ -292,7 +315,7 @@ int context_add(struct context *c, enum vocab_type type, const char *turn, const
 		struct ctx_part *p = push_part(push_msg(t, CTX_TOOL), CTX_TOOL_RESULT);
 		t->open_asst = false;
 		p->call_id = xstrdup(id);
-		p->text = result_text(data, whole, &p->is_error);
+		p->text = result_text(data, whole, &p->is_error, c->result_max);
 		free(whole);
 		return 0;
 	}

@@ -65,6 +65,12 @@ void context_free(struct context *c);
  * (borrowed; it must stay open while events are added). Without it the
  * model gets the head and tail the event keeps inline. */
 void context_set_blob_dir(struct context *c, int dirfd);
+/* What the model reads of one tool result is capped to max bytes, head
+ * and tail with a note of what was cut (0: CONTEXT_RESULT_MAX); the log
+ * keeps the whole output (up to the tool's own limit, in a blob when
+ * large). */
+#define CONTEXT_RESULT_MAX (30u * 1024u)
+void context_set_result_max(struct context *c, size_t max);
 /* Add one event (type t, envelope turn or NULL, data) in log order; types
  * the model does not see are ignored. Fails (CERR_CORRUPT) for data a
  * reader should have refused (a field of the wrong kind), and as

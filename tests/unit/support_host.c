@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/xalloc.h"
@@ -153,6 +154,8 @@ int hx_setup(void **state)
 	buf_init(&x->text);
 	x->dones = cJSON_CreateArray();
 	x->requests = cJSON_CreateArray();
+	snprintf(x->cwd, sizeof x->cwd, "%s/w", x->dir);
+	assert_int_equal(mkdir(x->cwd, 0700), 0);
 	uv_timer_init(&x->loop, &x->tick);
 	uv_timer_start(&x->tick, hx_tick_cb, 100, 100);
 	uv_unref((uv_handle_t *)&x->tick);
@@ -212,7 +215,7 @@ void hx_create(struct hx *x, const struct host_call *c)
 {
 	struct cerr err;
 	int before = x->calls;
-	assert_int_equal(host_create(x->h, "/w", c, x->id, hx_done_cb, x, &err), 0);
+	assert_int_equal(host_create(x->h, x->cwd, c, x->id, hx_done_cb, x, &err), 0);
 	WAIT(x, x->calls > before);
 	assert_int_equal(x->last.cls, CERR_OK);
 }
@@ -232,7 +235,7 @@ void hx_send(struct hx *x, const char *text, const char *sid)
 
 struct scan *hx_read_log(struct hx *x)
 {
-	char *p = session_path(x->root, STORE_SESSIONS, "/w", x->id, LOG_FILE);
+	char *p = session_path(x->root, STORE_SESSIONS, x->cwd, x->id, LOG_FILE);
 	struct scan *s = scan_path(p);
 	free(p);
 	assert_int_equal(s->status, SCAN_OK);
@@ -242,7 +245,7 @@ struct scan *hx_read_log(struct hx *x)
 /* The frame (the batch) event i of the log was written in. */
 uint32_t hx_frame_of(struct hx *x, size_t i)
 {
-	char *p = session_path(x->root, STORE_SESSIONS, "/w", x->id, LOG_FILE);
+	char *p = session_path(x->root, STORE_SESSIONS, x->cwd, x->id, LOG_FILE);
 	int fd = open(p, O_RDONLY | O_CLOEXEC);
 	free(p);
 	assert_true(fd >= 0);

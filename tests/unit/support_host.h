@@ -50,6 +50,7 @@ struct hx {
 	 * (NULL: left waiting) and note */
 	cJSON *requests;
 	const char *decision, *note;
+	char cwd[256]; /* the sessions' cwd: a real folder under dir */
 	uv_timer_t tick; /* so a wait never blocks for good: its deadline is checked */
 };
 

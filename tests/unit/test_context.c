@@ -276,6 +276,7 @@ static void test_blob_content_reaches_the_model_whole(void **state)
 	blob_ref_to_data(res, &oref);
 	for (int with_dir = 0; with_dir < 2; with_dir++) {
 		struct context *c = context_new();
+		context_set_result_max(c, 2 * n); /* the whole output may be read */
 		if (with_dir)
 			context_set_blob_dir(c, dfd);
 		assert_int_equal(context_add(c, VT_USER_MESSAGE, "t", um, &err), 0);
@@ -295,6 +296,20 @@ static void test_blob_content_reaches_the_model_whole(void **state)
 		}
 		context_free(c);
 	}
+	/* By default the model reads at most CONTEXT_RESULT_MAX of a result:
+	 * its head and tail, with what was cut said between them. */
+	struct context *cc = context_new();
+	context_set_blob_dir(cc, dfd);
+	assert_int_equal(context_add(cc, VT_TOOL_CALL, "t", call, &err), 0);
+	assert_int_equal(context_add(cc, VT_TOOL_RESULT, "t", res, &err), 0);
+	size_t nm;
+	const struct ctx_message *mm = context_messages(cc, NULL, &nm);
+	assert_int_equal(nm, 2);
+	const char *t = mm[1].parts[0].text;
+	assert_true(strlen(t) <= CONTEXT_RESULT_MAX + 64);
+	assert_non_null(strstr(t, "bytes cut"));
+	assert_memory_equal(t, out, 5);
+	context_free(cc);
 	/* The blob gone: the add fails, naming it, instead of a cut prompt. */
 	char path[512];
 	snprintf(path, sizeof path, "%s/blobs/%s", dir, ref.sha256);

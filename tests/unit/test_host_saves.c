@@ -181,7 +181,7 @@ static void test_host_start_up_recovery_repairs_running_sessions_only(void **sta
 			    "{\"type\":\"user/message\",\"turn\":\"t1\",\"data\":{\"text\":\"cut\"}},"
 			    "{\"type\":\"input/queued\",\"data\":{\"input_id\":\"q-9\","
 			    "\"text\":\"later\"}}]"));
-	fifo_item_create_header(it, "/w", "offline", NULL, NULL);
+	fifo_item_create_header(it, x->cwd, "offline", NULL, NULL);
 	fifo_item_set_running(it);
 	assert_int_equal(fifo_post(x->f, it, item_cb, &n, &err), 0);
 	WAIT(x, n == 1);
@@ -317,7 +317,7 @@ static void test_host_rename_pin_release_and_delete(void **state)
 	assert_int_equal(host_delete(x->h, x->id, hx_done_cb, x, &err), 0);
 	WAIT(x, x->calls > before);
 	assert_int_equal(x->last.cls, CERR_OK);
-	char *trashed = session_path(x->root, STORE_TRASH, "/w", x->id, LOG_FILE);
+	char *trashed = session_path(x->root, STORE_TRASH, x->cwd, x->id, LOG_FILE);
 	assert_true(exists(trashed));
 	free(trashed);
 }

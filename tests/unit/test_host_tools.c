@@ -164,16 +164,10 @@ static void test_tools_read_only_policy(void **state)
 {
 	struct hx *x = *state;
 	struct host_call c = tool_call(APPROVAL_READ_ONLY, x);
-	char cwd[256];
-	snprintf(cwd, sizeof cwd, "%s/w", x->dir);
-	assert_int_equal(mkdir(cwd, 0700), 0);
 	char f[300];
-	snprintf(f, sizeof f, "%s/notes.txt", cwd);
+	snprintf(f, sizeof f, "%s/notes.txt", x->cwd);
 	spit(f, "first line\nsecond\n", 18, O_TRUNC);
-	struct cerr err;
-	int before = x->calls;
-	assert_int_equal(host_create(x->h, cwd, &c, x->id, hx_done_cb, x, &err), 0);
-	WAIT(x, x->calls > before);
+	hx_create(x, &c);
 	policy(x, APPROVAL_READ_ONLY);
 	x->decision = "deny";
 	hx_send(x, "list", NULL);
