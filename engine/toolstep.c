@@ -19,6 +19,7 @@ struct tcall {
 	char *args_error; /* why args is NULL (a complete call) */
 	bool incomplete;
 	char request_id[64];
+	char *decision; /* the answer it got, once answered */
 };
 
 struct toolstep {
@@ -56,6 +57,7 @@ void toolstep_free(struct toolstep *ts)
 		free(c->args_text);
 		cJSON_Delete(c->args);
 		free(c->args_error);
+		free(c->decision);
 	}
 	free(ts->v);
 	free(ts->turn);
@@ -200,6 +202,8 @@ static void start(struct toolstep *ts, struct tcall *c)
 static void capture_answer(struct toolstep *ts, struct tcall *c, const char *decision,
 			   const char *note, const char *by)
 {
+	if (!c->decision)
+		c->decision = xstrdup(decision);
 	cJSON *d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "request_id", c->request_id);
 	cJSON_AddStringToObject(d, "decision", decision);
@@ -349,12 +353,32 @@ void toolstep_run(struct toolstep *ts)
 int toolstep_answer(struct toolstep *ts, const char *request_id, const char *decision,
 		    const char *note, struct cerr *err)
 {
-	struct tcall *c = ts->cur < ts->n ? &ts->v[ts->cur] : NULL;
-	if (!c || c->st != C_ASKING || strcmp(c->request_id, request_id) != 0)
-		return cerr_set(err, CERR_MISSING, 0, "no request '%s' is waiting", request_id);
 	bool allow = strcmp(decision, "allow_once") == 0 || strcmp(decision, "allow_session") == 0;
 	if (!allow && strcmp(decision, "deny") != 0 && strcmp(decision, "canceled") != 0)
 		return cerr_set(err, CERR_USAGE, 0, "unknown decision '%s'", decision);
+	struct tcall *c = ts->cur < ts->n ? &ts->v[ts->cur] : NULL;
+	if (!c || c->st != C_ASKING || strcmp(c->request_id, request_id) != 0) {
+		/* Answered already in this step: the same answer again changes
+		 * nothing; a different one is recorded, superseded. */
+		for (size_t i = 0; i < ts->n; i++) {
+			struct tcall *a = &ts->v[i];
+			if (strcmp(a->request_id, request_id) != 0 || !a->decision)
+				continue;
+			if (strcmp(a->decision, decision) != 0 && !ts->ended) {
+				cJSON *d = cJSON_CreateObject();
+				cJSON_AddStringToObject(d, "request_id", request_id);
+				cJSON_AddStringToObject(d, "decision", decision);
+				if (note && *note)
+					cJSON_AddStringToObject(d, "note", note);
+				cJSON_AddStringToObject(d, "by", "user");
+				cJSON_AddBoolToObject(d, "superseded", 1);
+				ts->hk.capture(ts->hk.ud, VT_INTERACTION_ANSWER, d);
+				cJSON_Delete(d);
+			}
+			return 0;
+		}
+		return cerr_set(err, CERR_MISSING, 0, "no request '%s' is waiting", request_id);
+	}
 	capture_answer(ts, c, decision, note, "user");
 	if (strcmp(decision, "allow_session") == 0)
 		approvals_grant(ts->o.grants, c->name, c->args);

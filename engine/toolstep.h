@@ -84,9 +84,9 @@ void toolstep_record(struct toolstep *ts);
 /* Run the calls (above); done follows. */
 void toolstep_run(struct toolstep *ts);
 /* The user's answer to request_id: decision allow_once | allow_session |
- * deny | canceled, note may be NULL. An answer to a request that is not
- * pending: CERR_MISSING (a second, different answer is the host's to
- * record as superseded). */
+ * deny | canceled, note may be NULL. A request of this step answered
+ * already: the same answer again is a no-op, a different one is recorded
+ * with superseded: true and changes nothing. Any other: CERR_MISSING. */
 int toolstep_answer(struct toolstep *ts, const char *request_id, const char *decision,
 		    const char *note, struct cerr *err);
 /* Cancel: a call waiting for approval is answered canceled, a running

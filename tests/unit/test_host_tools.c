@@ -14,6 +14,8 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <libgen.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <signal.h>
@@ -233,6 +235,111 @@ static void test_tools_step_limit(void **state)
 	scan_free(s);
 }
 
+/* A second, different answer to the same request is recorded as
+ * superseded and changes nothing; the same answer again is a no-op. */
+static void test_tools_second_answer_is_superseded(void **state)
+{
+	struct hx *x = *state;
+	struct host_call c = tool_call(APPROVAL_ASK, x);
+	hx_create(x, &c);
+	x->decision = "allow_once";
+	hx_send(x, "run sleep 0.5; echo ran", NULL);
+	WAIT(x, cJSON_GetArraySize(x->requests) == 1);
+	const char *rid = hx_str(cJSON_GetArrayItem(x->requests, 0), "request_id");
+	struct cerr err;
+	assert_int_equal(host_respond(x->h, x->id, rid, "deny", "changed my mind", NULL, NULL, &err), 0);
+	assert_int_equal(host_respond(x->h, x->id, rid, "allow_once", NULL, NULL, NULL, &err), 0);
+	FAILS(host_respond(x->h, x->id, "r-nothing", "deny", NULL, NULL, NULL, &err), CERR_MISSING);
+	WAIT(x, x->settled == 1);
+	struct scan *s = hx_read_log(x);
+	assert_string_equal(hx_str(event_of(s, "tool/result", 0), "status"), "ok");
+	const cJSON *a1 = event_of(s, "interaction/answer", 0), *a2 = event_of(s, "interaction/answer", 1);
+	assert_string_equal(hx_str(a1, "decision"), "allow_once");
+	assert_string_equal(hx_str(a2, "decision"), "deny");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(a2, "superseded")));
+	assert_null(event_of(s, "interaction/answer", 2));
+	scan_free(s);
+}
+
+static char *cairn_path(void)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	assert_true(n > 0);
+	exe[n] = '\0';
+	return xasprintf("%s/cairn", dirname(dirname(exe)));
+}
+
+/* A provider's tool call over the wire: it runs, its result goes back
+ * under the provider's id, and the server itself checks, before it answers
+ * the next request, that tool/started was durable before the command's
+ * first effect (a marker file) and that the result is in the log. */
+static void test_tools_provider_call_over_the_wire(void **state)
+{
+	struct hx *x = *state;
+	char marker[256], check[256];
+	snprintf(marker, sizeof marker, "%s/marker", x->dir);
+	snprintf(check, sizeof check, "%s/check.py", x->dir);
+	char *cairn = cairn_path();
+	/* Only for the request after the tool: the log holds tool/started,
+	 * stamped no later than the marker's mtime, and the result. */
+	char *py = xasprintf(
+		"import json, os, subprocess, sys\n"
+		"body = json.load(sys.stdin)\n"
+		"if not any(m.get('role') == 'tool' for m in body['messages']): sys.exit(0)\n"
+		"log = [json.loads(l) for l in subprocess.run(['%s', '--data-dir', '%s', 'log', 'cat', "
+		"sys.argv[1]], capture_output=True, text=True).stdout.splitlines()]\n"
+		"st = [e for e in log if e['type'] == 'tool/started']\n"
+		"res = [e for e in log if e['type'] == 'tool/result']\n"
+		"ok = st and res and st[0]['t'] <= os.stat('%s').st_mtime * 1000 + 1\n"
+		"sys.exit(0 if ok else 1)\n",
+		cairn, x->root, marker);
+	spit(check, py, strlen(py), O_TRUNC);
+	free(py);
+	free(cairn);
+	struct host_call c0 = hx_offline_call();
+	hx_create(x, &c0); /* the id first: the check names it */
+	char *cmd = xasprintf("python3 %s %s", check, x->id);
+	const char *const extra[] = {"--before-reply", cmd, NULL};
+	char *script = xasprintf(
+		"{\"replies\":[{\"tool_calls\":[{\"id\":\"call_abc\",\"name\":\"shell\","
+		"\"arguments\":\"{\\\"command\\\":\\\"sleep 0.1; touch %s; echo made\\\"}\"}]},"
+		"{\"text\":\"all done\"}]}",
+		marker);
+	fake_start(&x->fake, script, extra);
+	x->have_fake = true;
+	free(script);
+	x->base = url(x->fake.port, "/v1");
+	struct host_call c = tool_call(APPROVAL_ALL, x);
+	c.provider = "openai";
+	c.call.kind = PROVIDER_OPENAI;
+	c.call.params = (struct provider_params){.model = "m-1", .base_url = x->base,
+						 .api_key = "sk-test", .tools = schemas};
+	c.call.timeouts = (struct http_timeouts){2000, 8000, 8000};
+	struct cerr err;
+	assert_int_equal(host_set_call(x->h, x->id, &c, &err), 0);
+	policy(x, APPROVAL_ALL);
+	hx_send(x, "make the marker", NULL);
+	WAIT(x, x->settled == 1);
+	free(cmd);
+	if (strcmp(hx_str(hx_done(x, 0), "outcome"), "completed") != 0)
+		fail_msg("outcome %s: %s", hx_str(hx_done(x, 0), "outcome"),
+			 cJSON_PrintUnformatted(cJSON_GetObjectItem(hx_done(x, 0), "error")));
+	assert_true(exists(marker));
+	cJSON *reqs = fake_requests(&x->fake);
+	assert_int_equal(cJSON_GetArraySize(reqs), 2);
+	char *body = cJSON_PrintUnformatted(cJSON_GetArrayItem(reqs, 1));
+	assert_non_null(strstr(body, "call_abc"));
+	assert_non_null(strstr(body, "made"));
+	assert_null(strstr(body, "t1.1")); /* cairn's own id never goes out */
+	free(body);
+	cJSON_Delete(reqs);
+	struct scan *s = hx_read_log(x);
+	assert_string_equal(hx_str(event_of(s, "tool/call", 0), "provider_id"), "call_abc");
+	assert_string_equal(hx_str(event_of(s, "assistant/text", 0), "text"), "all done");
+	scan_free(s);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, hx_setup, hx_teardown)
@@ -243,6 +350,8 @@ int main(void)
 		T(test_tools_read_only_policy),
 		T(test_tools_cancel_while_a_tool_runs),
 		T(test_tools_step_limit),
+		T(test_tools_second_answer_is_superseded),
+		T(test_tools_provider_call_over_the_wire),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	cJSON_Delete(schemas);
