@@ -64,6 +64,7 @@ static void print_json(const struct config *cfg, const struct config_selection *
 	cJSON_AddStringToObject(o, "provider_from", sel->why);
 	cJSON_AddStringToObject(o, "model", sel->model);
 	cJSON_AddStringToObject(o, "model_from", sel->model_from);
+	cJSON_AddNumberToObject(o, "max_steps", (double)cfg->max_steps);
 	cJSON *ps = cJSON_AddObjectToObject(o, "providers");
 	for (int i = 0; i < CONFIG_N_PROVIDERS; i++)
 		cJSON_AddItemToObject(ps, cfg->providers[i].name, provider_json(cfg, &cfg->providers[i]));
@@ -83,6 +84,7 @@ static void print_text(const struct config *cfg, const struct config_selection *
 		   cfg->path && !cfg->file_found ? " (not found)" : "");
 	cli_printf(stdout, "provider: %s (from %s)\n", sel->provider->name, sel->why);
 	cli_printf(stdout, "model: %s (from %s)\n", sel->model, sel->model_from);
+	cli_printf(stdout, "max_steps: %lld\n", (long long)cfg->max_steps);
 	for (int i = 0; i < CONFIG_N_PROVIDERS; i++) {
 		const struct config_provider *p = &cfg->providers[i];
 		cli_printf(stdout, "\n%s:\n", p->name);

@@ -553,6 +553,7 @@ static int select_call(struct hl *h, const char *sess_provider, const char *sess
 				     (unsigned)p->timeouts.gap_ms},
 			.retry = CALL_RETRY_DEFAULT,
 		},
+		.max_steps = (unsigned)h->cfg.max_steps,
 	};
 	if (host_set_call(h->host, h->id, &call, err) < 0)
 		return -1;

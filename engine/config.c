@@ -46,6 +46,7 @@ static void defaults(struct config *cfg)
 	p[2] = (struct config_provider){.name = "offline", .kind = PROVIDER_OFFLINE,
 					.model = xstrdup("offline"), .model_from = "default", .timeouts = t};
 	cfg->pace_ms = CONFIG_PACE_MS;
+	cfg->max_steps = 50;
 }
 
 void config_release(struct config *cfg)
@@ -224,13 +225,15 @@ static int read_provider(struct config *cfg, struct config_provider *p, const cJ
 static int read_tree(struct config *cfg, const cJSON *root, struct cerr *err)
 {
 	static const char *const top[] = {"provider", "system_prompt", "system_prompt_file",
-					  "timeouts", "providers", NULL};
+					  "timeouts", "providers", "max_steps", NULL};
 	static const char *const names[] = {"openai", "anthropic", "offline", NULL};
 	if (!cJSON_IsObject(root))
 		return cerr_set(err, CERR_USAGE, 0, "config '%s': not a JSON object", cfg->path);
 	if (check_keys(cfg, root, "", top, err) < 0 || get_str(cfg, root, "", "provider", &cfg->provider, err) < 0 ||
 	    get_str(cfg, root, "", "system_prompt", &cfg->system_prompt, err) < 0 ||
 	    get_str(cfg, root, "", "system_prompt_file", &cfg->system_prompt_file, err) < 0)
+		return -1;
+	if (get_int(cfg, root, "max_steps", "max_steps", 1, 1000, &cfg->max_steps, err) < 0)
 		return -1;
 	if (cfg->provider && !config_provider(cfg, cfg->provider))
 		return bad(cfg, err, "provider", "names no provider (openai, anthropic, offline)");

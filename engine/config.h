@@ -54,6 +54,7 @@ struct config {
 	char *system_prompt;    /* the file's system prompt text, or NULL */
 	char *system_prompt_file; /* or a file holding it (relative to dir), or NULL */
 	int64_t pace_ms;        /* the offline provider's pace per token */
+	int64_t max_steps;      /* model calls per turn ("max_steps", 50) */
 	struct config_provider providers[CONFIG_N_PROVIDERS]; /* openai, anthropic, offline */
 };
 

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# cairn -p with tools, through the real binary and the offline provider
+# (which proposes one call for "run CMD", "read PATH", "list [PATH]"): the
+# approval policy of the run (--approve), nobody to ask in headless mode
+# (ask denies, saying so), the result fed back, and exit 14 at the step
+# limit.
+. "$(dirname "$0")/lib.sh"
+cd "$(dirname "$0")/../.."
+export XDG_CONFIG_HOME="$T/config"
+unset OPENAI_API_KEY OPENAI_BASE_URL ANTHROPIC_API_KEY ANTHROPIC_BASE_URL
+mkdir -p "$T/config/cairn" "$T/work"
+printf '{"providers": {"offline": {"pace_ms": 0}}}\n' >"$T/config/cairn/config.json"
+cd "$T/work" || exit 1
+printf 'first line of notes\nsecond\n' >notes.txt
+
+events() { "$CAIRN" log cat "$1"; }
+last_session() { "$CAIRN" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])'; }
+pyl() { python3 -c "import json,sys; L=[json.loads(l) for l in sys.stdin if l.strip()]; sys.exit(0 if ($1) else 1)"; }
+
+expect_code 0 "--approve all: the command runs and the model gets its output" "$CAIRN" -p "run echo from-the-shell" --approve all
+check "... the answer quotes the result's first line" test "$OUT" = "done: from-the-shell"
+S=$(last_session)
+check "... the call, its answer by policy, tool/started and the result, in order" \
+	pyl '[e["type"] for e in L if e["type"].startswith(("tool/","interaction/"))]==["tool/call","interaction/request","interaction/answer","tool/started","tool/result"] and [e for e in L if e["type"]=="interaction/answer"][0]["data"]["by"]=="policy"' < <(events "$S")
+
+expect_code 0 "--approve read-only: reading inside the cwd runs" "$CAIRN" -p "read notes.txt" --approve read-only
+check "... the model got the file" grep -q "first line of notes" <<<"$OUT"
+
+expect_code 0 "default ask: nobody to ask, the call is denied" "$CAIRN" -p "run touch should-not-exist"
+check "... stderr says so" grep -q "denied shell: touch should-not-exist" <<<"$ERR"
+check "... nothing ran" test ! -e should-not-exist
+check "... the model read why" grep -q "^done: denied: " <<<"$OUT"
+check "... --approve is not saved into the session" \
+	pyl 'not any(e["type"]=="session/settings" and "approval" in e["data"] for e in L)' < <(events "$(last_session)")
+
+expect_code 2 "--approve with an unknown policy: usage" "$CAIRN" -p "x" --approve sometimes
+
+printf '{"max_steps": 1, "providers": {"offline": {"pace_ms": 0}}}\n' >"$T/config/cairn/config.json"
+expect_code 14 "the step limit reached: exit 14" "$CAIRN" -p "run echo once" --approve all --json
+check "... the call was not executed, the turn failed with class step_limit" \
+	pyl 'any(e["type"]=="tool/result" and e["data"]["status"]=="not_executed" for e in L) and L[-1]["turns"][0]["error"]["class"]=="step_limit"' <<<"$OUT"
+check "... cairn config shows the limit" bash -c '"$1" config | grep -q "^max_steps: 1$"' _ "$CAIRN"
+finish
