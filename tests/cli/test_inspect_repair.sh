@@ -100,7 +100,7 @@ check "... changed nothing" cmp -s "$f" "$T/torn.zst"
 expect_code 0 "repair of a torn log with an open turn" "$CAIRN" repair "$id"
 check "... reports the cut" grep -q "cut $((last - 1)) bytes" <<<"$OUT"
 check "... reports the closers with their seqs" \
-	bash -c 'grep -q "seq 9: tool/result c1 not_executed" <<<"$1" && grep -q "seq 10: tool/result c2 outcome_unknown" <<<"$1" && grep -q "seq 11: turn/end interrupted" <<<"$1" && ! grep -q c3 <<<"$1"' _ "$OUT"
+	bash -c 'grep -q "seq 9: tool/result c1 not_executed" <<<"$1" && grep -q "seq 10: tool/result c2 outcome_unknown" <<<"$1" && grep -q "seq 11: turn/end interrupted" <<<"$1" && ! grep -q "tool/result c3" <<<"$1"' _ "$OUT"
 check "... the file is the cut prefix plus one frame" \
 	bash -c 'cmp -s -n "$2" "$1" "$3" && [ "$(stat -c %s "$1")" -gt "$2" ]' _ "$f" "$S1" "$T/ok.zst"
 cp "$f" "$T/repaired.zst"
