@@ -522,17 +522,23 @@ static int send_all(struct hl *h, struct cerr *err)
 }
 
 /* What the session's turns are sent with: --provider/--model, the
- * session's stored choice, the configuration, the environment. */
-static int select_call(struct hl *h, const char *sess_provider, const char *sess_model,
-		       struct cerr *err)
+ * session's stored choice (set: NULL for a new session), the
+ * configuration, the environment. The system prompt is the session's own
+ * unless --system is given (docs/configuration.md); else it is built for
+ * this run. The host records what differs from the session's settings. */
+static int select_call(struct hl *h, const struct host_settings *set, struct cerr *err)
 {
 	struct config_selection sel;
-	if (config_select(&h->cfg, h->provider_opt, h->model_opt, sess_provider, sess_model, &sel,
-			  err) < 0)
+	if (config_select(&h->cfg, h->provider_opt, h->model_opt, set ? set->provider : NULL,
+			  set ? set->model : NULL, &sel, err) < 0)
 		return -1;
-	if (sysprompt_build(&h->cfg, h->system_opt, h->cwd, clock_unix_ms(), &h->sp, err) < 0)
-		return -1;
-	h->sp_built = true;
+	const char *system = set && !h->system_opt ? set->system_prompt : NULL;
+	if (!system) {
+		if (sysprompt_build(&h->cfg, h->system_opt, h->cwd, clock_unix_ms(), &h->sp, err) < 0)
+			return -1;
+		h->sp_built = true;
+		system = h->sp.text;
+	}
 	const struct config_provider *p = sel.provider;
 	if (p->kind != PROVIDER_OFFLINE) {
 		if (!(h->http = http_new(&h->loop, err)))
@@ -546,7 +552,7 @@ static int select_call(struct hl *h, const char *sess_provider, const char *sess
 		.call = {
 			.kind = p->kind,
 			.params = {.model = sel.model, .base_url = p->base_url,
-				   .api_key = config_api_key(p), .system = h->sp.text,
+				   .api_key = config_api_key(p), .system = system,
 				   .max_tokens = p->max_tokens, .tools = h->tools},
 			.pace_ms = (unsigned)h->cfg.pace_ms,
 			.timeouts = {(unsigned)p->timeouts.connect_ms, (unsigned)p->timeouts.first_byte_ms,
@@ -574,13 +580,13 @@ static void opened(void *ctx, const struct host_result *r, const struct cerr *er
 	size_t n = host_queued(h->host, h->id, &in);
 	for (size_t i = 0; i < n; i++)
 		cli_printf(stderr, "cairn: queued by an earlier run, not sent: %s\n", in[i].input_id);
-	struct host_settings set;
+	struct host_settings set = {0};
 	host_settings(h->host, h->id, &set, &e);
 	if (h->stopping) {
 		finish(h);
 		return;
 	}
-	if (select_call(h, set.provider, set.model, &e) < 0 || send_all(h, &e) < 0)
+	if (select_call(h, &set, &e) < 0 || send_all(h, &e) < 0)
 		fail_run(h, &e);
 }
 
@@ -596,7 +602,7 @@ static int start(struct hl *h, struct cerr *err)
 	if (*h->id)
 		return host_open(h->host, h->id, opened, h, err);
 	if (host_create(h->host, h->cwd, NULL, h->id, created, h, err) < 0 ||
-	    select_call(h, NULL, NULL, err) < 0)
+	    select_call(h, NULL, err) < 0)
 		return -1;
 	return send_all(h, err);
 }

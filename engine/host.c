@@ -17,10 +17,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "base/clock.h"
 #include "base/ulid.h"
 #include "base/strmap.h"
 #include "base/xalloc.h"
+#include "engine/textfix.h"
+#include "persist/blob.h"
 #include "persist/prepare.h"
 #include "persist/store.h"
 
@@ -192,6 +195,7 @@ static void sess_free(struct hsess *s)
 	free(s->set_model);
 	free(s->set_approval);
 	free(s->set_system);
+	cJSON_Delete(s->turn_settings);
 	cJSON_Delete(s->unsaved);
 	free(s);
 }
@@ -325,6 +329,7 @@ struct open_work {
 	/* built on the worker, adopted on the loop */
 	struct context *ctx;
 	int blob_dir;
+	char *system;     /* the system prompt in effect, read whole from its blob */
 	char **keys, **turns;
 	size_t n;
 	struct approvals *grants; /* "allow for this session" answers */
@@ -396,6 +401,26 @@ static int open_blob_dir(const char *root, const char *cwd, const char *id)
 	return fd;
 }
 
+/* The system prompt the session recorded went to a blob: read it whole,
+ * as the context reads long prompts (the next turn is sent it). */
+static int read_system(struct open_work *ow)
+{
+	const struct prepared_settings *set = prepared_settings(ow->p);
+	if (ow->blob_dir < 0)
+		return cerr_set(&ow->err, CERR_MISSING, 0,
+				"session '%s': the folder holding its system prompt cannot be opened",
+				ow->s->id);
+	struct buf b = BUF_INIT;
+	if (blob_read(ow->blob_dir, &set->system_prompt_blob, &b, &ow->err) < 0) {
+		buf_release(&b);
+		cerr_prefix(&ow->err, "session '%s', its system prompt", ow->s->id);
+		return -1;
+	}
+	ow->system = textfix_string(b.p ? b.p : "", b.len);
+	buf_release(&b);
+	return 0;
+}
+
 static void open_work(uv_work_t *w)
 {
 	struct open_work *ow = w->data;
@@ -409,6 +434,10 @@ static void open_work(uv_work_t *w)
 	ow->blob_dir = open_blob_dir(ow->s->h->root, prepared_scan(p)->cwd, ow->s->id);
 	if (ow->blob_dir >= 0)
 		context_set_blob_dir(ow->ctx, ow->blob_dir);
+	if (prepared_settings(p)->system_prompt_in_blob && read_system(ow) < 0) {
+		ow->failed = true;
+		return;
+	}
 	for (size_t i = 1; i < load_count(l); i++) {
 		const struct load_event *ev = load_event(l, i);
 		if (ev->type == VT_UNKNOWN)
@@ -487,6 +516,7 @@ static void open_built(uv_work_t *w, int status)
 		host_set_str(&s->set_provider, set->provider);
 		host_set_str(&s->set_model, set->model);
 		host_set_str(&s->set_approval, set->approval);
+		host_set_str(&s->set_system, ow->system ? ow->system : set->system_prompt);
 		struct cerr pe;
 		if (!s->policy_set && (!set->approval ||
 				       approval_policy_parse(set->approval, &s->policy, &pe) < 0))
@@ -507,6 +537,7 @@ static void open_built(uv_work_t *w, int status)
 	}
 	free(ow->keys);
 	free(ow->turns);
+	free(ow->system);
 	context_free(ow->ctx);
 	approvals_free(ow->grants);
 	prepared_free(ow->p);

@@ -68,6 +68,8 @@ struct hsess {
 	char *turn;                 /* the running turn */
 	char *turn_input;           /* the queued input it dequeued, if any ... */
 	char *turn_text;            /* ... and its prompt */
+	cJSON *turn_settings;       /* what its BEFORE save records (session/settings),
+				     * in effect once it started; NULL: none */
 	struct sink_op op;
 	bool last_ok;               /* the last turn completed and was saved */
 
@@ -89,7 +91,8 @@ struct hsess {
 	enum approval_policy policy;
 	bool policy_set;            /* host_set_approval: the settings' approval ignored */
 
-	/* the settings in effect */
+	/* the settings in effect (set_system whole, even when its event
+	 * keeps only a head and tail inline: read from its blob) */
 	char *set_provider, *set_model, *set_approval, *set_system;
 
 	/* unsaved: the events a failed full save still has to write */
@@ -148,6 +151,9 @@ const char *host_submit_find(const struct hsess *s, const char *submit_id);
  * settlement, or directly (after a recovery save when unsaved). */
 void host_write(struct hsess *s, struct op *op);
 void host_write_after_settle(struct hsess *s);
+/* The fields a durable session/settings names are in effect from now on
+ * (null clears one). */
+void host_apply_settings(struct hsess *s, const cJSON *settings);
 ssize_t host_queue_find(const struct hsess *s, const char *input_id);
 void host_queue_add(struct hsess *s, const char *input_id, const char *text, bool armed,
 		    bool front);

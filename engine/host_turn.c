@@ -16,6 +16,7 @@
 
 #include "base/ulid.h"
 #include "base/xalloc.h"
+#include "persist/prepare.h"
 
 /* ---- client_submit_id ---- */
 
@@ -89,8 +90,21 @@ int host_turn_start(struct hsess *s, const char *submit_id, const char *text,
 		.max_steps = s->call.max_steps,
 	};
 	s->tctx.cwd = s->cwd ? s->cwd : "/";
-	if (runner_start(h->run, &t, &s->op, err) < 0)
+	/* What the turn is sent with, where it differs from the session's
+	 * settings: its BEFORE save records it (history of who answered and
+	 * what they were told). */
+	struct prepared_settings in_effect = {
+		.provider = s->set_provider, .model = s->set_model, .system_prompt = s->set_system};
+	cJSON *settings = prepared_settings_change(&in_effect, s->call.provider,
+						   s->call.call.params.model,
+						   s->call.call.params.system);
+	t.settings = settings;
+	if (runner_start(h->run, &t, &s->op, err) < 0) {
+		cJSON_Delete(settings);
 		return -1;
+	}
+	cJSON_Delete(s->turn_settings);
+	s->turn_settings = settings;
 	s->n_turns++;
 	s->st = HOST_TURN;
 	s->created = true;
@@ -165,6 +179,10 @@ void host_turn_settled(void *ud, struct runner_settlement *st)
 	if (!s)
 		return;
 	bool started = strcmp(st->outcome, "not_started") != 0;
+	if (started && s->turn_settings) /* its BEFORE save wrote them */
+		host_apply_settings(s, s->turn_settings);
+	cJSON_Delete(s->turn_settings);
+	s->turn_settings = NULL;
 	if (!started) {
 		/* Not in the log: its id, its number and its place go back. */
 		submit_drop(s, st->turn);

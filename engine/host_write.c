@@ -86,6 +86,19 @@ static void set_field(char **slot, const cJSON *d, const char *k)
 		host_set_str(slot, NULL);
 }
 
+void host_apply_settings(struct hsess *s, const cJSON *settings)
+{
+	set_field(&s->set_provider, settings, "provider");
+	set_field(&s->set_model, settings, "model");
+	set_field(&s->set_approval, settings, "approval");
+	set_field(&s->set_system, settings, "system_prompt");
+	if (!s->policy_set && s->set_approval) {
+		struct cerr pe;
+		if (approval_policy_parse(s->set_approval, &s->policy, &pe) < 0)
+			s->policy = APPROVAL_ASK;
+	}
+}
+
 static void apply(struct hsess *s, struct op *op)
 {
 	ssize_t k;
@@ -100,15 +113,7 @@ static void apply(struct hsess *s, struct op *op)
 			host_queue_del(s, (size_t)k);
 		break;
 	case OP_SETTINGS:
-		set_field(&s->set_provider, op->settings, "provider");
-		set_field(&s->set_model, op->settings, "model");
-		set_field(&s->set_approval, op->settings, "approval");
-		if (!s->policy_set && s->set_approval) {
-			struct cerr pe;
-			if (approval_policy_parse(s->set_approval, &s->policy, &pe) < 0)
-				s->policy = APPROVAL_ASK;
-		}
-		set_field(&s->set_system, op->settings, "system_prompt");
+		host_apply_settings(s, op->settings);
 		break;
 	case OP_DONE:
 	case OP_META:

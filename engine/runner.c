@@ -37,6 +37,7 @@ struct turn {
 	struct sink_op op;
 	char *session, *id, *text, *provider, *cwd;
 	char *parent, *submit_id, *dequeued;
+	cJSON *settings;          /* recorded by the BEFORE save, or NULL */
 	bool create;
 	struct context *ctx;
 	/* the call's spec, with its strings owned here */
@@ -122,6 +123,7 @@ static void turn_free(struct turn *t)
 	free(t->parent);
 	free(t->submit_id);
 	free(t->dequeued);
+	cJSON_Delete(t->settings);
 	free(t->model);
 	free(t->base_url);
 	free(t->api_key);
@@ -605,11 +607,16 @@ int runner_note(struct runner *r, const char *session, cJSON *events, runner_not
 
 /* ---- the BEFORE save ---- */
 
-/* The BEFORE save's batch: turn/start and the prompt; caller frees. */
+/* The BEFORE save's batch: the settings the turn changes (they apply to
+ * it), the queued input it dequeues, turn/start and the prompt; caller
+ * frees. */
 static cJSON *before_events(const struct turn *t)
 {
 	cJSON *evs = cJSON_CreateArray();
 	cJSON *d;
+	if (t->settings)
+		cJSON_AddItemToArray(evs, event(VT_SESSION_SETTINGS, NULL,
+						cJSON_Duplicate(t->settings, 1)));
 	if (t->dequeued) {
 		d = cJSON_CreateObject();
 		cJSON_AddStringToObject(d, "input_id", t->dequeued);
@@ -731,6 +738,7 @@ int runner_start(struct runner *r, const struct runner_turn *rt, struct sink_op 
 	t->parent = dup_or_null(rt->parent_turn);
 	t->submit_id = dup_or_null(rt->client_submit_id);
 	t->dequeued = dup_or_null(rt->dequeued_input);
+	t->settings = rt->settings ? cJSON_Duplicate(rt->settings, 1) : NULL;
 	t->create = rt->create;
 	t->ctx = rt->ctx;
 	t->next_seq = rt->next_seq;

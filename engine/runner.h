@@ -4,10 +4,12 @@
  *
  * A turn, in order:
  * 1. admission: one turn per session at a time (another: CERR_BUSY);
- * 2. the BEFORE save: turn/start (parent_turn, client_submit_id) and
- *    user/message, marking the session running; nothing is sent to a
- *    provider before it is acknowledged. Rejected: nothing is dispatched,
- *    the turn ends "not_started" and its marker gives the text back;
+ * 2. the BEFORE save: session/settings when the turn changes them (the
+ *    caller says what: runner_turn.settings), turn/start (parent_turn,
+ *    client_submit_id) and user/message, marking the session running;
+ *    nothing is sent to a provider before it is acknowledged. Rejected:
+ *    nothing is dispatched, the turn ends "not_started" and its marker
+ *    gives the text back;
  * 3. each model call: request/prepared and every pending batch are durable
  *    before each attempt goes out; streamed text goes to the sink as it
  *    comes and to the capture (engine/capture.h); a failed capture stops
@@ -98,6 +100,8 @@ struct runner_turn {
 	enum approval_policy approval;
 	struct approvals *grants;     /* the session's; borrowed for the turn */
 	unsigned max_steps;           /* model calls per turn (0: 50) */
+	const cJSON *settings;        /* session/settings data the BEFORE save records
+				       * first (prepared_settings_change), NULL: none */
 	struct call_spec call;        /* kind, params (model, base_url, key, system,
 				       * tools), pace, timeouts, retry; msgs/n/prompt
 				       * are the runner's */

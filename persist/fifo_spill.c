@@ -1,8 +1,9 @@
 /* fifo_spill.c — content too big for an event goes to a blob before the
  * event is appended (blob.h): a pasted file in a user/message, a queued
- * prompt, a tool's output. The writer does it for every producer, under the
- * session's lock, so no producer has to, and a huge paste is saved instead
- * of being refused for the log's line limit. */
+ * prompt, a tool's output, a system prompt in session/settings. The writer
+ * does it for every producer, under the session's lock, so no producer has
+ * to, and a huge paste is saved instead of being refused for the log's
+ * line limit. */
 #include "persist/fifo_int.h"
 
 #include <stdlib.h>
@@ -20,6 +21,8 @@ static const char *long_field(const char *type)
 		return "text";
 	case VT_TOOL_RESULT:
 		return "output";
+	case VT_SESSION_SETTINGS:
+		return "system_prompt"; /* AGENTS.md files add up */
 	default:
 		return NULL;
 	}

@@ -1,6 +1,7 @@
 /* prepare.c — one pass over a load's index building the runner's view of a
  * session (rules in prepare.h). */
 #include "persist/prepare.h"
+#include "base/sha256.h"
 #include "base/strmap.h"
 #include "base/xalloc.h"
 
@@ -141,6 +142,14 @@ static void on_settings(struct prepared *p, struct strmap *ids, size_t i, enum v
 	set_field(p, &s->provider, data, "provider");
 	set_field(p, &s->model, data, "model");
 	set_field(p, &s->approval, data, "approval");
+	const cJSON *prompt = field(data, "system_prompt");
+	if (prompt) {
+		struct cerr err;
+		s->system_prompt = keep(p, prompt);
+		/* the blob was checked at load: -1 cannot happen */
+		s->system_prompt_in_blob =
+			s->system_prompt && blob_ref_from_data(data, &s->system_prompt_blob, &err) > 0;
+	}
 }
 
 static void on_meta(struct prepared *p, struct strmap *ids, size_t i, enum vocab_type t,
@@ -316,6 +325,42 @@ const struct prepared_input *prepared_queued(const struct prepared *p, size_t k)
 const struct prepared_settings *prepared_settings(const struct prepared *p)
 {
 	return &p->settings;
+}
+
+static bool same_prompt(const struct prepared_settings *s, const char *text)
+{
+	if (!s->system_prompt)
+		return false;
+	if (!s->system_prompt_in_blob)
+		return strcmp(s->system_prompt, text) == 0;
+	uint8_t h[SHA256_LEN];
+	char hex[SHA256_HEX_LEN + 1];
+	size_t n = strlen(text);
+	sha256(text, n, h);
+	sha256_hex(h, hex);
+	return s->system_prompt_blob.size == n && strcmp(hex, s->system_prompt_blob.sha256) == 0;
+}
+
+static bool same(const char *stored, const char *v)
+{
+	return stored && strcmp(stored, v) == 0;
+}
+
+cJSON *prepared_settings_change(const struct prepared_settings *s, const char *provider,
+				const char *model, const char *system_prompt)
+{
+	cJSON *d = cJSON_CreateObject();
+	if (provider && !(s && same(s->provider, provider)))
+		cJSON_AddStringToObject(d, "provider", provider);
+	if (model && !(s && same(s->model, model)))
+		cJSON_AddStringToObject(d, "model", model);
+	if (system_prompt && !(s && same_prompt(s, system_prompt)))
+		cJSON_AddStringToObject(d, "system_prompt", system_prompt);
+	if (!d->child) {
+		cJSON_Delete(d);
+		return NULL;
+	}
+	return d;
 }
 
 uint64_t prepared_next_seq(const struct prepared *p)

@@ -18,7 +18,9 @@
  * pending input; input/dequeued removes the one with its input_id (without
  * one: the oldest). Settings start from the header's provider and model and
  * each session/settings event replaces the fields it names (null clears);
- * session/meta does the same for the title and the pin. */
+ * session/meta does the same for the title and the pin. A system_prompt
+ * that went to a blob is its inline head and tail, with the blob naming
+ * the whole (the event's "blob" belongs to its system_prompt). */
 #ifndef CAIRN_PREPARE_H
 #define CAIRN_PREPARE_H
 
@@ -27,6 +29,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "persist/blob.h"
 #include "persist/load.h"
 #include "persist/load_async.h"
 #include "persist/scan.h"
@@ -61,6 +64,9 @@ struct prepared_input {
 
 struct prepared_settings {
 	const char *provider, *model, *approval; /* owned; NULL when unset */
+	const char *system_prompt;               /* the prompt turns were sent; NULL when unset */
+	bool system_prompt_in_blob;              /* it is a head and tail: the whole is ... */
+	struct blob_ref system_prompt_blob;      /* ... this blob */
 	const char *title;                       /* session/meta; NULL when unset */
 	bool pinned;
 };
@@ -102,6 +108,13 @@ size_t prepared_n_queued(const struct prepared *p);
 const struct prepared_input *prepared_queued(const struct prepared *p, size_t k);
 /* The settings in effect after the last event; owned by p. */
 const struct prepared_settings *prepared_settings(const struct prepared *p);
+/* The data of the session/settings event that makes settings s (NULL: a
+ * new session, nothing in effect) say provider, model and system_prompt
+ * (each NULL: not recorded), naming only the fields that differ; NULL
+ * when none does. A prompt kept in a blob is compared by its digest.
+ * Caller frees with cJSON_Delete. */
+cJSON *prepared_settings_change(const struct prepared_settings *s, const char *provider,
+				const char *model, const char *system_prompt);
 /* The seq the next appended event gets (the durable next seq read). */
 uint64_t prepared_next_seq(const struct prepared *p);
 /* The catalog's content version for this log, when the caller knows it

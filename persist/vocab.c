@@ -14,6 +14,8 @@ static const char *const turn_outcome[] = {
 	"completed", "canceled", "failed", "interrupted", NULL};
 
 #define END {NULL, VK_ANY, false, NULL}
+/* "blob": the whole content when it was too long to keep inline (blob.h). */
+#define BLOB_FIELD {"blob", VK_BLOB, false, NULL}
 
 static const struct vocab_field f_header[] = {
 	{"format", VK_INT, true, NULL},
@@ -33,6 +35,8 @@ static const struct vocab_field f_settings[] = {
 	{"provider", VK_STR_OR_NULL, false, NULL},
 	{"model", VK_STR_OR_NULL, false, NULL},
 	{"approval", VK_STR_OR_NULL, false, NULL},
+	{"system_prompt", VK_STR_OR_NULL, false, NULL},
+	BLOB_FIELD, /* the whole system_prompt, when it went to a blob */
 	END};
 static const struct vocab_field f_turn_start[] = {
 	{"parent_turn", VK_STR_OR_NULL, false, NULL},
@@ -41,8 +45,6 @@ static const struct vocab_field f_turn_start[] = {
 static const struct vocab_field f_text[] = {
 	{"text", VK_STR, true, NULL},
 	END};
-/* "blob": the whole content when it was too long to keep inline (blob.h). */
-#define BLOB_FIELD {"blob", VK_BLOB, false, NULL}
 static const struct vocab_field f_user_message[] = {
 	{"text", VK_STR, true, NULL},
 	BLOB_FIELD,
