@@ -1,7 +1,8 @@
 /* test_prepare.c — prepare (persist/prepare.c): turns with parents and
  * outcomes, the active path, the open turn, unmatched tool calls (started
- * or not), queued inputs not yet dequeued, the settings in effect, the next
- * seq; and load_async / prepare_async on a real libuv loop, which complete
+ * or not), queued inputs not yet dequeued, the settings in effect (with a
+ * system prompt inline or in a blob) and the event that changes them, the
+ * next seq; and load_async / prepare_async on a real libuv loop, which complete
  * on the loop thread, can be canceled before they start, and leave a loop
  * that closes. */
 #include <stdarg.h>
@@ -21,6 +22,7 @@
 #include <uv.h>
 
 #include "base/json.h"
+#include "base/sha256.h"
 #include "persist/load.h"
 #include "persist/load_async.h"
 #include "persist/log.h"
@@ -170,6 +172,105 @@ static void test_settings_in_effect_are_the_latest_of_each(void **state)
 	assert_false(prepared_content_version(p, &v));
 	prepared_set_content_version(p, 42);
 	assert_true(prepared_content_version(p, &v) && v == 42);
+	prepared_free(p);
+	lbytes_release(&l);
+}
+
+/* prep of a log that must read whole. */
+static struct prepared *prep_ok(const struct logbytes *l)
+{
+	struct prepared *p = prep(l);
+	assert_int_equal(prepared_scan(p)->status, SCAN_OK);
+	return p;
+}
+
+static bool has(const cJSON *o, const char *k)
+{
+	return cJSON_GetObjectItemCaseSensitive(o, k) != NULL;
+}
+
+/* system_prompt is replaced and cleared like the others; a prompt that
+ * went to a blob is known by the blob, and prepared_settings_change names
+ * only what differs (the blob compared by digest). */
+static void test_settings_system_prompt_replaced_cleared_and_compared(void **state)
+{
+	(void)state;
+	struct logbytes l;
+	memset(&l, 0, sizeof l);
+	lbytes_event(&l, "session/header", NULL,
+		     "{\"format\":1,\"id\":\"" LB_SID "\",\"created_at\":1,\"cwd\":null,"
+		     "\"provider\":\"openai\",\"model\":\"m1\"}");
+	lbytes_commit(&l); /* the header's frame is its own */
+	lbytes_event(&l, "session/settings", NULL, "{\"system_prompt\":\"be brief\"}");
+	lbytes_commit(&l);
+	struct prepared *p = prep_ok(&l);
+	const struct prepared_settings *s = prepared_settings(p);
+	assert_non_null(s->system_prompt);
+	assert_string_equal(s->system_prompt, "be brief");
+	assert_false(s->system_prompt_in_blob);
+	/* nothing differs: nothing to write */
+	assert_null(prepared_settings_change(s, "openai", "m1", "be brief"));
+	cJSON *c = prepared_settings_change(s, "openai", "m2", "be brief");
+	assert_true(has(c, "model") && !has(c, "provider") && !has(c, "system_prompt"));
+	cJSON_Delete(c);
+	c = prepared_settings_change(s, "anthropic", "m1", "be long");
+	assert_string_equal(cJSON_GetObjectItem(c, "provider")->valuestring, "anthropic");
+	assert_string_equal(cJSON_GetObjectItem(c, "system_prompt")->valuestring, "be long");
+	assert_false(has(c, "model"));
+	cJSON_Delete(c);
+	/* a new session: every field given */
+	c = prepared_settings_change(NULL, "offline", "offline", "p");
+	assert_true(has(c, "provider") && has(c, "model") && has(c, "system_prompt"));
+	cJSON_Delete(c);
+	assert_null(prepared_settings_change(s, NULL, NULL, NULL));
+	prepared_free(p);
+
+	/* the whole prompt in a blob, its head and tail inline */
+	char whole[] = "a prompt long enough to have gone to a blob";
+	uint8_t h[SHA256_LEN];
+	char hex[SHA256_HEX_LEN + 1];
+	sha256(whole, strlen(whole), h);
+	sha256_hex(h, hex);
+	char data[512];
+	snprintf(data, sizeof data,
+		 "{\"model\":\"m3\",\"system_prompt\":\"a prompt [...] blob\","
+		 "\"blob\":{\"sha256\":\"%s\",\"size\":%zu}}",
+		 hex, strlen(whole));
+	lbytes_event(&l, "session/settings", NULL, data);
+	lbytes_commit(&l);
+	p = prep_ok(&l);
+	s = prepared_settings(p);
+	assert_string_equal(s->model, "m3");
+	assert_true(s->system_prompt_in_blob);
+	assert_string_equal(s->system_prompt_blob.sha256, hex);
+	assert_int_equal(s->system_prompt_blob.size, strlen(whole));
+	assert_null(prepared_settings_change(s, "openai", "m3", whole));
+	c = prepared_settings_change(s, "openai", "m3", "a prompt [...] blob");
+	assert_true(has(c, "system_prompt")); /* the inline text is not the prompt */
+	cJSON_Delete(c);
+	prepared_free(p);
+
+	/* a later prompt inline forgets the blob; null clears it; an event
+	 * without the field keeps it */
+	lbytes_event(&l, "session/settings", NULL, "{\"system_prompt\":\"short\"}");
+	lbytes_commit(&l);
+	p = prep_ok(&l);
+	s = prepared_settings(p);
+	assert_string_equal(s->system_prompt, "short");
+	assert_false(s->system_prompt_in_blob);
+	prepared_free(p);
+	lbytes_event(&l, "session/settings", NULL, "{\"system_prompt\":null}");
+	lbytes_event(&l, "session/settings", NULL, "{\"model\":\"m4\"}");
+	lbytes_commit(&l);
+	p = prep_ok(&l);
+	s = prepared_settings(p);
+	assert_null(s->system_prompt);
+	assert_false(s->system_prompt_in_blob);
+	assert_string_equal(s->model, "m4");
+	assert_string_equal(s->provider, "openai");
+	c = prepared_settings_change(s, "openai", "m4", "short");
+	assert_true(has(c, "system_prompt") && !has(c, "model"));
+	cJSON_Delete(c);
 	prepared_free(p);
 	lbytes_release(&l);
 }
@@ -368,6 +469,7 @@ int main(void)
 		cmocka_unit_test(test_turns_parents_path_and_open_turn),
 		cmocka_unit_test(test_unmatched_calls_and_queued_inputs),
 		cmocka_unit_test(test_settings_in_effect_are_the_latest_of_each),
+		cmocka_unit_test(test_settings_system_prompt_replaced_cleared_and_compared),
 		cmocka_unit_test(test_damaged_log_prepares_its_valid_prefix),
 		cmocka_unit_test(test_async_completes_on_the_loop),
 		cmocka_unit_test(test_async_cancel_before_start),

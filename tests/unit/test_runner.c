@@ -5,7 +5,8 @@
  * to a provider, request/prepared durable before the server is asked (the
  * server checks the log itself), the marker after every item of the turn,
  * settlement by a full save whose receipt is adopted, a stale marker that
- * settles nothing, busy admission, cancel before dispatch, a provider's
+ * settles nothing, the settings a turn changes in its BEFORE save, busy
+ * admission, cancel before dispatch, a provider's
  * refusal, and a failed capture that stops every further request. The log
  * is read back from disk in each. */
 #include <setjmp.h>
@@ -266,6 +267,58 @@ static void test_runner_stale_marker_settles_nothing(void **state)
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(x->settled, "ok")));
 }
 
+/* The settings a turn changes lead its BEFORE batch, durable and in the
+ * sink before the prompt; a turn given none writes none. */
+static void test_runner_before_batch_holds_the_settings_given(void **state)
+{
+	struct rx *x = *state;
+	struct runner_turn t = offline_turn(x, "first");
+	cJSON *set = cJSON_Parse("{\"provider\":\"offline\",\"model\":\"offline\","
+				 "\"system_prompt\":\"be brief\"}");
+	t.settings = set;
+	struct cerr err;
+	assert_int_equal(runner_start(x->run, &t, NULL, &err), 0);
+	cJSON_Delete(set); /* copied by the runner */
+	run_until_settled(x);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(x->settled, "ok")));
+	assert_non_null(strstr(x->seen.p, "session/settings 1\nturn/start 2\nuser/message 3\n"));
+	uint64_t next = (uint64_t)cJSON_GetObjectItem(x->settled, "next_seq")->valuedouble;
+	uint64_t version = (uint64_t)cJSON_GetObjectItem(x->settled, "version")->valuedouble;
+	struct scan *s = read_log(x);
+	assert_string_equal(s->events[1].type, "session/settings");
+	assert_null(s->events[1].turn);
+	const cJSON *d = s->events[1].data;
+	assert_string_equal(cJSON_GetObjectItem(d, "system_prompt")->valuestring, "be brief");
+	assert_string_equal(cJSON_GetObjectItem(d, "model")->valuestring, "offline");
+	assert_string_equal(s->events[2].type, "turn/start");
+	assert_string_equal(s->events[3].type, "user/message");
+	/* in the BEFORE save's frame, with the prompt */
+	bool one_frame = false;
+	for (size_t f = 0; f < s->n_frames; f++)
+		one_frame |= s->frames[f].first_event == 1 && s->frames[f].n_events == 3;
+	assert_true(one_frame);
+	size_t first_turn = s->n_events;
+	scan_free(s);
+
+	/* the next turn, nothing changed: no settings */
+	cJSON_Delete(x->done);
+	cJSON_Delete(x->settled);
+	x->done = x->settled = NULL;
+	t = offline_turn(x, "second");
+	t.create = false;
+	t.turn = "t2";
+	t.client_submit_id = NULL;
+	t.next_seq = next;
+	t.version = version;
+	assert_int_equal(runner_start(x->run, &t, NULL, &err), 0);
+	run_until_settled(x);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(x->settled, "ok")));
+	s = read_log(x);
+	assert_string_equal(s->events[first_turn].type, "turn/start");
+	assert_int_equal(find_type(s, first_turn, "session/settings"), s->n_events);
+	scan_free(s);
+}
+
 /* Canceled before its BEFORE save is acknowledged: nothing is dispatched,
  * and the turn ends canceled once the save completes. */
 static void test_runner_cancel_before_dispatch_sends_nothing(void **state)
@@ -408,6 +461,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_runner_offline_turn_saves_in_order_and_settles),
 		T(test_runner_stale_marker_settles_nothing),
+		T(test_runner_before_batch_holds_the_settings_given),
 		T(test_runner_cancel_before_dispatch_sends_nothing),
 		T(test_runner_request_prepared_is_durable_before_the_request),
 		T(test_runner_provider_refusal_fails_the_turn),
