@@ -79,7 +79,7 @@ static const char batch_end[] =
 	"{\"seq\":10,\"t\":1700000000010,\"type\":\"turn/end\",\"turn\":\"t1\",\"data\":{\"outcome\":\"completed\",\"usage\":{\"in\":1}}}\n";
 static const char batch_misc[] =
 	"{\"seq\":11,\"t\":1700000000011,\"type\":\"session/meta\",\"data\":{\"title\":\"t\",\"pinned\":true}}\n"
-	"{\"seq\":12,\"t\":1700000000012,\"type\":\"session/settings\",\"data\":{\"provider\":\"p\",\"model\":null}}\n"
+	"{\"seq\":12,\"t\":1700000000012,\"type\":\"session/settings\",\"data\":{\"provider\":\"p\",\"model\":null,\"system_prompt\":\"s\"}}\n"
 	"{\"seq\":13,\"t\":1700000000013,\"type\":\"turn/start\",\"turn\":\"t2\",\"data\":{}}\n"
 	"{\"seq\":14,\"t\":1700000000014,\"type\":\"request/prepared\",\"turn\":\"t2\",\"data\":{}}\n"
 	"{\"seq\":15,\"t\":1700000000015,\"type\":\"assistant/reasoning\",\"turn\":\"t2\",\"data\":{\"text\":\"hm\"}}\n"
