@@ -139,15 +139,24 @@ static void test_unmatched_calls_and_queued_inputs(void **state)
 	lbytes_release(&l);
 }
 
+/* A log of one header naming provider and model, in its own frame. */
+static void header_with(struct logbytes *l, const char *provider, const char *model)
+{
+	memset(l, 0, sizeof *l);
+	char h[256];
+	snprintf(h, sizeof h,
+		 "{\"format\":1,\"id\":\"" LB_SID "\",\"created_at\":1,\"cwd\":null,"
+		 "\"provider\":\"%s\",\"model\":\"%s\"}",
+		 provider, model);
+	lbytes_event(l, "session/header", NULL, h);
+	lbytes_commit(l);
+}
+
 static void test_settings_in_effect_are_the_latest_of_each(void **state)
 {
 	(void)state;
 	struct logbytes l;
-	memset(&l, 0, sizeof l);
-	lbytes_event(&l, "session/header", NULL,
-		     "{\"format\":1,\"id\":\"" LB_SID "\",\"created_at\":1,\"cwd\":null,"
-		     "\"provider\":\"anthropic\",\"model\":\"m1\"}");
-	lbytes_commit(&l);
+	header_with(&l, "anthropic", "m1");
 	struct prepared *p = prep(&l);
 	const struct prepared_settings *s = prepared_settings(p);
 	assert_string_equal(s->provider, "anthropic");
@@ -196,11 +205,7 @@ static void test_settings_system_prompt_replaced_cleared_and_compared(void **sta
 {
 	(void)state;
 	struct logbytes l;
-	memset(&l, 0, sizeof l);
-	lbytes_event(&l, "session/header", NULL,
-		     "{\"format\":1,\"id\":\"" LB_SID "\",\"created_at\":1,\"cwd\":null,"
-		     "\"provider\":\"openai\",\"model\":\"m1\"}");
-	lbytes_commit(&l); /* the header's frame is its own */
+	header_with(&l, "openai", "m1");
 	lbytes_event(&l, "session/settings", NULL, "{\"system_prompt\":\"be brief\"}");
 	lbytes_commit(&l);
 	struct prepared *p = prep_ok(&l);
