@@ -45,6 +45,9 @@ check "... the prompt alone" pyl 'L[3]["data"]["text"]=="alone"' < <(events "$(l
 expect_code 0 "--session resumes a session" "$CAIRN" -p "second" --session "$S1" --json
 check "... turn t2 after t1, in the same log" pyl 'L[0]["type"]=="turn/start" and L[0]["turn"]=="t2" and L[-1]["session"]=="'"$S1"'"' <<<"$OUT"
 check "... the same settings: no session/settings written again" pyl 'sum(1 for e in L if e["type"]=="session/settings")==1' < <(events "$S1")
+expect_code 0 "two prompts in one run" "$CAIRN" -p "one" -p "two"
+check "... the settings recorded once, by the first turn" \
+	pyl 'sum(1 for e in L if e["type"]=="session/settings")==1 and sum(1 for e in L if e["type"]=="turn/end")==2 and L[1]["type"]=="session/settings"' < <(events "$(last_session)")
 check "... the log holds both turns, ended" pyl 'sum(1 for e in L if e["type"]=="turn/end")==2' < <(events "$S1")
 
 expect_code 2 "an empty prompt: usage" "$CAIRN" -p "   "

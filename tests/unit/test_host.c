@@ -1,7 +1,8 @@
 /* test_host.c — conformance scenarios of the host (engine/host.h), part
  * one: sending and turns — idempotent submit (also across a restart),
  * queued input and when it runs or waits, taking it back, cancel at each
- * stage, provider failure, delivery unknown, busy settings, a stale marker.
+ * stage, provider failure, delivery unknown, busy settings, the settings
+ * a turn records, a stale marker.
  * Driven through the host's API alone (support_host.h: the real FIFO, the
  * offline provider and the fake model server over 127.0.0.1); each reads
  * the log back from disk. */
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include "base/xalloc.h"
+#include "persist/limits.h"
 #include "persist/store.h"
 #include "tests/unit/support_faultfs.h"
 #include "tests/unit/support_fixture.h"
@@ -304,6 +306,72 @@ static void test_host_settings_change_is_busy_during_a_turn(void **state)
 	scan_free(s);
 }
 
+/* A turn records in its BEFORE batch the settings it is sent with where
+ * they differ from the session's; a second turn with the same call writes
+ * none. A system prompt that went to a blob is read whole when the session
+ * is opened again, and compared whole. */
+static void test_host_turn_records_the_settings_that_changed(void **state)
+{
+	struct hx *x = *state;
+	struct host_call c = hx_offline_call();
+	c.call.params.model = "offline";
+	c.call.params.system = "be brief";
+	hx_create(x, &c);
+	hx_send(x, "first", NULL);
+	WAIT(x, x->settled == 1);
+	hx_send(x, "second", NULL);
+	WAIT(x, x->settled == 2);
+	struct scan *s = hx_read_log(x);
+	assert_int_equal(hx_count(s, "session/settings"), 1);
+	size_t k = hx_find(s, 0, "session/settings");
+	assert_string_equal(s->events[k + 1].type, "turn/start");
+	assert_int_equal(hx_frame_of(x, k), hx_frame_of(x, k + 1)); /* the BEFORE batch */
+	assert_string_equal(hx_str(s->events[k].data, "provider"), "offline");
+	assert_string_equal(hx_str(s->events[k].data, "model"), "offline");
+	assert_string_equal(hx_str(s->events[k].data, "system_prompt"), "be brief");
+	scan_free(s);
+
+	/* a prompt over BLOB_INLINE_MAX: only it is recorded, in a blob */
+	size_t n = BLOB_INLINE_MAX + 1000;
+	char *big = xmalloc(n + 1);
+	for (size_t i = 0; i < n; i++)
+		big[i] = "rule 0123456789\n"[i % 16];
+	big[n] = '\0';
+	c.call.params.system = big;
+	struct cerr err;
+	assert_int_equal(host_set_call(x->h, x->id, &c, &err), 0);
+	hx_send(x, "third", NULL);
+	WAIT(x, x->settled == 3);
+	s = hx_read_log(x);
+	assert_int_equal(hx_count(s, "session/settings"), 2);
+	k = hx_find(s, k + 1, "session/settings");
+	const cJSON *d = s->events[k].data;
+	assert_null(cJSON_GetObjectItem(d, "model"));
+	assert_non_null(cJSON_GetObjectItem(d, "blob"));
+	assert_true(strlen(hx_str(d, "system_prompt")) < n);
+	scan_free(s);
+
+	/* opened again: the prompt in effect is the whole one */
+	hx_stop(x);
+	hx_start(x);
+	int before = x->calls;
+	assert_int_equal(host_open(x->h, x->id, hx_done_cb, x, &err), 0);
+	WAIT(x, x->calls > before);
+	assert_int_equal(x->last.cls, CERR_OK);
+	struct host_settings now;
+	assert_int_equal(host_settings(x->h, x->id, &now, &err), 0);
+	assert_string_equal(now.system_prompt, big);
+	assert_string_equal(now.model, "offline");
+	assert_int_equal(host_set_call(x->h, x->id, &c, &err), 0);
+	hx_send(x, "fourth", NULL);
+	WAIT(x, x->settled == 4);
+	s = hx_read_log(x);
+	assert_int_equal(hx_count(s, "session/settings"), 2);
+	assert_int_equal(hx_count(s, "turn/end"), 4);
+	scan_free(s);
+	free(big);
+}
+
 /* A marker of another generation settles nothing. */
 static void test_host_stale_marker_settles_nothing(void **state)
 {
@@ -386,6 +454,7 @@ int main(void)
 		T(test_host_cancel_while_waiting_for_the_first_byte),
 		T(test_host_provider_failure_and_delivery_unknown),
 		T(test_host_settings_change_is_busy_during_a_turn),
+		T(test_host_turn_records_the_settings_that_changed),
 		T(test_host_stale_marker_settles_nothing),
 		T(test_host_release_while_opening_cancels_the_open),
 	};
