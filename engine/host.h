@@ -42,6 +42,10 @@
  *   save, queued input waits for host_input_send (held); input found in
  *   the log when the session was opened is held too;
  * - UNSAVED: a recovery save is posted first, then the turn starts.
+ * A turn's BEFORE save records first, as session/settings, the provider,
+ * model and system prompt of its call (host_set_call) where they differ
+ * from the session's settings in effect; they are in effect once the turn
+ * started (a new session's first turn records all it has).
  *
  * Outcomes reach the consumer as sink markers (runner.h: "turn_done", then
  * "settled"); the consumer reports each marker it handled with
@@ -174,7 +178,8 @@ int host_input_send(struct host *h, const char *id, const char *input_id, host_c
 struct host_settings {
 	const char *provider, *model, *approval, *system_prompt; /* NULL: unchanged */
 };
-/* The settings in effect (strings owned by the host). */
+/* The settings in effect (strings owned by the host): the last recorded
+ * of each; system_prompt whole, read from its blob when it went to one. */
 int host_settings(struct host *h, const char *id, struct host_settings *out, struct cerr *err);
 /* Answer an interaction request of id's running turn (a notice
  * "interaction" {request_id, call_id, tool, summary} asked for it):
