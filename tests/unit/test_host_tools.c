@@ -79,7 +79,7 @@ static void test_tools_call_runs_and_its_result_goes_back(void **state)
 	WAIT(x, x->settled == 1);
 	assert_string_equal(hx_str(hx_done(x, 0), "outcome"), "completed");
 	char *t = types(x, 1);
-	assert_string_equal(t, "turn/start user/message request/prepared tool/call step/end "
+	assert_string_equal(t, "session/settings turn/start user/message request/prepared tool/call step/end "
 			       "interaction/request interaction/answer tool/started tool/result "
 			       "request/prepared assistant/text step/end turn/end");
 	free(t);
