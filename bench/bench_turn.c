@@ -6,15 +6,15 @@
  *
  *   aux/baseline_turn  libcurl + cJSON reading the same stream, writing
  *                      the text to a file as cairn does (bench/baseline_turn.c)
- *   aux/stub_libs      cairn's libraries linked and initialised, nothing
- *                      else: the floor of peak RSS (bench/stub_libs.c)
+ *   aux/libs_floor      cairn's libraries linked and initialised, nothing
+ *                      else: the floor of peak RSS (bench/libs_floor.c)
  *   aux/fsync_count.so an LD_PRELOAD counter of cairn's fsync, fdatasync
  *                      and sync_file_range calls, with their times
  *   an fdatasync probe the median of a 512-byte append + fdatasync on the
  *                      disk of the data directory
  *
  * Targets (issue 11): CPU <= 1.5 x the baseline; wall - baseline wall <=
- * fsyncs x fdatasync + 10 ms; peak RSS <= stub + 6 MiB, the 20,000-word
+ * fsyncs x fdatasync + 10 ms; peak RSS <= floor + 6 MiB, the 20,000-word
  * turn within 1 MiB of the 2,000-word one; the first request on the wire
  * <= 5 ms + the fsyncs before it x fdatasync. Every turn is checked: exit
  * 0, the text on stdout is the words sent, and `cairn log cat` shows the
@@ -230,16 +230,16 @@ static void run_baseline(const struct buf *text, struct run *r)
 	free(bin);
 }
 
-/* The stub's peak RSS (KiB); its wall time in *wall_ms. */
-static long run_stub(double *wall_ms)
+/* The floor program's peak RSS (KiB); its wall time in *wall_ms. */
+static long run_floor(double *wall_ms)
 {
-	char *bin = xasprintf("%s/stub_libs", aux_dir);
+	char *bin = xasprintf("%s/libs_floor", aux_dir);
 	const char *argv[] = {bin, NULL};
 	const char *env[] = {NULL};
 	struct run r;
 	int st = spawn_run(argv, env, &r);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		die("stub_libs failed (status %d)", st);
+		die("libs_floor failed (status %d)", st);
 	*wall_ms = r.wall_ms;
 	free(bin);
 	return r.rss_kb;
@@ -397,7 +397,7 @@ static void measure(size_t words, int rounds, int fsync_runs, struct size_result
 
 /* ---- the table ---------------------------------------------------------- */
 
-static void report(const struct size_result *s, double fds_ms, double stub_kb)
+static void report(const struct size_result *s, double fds_ms, double floor_kb)
 {
 	char metric[96], o[32], b[32];
 	size_t wds = s->words;
@@ -421,8 +421,8 @@ static void report(const struct size_result *s, double fds_ms, double stub_kb)
 	fmt_ms(b, sizeof b, s->wall_base);
 	add_row(metric, o, b, s->wall / s->wall_base, true, "(info)", "-");
 
-	double lim_kb = stub_kb + 6 * 1024;
-	snprintf(metric, sizeof metric, "peak RSS vs stub + 6 MiB, %zu words", wds);
+	double lim_kb = floor_kb + 6 * 1024;
+	snprintf(metric, sizeof metric, "peak RSS vs floor + 6 MiB, %zu words", wds);
 	snprintf(o, sizeof o, "%.1f MiB", s->rss_kb / 1024);
 	snprintf(b, sizeof b, "%.1f MiB", lim_kb / 1024);
 	add_row(metric, o, b, s->rss_kb / lim_kb, true, "<= 1.00", s->rss_kb <= lim_kb ? "PASS" : "MISS");
@@ -497,7 +497,7 @@ static void locate(void)
 		snprintf(cairn_bin, sizeof cairn_bin, "%s/../cairn", dir);
 	if (access(cairn_bin, X_OK) < 0)
 		die("no cairn binary at '%s' (make, or set CAIRN)", cairn_bin);
-	const char *need[] = {"baseline_turn", "stub_libs", "fsync_count.so"};
+	const char *need[] = {"baseline_turn", "libs_floor", "fsync_count.so"};
 	for (size_t i = 0; i < 3; i++) {
 		char p[PATH_MAX + 32];
 		snprintf(p, sizeof p, "%s/%s", aux_dir, need[i]);
@@ -552,11 +552,11 @@ int main(int argc, char **argv)
 	probe_fdatasync(data_dir, fds, PROBES);
 	srv = chatsrv_start();
 	snprintf(base_url, sizeof base_url, "http://127.0.0.1:%d/v1", chatsrv_port(srv));
-	double *stub = xcalloc((size_t)rounds, sizeof *stub), *stub_ms = xcalloc((size_t)rounds, sizeof *stub_ms);
+	double *floor_rss = xcalloc((size_t)rounds, sizeof *floor_rss), *floor_ms = xcalloc((size_t)rounds, sizeof *floor_ms);
 	for (int r = 0; r < rounds; r++)
-		stub[r] = (double)run_stub(&stub_ms[r]);
-	double stub_kb = median(stub, (size_t)rounds), stub_wall = median(stub_ms, (size_t)rounds);
-	fprintf(stderr, "stub (libraries only): peak RSS %.1f MiB\n", stub_kb / 1024);
+		floor_rss[r] = (double)run_floor(&floor_ms[r]);
+	double floor_kb = median(floor_rss, (size_t)rounds), floor_wall = median(floor_ms, (size_t)rounds);
+	fprintf(stderr, "floor program (libraries only): peak RSS %.1f MiB\n", floor_kb / 1024);
 
 	struct size_result res[MAX_SIZES];
 	for (size_t i = 0; i < n_sizes; i++)
@@ -566,7 +566,7 @@ int main(int argc, char **argv)
 	fprintf(stderr, "fdatasync (512-byte append): median %.3f ms\n", fds_ms);
 
 	for (size_t i = 0; i < n_sizes; i++)
-		report(&res[i], fds_ms, stub_kb);
+		report(&res[i], fds_ms, floor_kb);
 	if (n_sizes >= 2) {
 		const struct size_result *a = &res[0], *b = &res[n_sizes - 1];
 		char metric[96], o[32];
@@ -578,14 +578,14 @@ int main(int argc, char **argv)
 	char o[32], s[32];
 	fmt_ms(o, sizeof o, fds_ms);
 	add_row("fdatasync latency (512-byte append)", o, "", 0, false, "(info)", "-");
-	snprintf(s, sizeof s, "%.1f MiB", stub_kb / 1024);
-	add_row("peak RSS of the stub (libraries only)", s, "", 0, false, "(info)", "-");
-	fmt_ms(o, sizeof o, stub_wall);
-	add_row("wall of the stub: exec, load, init, exit", o, "", 0, false, "(info)", "-");
+	snprintf(s, sizeof s, "%.1f MiB", floor_kb / 1024);
+	add_row("peak RSS of the floor program (libraries only)", s, "", 0, false, "(info)", "-");
+	fmt_ms(o, sizeof o, floor_wall);
+	add_row("wall of the floor program: exec, load, init, exit", o, "", 0, false, "(info)", "-");
 	print_table("baseline", 50, 8, 8);
 	chatsrv_stop(srv);
 	temp_dir_done(root, keep);
-	free(stub), free(stub_ms), free(home), free(cfg);
+	free(floor_rss), free(floor_ms), free(home), free(cfg);
 	free(data_dir), free(out_path), free(err_path), free(cat_path), free(fsync_log), free(root);
 	return 0;
 }

@@ -1,6 +1,10 @@
 /* tool_write.c — write_file and the atomic replace that edit_file shares
  * (tool_files_int.h): a reader of the file sees the old bytes or the new
- * ones, whole, and after a crash the file is one or the other. */
+ * ones, whole, and after a crash the file is one or the other.
+ *
+ * Everything here runs on a libuv worker (tool_files.c queues the job),
+ * never on the loop thread: the writes and fsyncs below may wait on the
+ * disk as long as they need. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -134,6 +138,7 @@ static int open_temp(const char *dir, const char *base, char **tmp)
 	return -1;
 }
 
+/* Runs on the worker (file comment): it blocks on the disk by design. */
 int tool_write_atomic(struct tool_job *j, const char *path, const char *data, size_t n,
 		      bool *created, char **target, struct buf *made)
 {

@@ -1,4 +1,4 @@
-/* stub_libs.c — the memory floor of bench_turn: a program linked with the
+/* libs_floor.c — the memory floor of bench_turn: a program linked with the
  * same libraries as cairn that initialises the ones a headless turn uses
  * (libcurl's globals and a multi handle, a libuv loop, SQLite with an
  * in-memory database, zstd contexts, a cJSON parse, a SHA-256 through
