@@ -15,6 +15,7 @@
 #include "base/buf.h"
 #include "base/xalloc.h"
 #include "persist/pathkey.h"
+#include "persist/event_batch.h"
 
 static const struct capture_opts DEFAULTS = {100, 16 * 1024};
 
@@ -87,16 +88,6 @@ void capture_on_durable(struct capture *c, capture_durable_cb cb, void *ctx)
 	c->durable_ctx = ctx;
 }
 
-static cJSON *make_event(enum vocab_type type, const char *turn, cJSON *data)
-{
-	cJSON *ev = cJSON_CreateObject();
-	cJSON_AddStringToObject(ev, "type", vocab_type_name(type));
-	if (turn)
-		cJSON_AddStringToObject(ev, "turn", turn);
-	cJSON_AddItemToObject(ev, "data", data ? data : cJSON_CreateObject());
-	return ev;
-}
-
 static void arm_deadline(struct capture *c)
 {
 	if (cJSON_GetArraySize(c->pending) == 0 && !c->text_open) {
@@ -113,7 +104,7 @@ static void close_text(struct capture *c)
 	cJSON *d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "text", c->text.p ? c->text.p : "");
 	cJSON_AddItemToArray(c->pending,
-			     make_event(c->text_stream == CAPTURE_TEXT ? VT_ASSISTANT_TEXT
+			     event_batch_event(c->text_stream == CAPTURE_TEXT ? VT_ASSISTANT_TEXT
 								       : VT_ASSISTANT_REASONING,
 					c->text_turn, d));
 	buf_reset(&c->text);
@@ -250,7 +241,7 @@ void capture_event(struct capture *c, enum vocab_type type, const char *turn,
 	arm_deadline(c);
 	close_text(c);
 	cJSON_AddItemToArray(c->pending,
-			     make_event(type, turn, data ? cJSON_Duplicate(data, 1) : NULL));
+			     event_batch_event(type, turn, data ? cJSON_Duplicate(data, 1) : NULL));
 }
 
 /* Bytes at the end of p[0..n) that begin a character and do not finish it

@@ -158,6 +158,5 @@ ssize_t host_queue_find(const struct hsess *s, const char *input_id);
 void host_queue_add(struct hsess *s, const char *input_id, const char *text, bool armed,
 		    bool front);
 void host_queue_del(struct hsess *s, size_t k);
-cJSON *host_event(enum vocab_type type, const char *turn, cJSON *data);
 
 #endif

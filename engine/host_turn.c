@@ -17,6 +17,7 @@
 #include "base/ulid.h"
 #include "base/xalloc.h"
 #include "persist/prepare.h"
+#include "persist/event_batch.h"
 
 /* ---- client_submit_id ---- */
 
@@ -345,7 +346,7 @@ int host_send(struct host *h, const char *id, const struct host_send *req, host_
 		cJSON_AddStringToObject(d, "input_id", sid);
 		cJSON_AddStringToObject(d, "text", req->text);
 		op->events = cJSON_CreateArray();
-		cJSON_AddItemToArray(op->events, host_event(VT_INPUT_QUEUED, NULL, d));
+		cJSON_AddItemToArray(op->events, event_batch_event(VT_INPUT_QUEUED, NULL, d));
 		host_write(s, op);
 		return 0;
 	}

@@ -9,6 +9,7 @@
  * effect on the host's view (an input added or removed, settings changed)
  * is applied once its events are durable. */
 #include "engine/host_int.h"
+#include "persist/event_batch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,16 +18,6 @@
 #include "base/xalloc.h"
 
 void host_forget(struct hsess *s);
-
-cJSON *host_event(enum vocab_type type, const char *turn, cJSON *data)
-{
-	cJSON *e = cJSON_CreateObject();
-	cJSON_AddStringToObject(e, "type", vocab_type_name(type));
-	if (turn)
-		cJSON_AddStringToObject(e, "turn", turn);
-	cJSON_AddItemToObject(e, "data", data ? data : cJSON_CreateObject());
-	return e;
-}
 
 /* ---- the queue in memory ---- */
 
@@ -292,7 +283,7 @@ static int dequeue(struct host *h, const char *id, const char *input_id, host_cb
 	cJSON *d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "input_id", input_id);
 	cJSON *evs = cJSON_CreateArray();
-	cJSON_AddItemToArray(evs, host_event(VT_INPUT_DEQUEUED, NULL, d));
+	cJSON_AddItemToArray(evs, event_batch_event(VT_INPUT_DEQUEUED, NULL, d));
 	struct op *op;
 	if (write_cmd(h, id, OP_DEQUEUE, evs, cb, ctx, &op, err) < 0)
 		return -1;
@@ -365,7 +356,7 @@ int host_update_settings(struct host *h, const char *id, const struct host_setti
 			cJSON_AddStringToObject(d, f[i].k, f[i].v);
 	struct op *op;
 	cJSON *evs = cJSON_CreateArray();
-	cJSON_AddItemToArray(evs, host_event(VT_SESSION_SETTINGS, NULL, cJSON_Duplicate(d, 1)));
+	cJSON_AddItemToArray(evs, event_batch_event(VT_SESSION_SETTINGS, NULL, cJSON_Duplicate(d, 1)));
 	if (write_cmd(h, id, OP_SETTINGS, evs, cb, ctx, &op, err) < 0) {
 		cJSON_Delete(d);
 		return -1;
@@ -379,7 +370,7 @@ static int meta(struct host *h, const char *id, cJSON *d, host_cb cb, void *ctx,
 		struct cerr *err)
 {
 	cJSON *evs = cJSON_CreateArray();
-	cJSON_AddItemToArray(evs, host_event(VT_SESSION_META, NULL, d));
+	cJSON_AddItemToArray(evs, event_batch_event(VT_SESSION_META, NULL, d));
 	struct op *op;
 	if (write_cmd(h, id, OP_META, evs, cb, ctx, &op, err) < 0)
 		return -1;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/xalloc.h"
+#include "persist/event_batch.h"
 
 static char *dup_or_null(const char *s)
 {
@@ -57,16 +58,6 @@ void runner_turn_free(struct turn *t)
 	cJSON_Delete(t->saving);
 	buf_release(&t->answer);
 	free(t);
-}
-
-cJSON *runner_event(enum vocab_type type, const char *turn, cJSON *data)
-{
-	cJSON *e = cJSON_CreateObject();
-	cJSON_AddStringToObject(e, "type", vocab_type_name(type));
-	if (turn)
-		cJSON_AddStringToObject(e, "turn", turn);
-	cJSON_AddItemToObject(e, "data", data ? data : cJSON_CreateObject());
-	return e;
 }
 
 /* Publish events (a batch made durable at first_seq) into the sink. */
@@ -176,22 +167,22 @@ static cJSON *before_events(const struct turn *t)
 	cJSON *evs = cJSON_CreateArray();
 	cJSON *d;
 	if (t->settings)
-		cJSON_AddItemToArray(evs, runner_event(VT_SESSION_SETTINGS, NULL,
+		cJSON_AddItemToArray(evs, event_batch_event(VT_SESSION_SETTINGS, NULL,
 						cJSON_Duplicate(t->settings, 1)));
 	if (t->dequeued) {
 		d = cJSON_CreateObject();
 		cJSON_AddStringToObject(d, "input_id", t->dequeued);
-		cJSON_AddItemToArray(evs, runner_event(VT_INPUT_DEQUEUED, NULL, d));
+		cJSON_AddItemToArray(evs, event_batch_event(VT_INPUT_DEQUEUED, NULL, d));
 	}
 	d = cJSON_CreateObject();
 	if (t->parent)
 		cJSON_AddStringToObject(d, "parent_turn", t->parent);
 	if (t->submit_id)
 		cJSON_AddStringToObject(d, "client_submit_id", t->submit_id);
-	cJSON_AddItemToArray(evs, runner_event(VT_TURN_START, t->id, d));
+	cJSON_AddItemToArray(evs, event_batch_event(VT_TURN_START, t->id, d));
 	d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "text", t->text);
-	cJSON_AddItemToArray(evs, runner_event(VT_USER_MESSAGE, t->id, d));
+	cJSON_AddItemToArray(evs, event_batch_event(VT_USER_MESSAGE, t->id, d));
 	return evs;
 }
 

@@ -77,8 +77,6 @@ struct turn *runner_find(const struct runner *r, const char *session);
 /* Take t out of the runner's list (runner_turn_free frees it). */
 void runner_unlink(struct runner *r, struct turn *t);
 void runner_turn_free(struct turn *t);
-/* A new event {"type","turn"?,"data"} (data taken over; NULL: {}). */
-cJSON *runner_event(enum vocab_type type, const char *turn, cJSON *data);
 /* Publish events made durable at first_seq into the sink. */
 void runner_publish_durable(struct turn *t, const cJSON *events, uint64_t first_seq);
 /* Add events to the turn's context, as the log now holds them. */

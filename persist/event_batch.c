@@ -72,3 +72,13 @@ void event_batch_release(struct event_batch *b)
 	free(b->evs);
 	*b = (struct event_batch)EVENT_BATCH_INIT;
 }
+
+cJSON *event_batch_event(enum vocab_type type, const char *turn, cJSON *data)
+{
+	cJSON *e = cJSON_CreateObject();
+	cJSON_AddStringToObject(e, "type", vocab_type_name(type));
+	if (turn)
+		cJSON_AddStringToObject(e, "turn", turn);
+	cJSON_AddItemToObject(e, "data", data ? data : cJSON_CreateObject());
+	return e;
+}

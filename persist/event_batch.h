@@ -16,6 +16,7 @@
 
 #include "base/err.h"
 #include "persist/log.h"
+#include "persist/vocab.h"
 
 struct event_batch {
 	struct log_event *evs; /* owned array; each event borrows from its JSON */
@@ -34,5 +35,8 @@ int event_batch_from_json(const cJSON *arr, struct event_batch *b, struct cerr *
 int event_batch_add_json(struct event_batch *b, const cJSON *o, struct cerr *err);
 /* Free b's array (not the JSON it borrows from) and empty it; NULL-safe. */
 void event_batch_release(struct event_batch *b);
+/* A new event object {"type", "turn"? (NULL: none), "data"} in the shape
+ * the batches above take; data is taken over (NULL: {}). Caller owns it. */
+cJSON *event_batch_event(enum vocab_type type, const char *turn, cJSON *data);
 
 #endif

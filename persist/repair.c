@@ -9,15 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static cJSON *closer(enum vocab_type type, const char *turn, cJSON *data)
-{
-	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "type", vocab_type_name(type));
-	cJSON_AddStringToObject(o, "turn", turn);
-	cJSON_AddItemToObject(o, "data", data);
-	return o;
-}
-
 cJSON *repair_closers(const struct scan *s)
 {
 	cJSON *out = cJSON_CreateArray();
@@ -33,7 +24,7 @@ cJSON *repair_closers(const struct scan *s)
 				cJSON_AddStringToObject(a, "request_id", c->pending);
 				cJSON_AddStringToObject(a, "decision", "canceled");
 				cJSON_AddStringToObject(a, "by", "repair");
-				cJSON_AddItemToArray(out, closer(VT_INTERACTION_ANSWER, turn, a));
+				cJSON_AddItemToArray(out, event_batch_event(VT_INTERACTION_ANSWER, turn, a));
 			}
 			cJSON *d = cJSON_CreateObject();
 			cJSON_AddStringToObject(d, "call_id", c->call_id);
@@ -45,7 +36,7 @@ cJSON *repair_closers(const struct scan *s)
 			cJSON_AddBoolToObject(d, "synthetic", 1);
 			cJSON *seqs = cJSON_AddArrayToObject(d, "source_seqs");
 			cJSON_AddItemToArray(seqs, cJSON_CreateNumber((double)c->seq));
-			cJSON_AddItemToArray(out, closer(VT_TOOL_RESULT, turn, d));
+			cJSON_AddItemToArray(out, event_batch_event(VT_TOOL_RESULT, turn, d));
 		}
 		cJSON *d = cJSON_CreateObject();
 		cJSON_AddStringToObject(d, "outcome", "interrupted");
@@ -53,7 +44,7 @@ cJSON *repair_closers(const struct scan *s)
 		cJSON *e = cJSON_AddObjectToObject(d, "error");
 		cJSON_AddStringToObject(e, "class", "interrupted");
 		cJSON_AddStringToObject(e, "message", "the session stopped before this turn ended");
-		cJSON_AddItemToArray(out, closer(VT_TURN_END, turn, d));
+		cJSON_AddItemToArray(out, event_batch_event(VT_TURN_END, turn, d));
 	}
 	return out;
 }
