@@ -72,3 +72,8 @@ char *xasprintf(const char *fmt, ...)
 	va_end(ap2);
 	return p;
 }
+
+char *xstrdup_opt(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}

@@ -13,6 +13,8 @@ void *xrealloc(void *p, size_t n);
 /* Grow an array to hold at least `need` elements of `size` bytes. */
 void *xreallocarray(void *p, size_t nmemb, size_t size);
 char *xstrdup(const char *s);
+/* xstrdup, where NULL stays NULL. */
+char *xstrdup_opt(const char *s);
 char *xstrndup(const char *s, size_t n);
 /* printf into a new string. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -64,7 +64,7 @@ void approvals_grant(struct approvals *a, const char *tool, const cJSON *args)
 {
 	a->v = xrealloc(a->v, (a->n + 1) * sizeof *a->v);
 	const char *cmd = strcmp(tool, "shell") == 0 ? arg_str(args, "command") : NULL;
-	a->v[a->n++] = (struct grant){xstrdup(tool), cmd ? xstrdup(cmd) : NULL};
+	a->v[a->n++] = (struct grant){xstrdup(tool), xstrdup_opt(cmd)};
 }
 
 /* The deepest existing ancestor of p resolved, with the rest appended. */

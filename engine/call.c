@@ -361,7 +361,7 @@ struct call *call_start(uv_loop_t *loop, struct http *http, const struct call_sp
 	struct cerr err;
 	if (spec->kind == PROVIDER_OFFLINE) {
 		/* Copied now: the messages change as the turn's events land. */
-		c->prompt = spec->prompt ? xstrdup(spec->prompt) : NULL;
+		c->prompt = xstrdup_opt(spec->prompt);
 		const struct ctx_message *last = spec->n ? &spec->msgs[spec->n - 1] : NULL;
 		if (last && last->role == CTX_TOOL && last->nparts && last->parts[last->nparts - 1].text)
 			c->tool_result = xstrdup(last->parts[last->nparts - 1].text);

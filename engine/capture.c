@@ -276,7 +276,7 @@ void capture_text(struct capture *c, enum capture_stream stream, const char *tur
 		if (!c->text_open) {
 			c->text_open = true;
 			c->text_stream = stream;
-			c->text_turn = turn ? xstrdup(turn) : NULL;
+			c->text_turn = xstrdup_opt(turn);
 		}
 		/* A character the last delta left unfinished is finished
 		 * first: the 4 bytes kept free below batch_max make room. */

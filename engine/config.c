@@ -26,7 +26,7 @@ const char *config_env(const char *name)
 static void set_str(char **dst, const char *v)
 {
 	free(*dst);
-	*dst = v ? xstrdup(v) : NULL;
+	*dst = xstrdup_opt(v);
 }
 
 static void defaults(struct config *cfg)

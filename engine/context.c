@@ -116,7 +116,7 @@ static struct turn *new_turn(struct context *c, const char *id, const char *pare
 		c->turns = xreallocarray(c->turns, c->cap, sizeof *c->turns);
 	}
 	struct turn *t = &c->turns[c->n++];
-	*t = (struct turn){.id = xstrdup(id), .parent = parent ? xstrdup(parent) : NULL};
+	*t = (struct turn){.id = xstrdup(id), .parent = xstrdup_opt(parent)};
 	return t;
 }
 
@@ -221,7 +221,7 @@ static int add_tool_call(struct turn *t, const cJSON *data, struct cerr *err)
 	struct ctx_part *p = push_part(asst(t), CTX_TOOL_CALL);
 	p->call_id = xstrdup(id);
 	const char *wire = str_field(data, "provider_id");
-	p->wire_id = wire ? xstrdup(wire) : NULL;
+	p->wire_id = xstrdup_opt(wire);
 	p->name = xstrdup(name);
 	/* A call cut off keeps its partial arguments as a string in the log;
 	 * the model gets an empty object back, and nothing ever runs it. */
@@ -342,10 +342,6 @@ int context_add(struct context *c, enum vocab_type type, const char *turn, const
 
 /* ---- the view along one branch ---- */
 
-static char *dup_or_null(const char *s)
-{
-	return s ? xstrdup(s) : NULL;
-}
 
 static struct ctx_message *view_push(struct context *c, enum ctx_role role)
 {
@@ -360,14 +356,14 @@ static struct ctx_message *view_push(struct context *c, enum ctx_role role)
 static void copy_part(struct ctx_message *m, const struct ctx_part *src)
 {
 	struct ctx_part *p = push_part(m, src->kind);
-	p->text = dup_or_null(src->text);
-	p->signature = dup_or_null(src->signature);
+	p->text = xstrdup_opt(src->text);
+	p->signature = xstrdup_opt(src->signature);
 	p->redacted = src->redacted;
 	/* what the provider knows the call by; the log's id kept to match */
-	p->call_id = dup_or_null(src->wire_id ? src->wire_id : src->call_id);
-	p->ref = dup_or_null(src->call_id);
-	p->name = dup_or_null(src->name);
-	p->args = dup_or_null(src->args);
+	p->call_id = xstrdup_opt(src->wire_id ? src->wire_id : src->call_id);
+	p->ref = xstrdup_opt(src->call_id);
+	p->name = xstrdup_opt(src->name);
+	p->args = xstrdup_opt(src->args);
 	p->incomplete = src->incomplete;
 	p->is_error = src->is_error;
 }

@@ -29,7 +29,7 @@
 
 void host_set_str(char **slot, const char *v)
 {
-	char *c = v ? xstrdup(v) : NULL;
+	char *c = xstrdup_opt(v);
 	free(*slot);
 	*slot = c;
 }
@@ -306,7 +306,7 @@ int host_create(struct host *h, const char *cwd, const struct host_call *call,
 	ulid_new(id);
 	struct hsess *s = sess_new(h, id);
 	s->st = HOST_IDLE;
-	s->cwd = cwd ? xstrdup(cwd) : NULL;
+	s->cwd = xstrdup_opt(cwd);
 	s->next_seq = s->post_seq = 1; /* the header is seq 0 */
 	s->last_ok = true;
 	if (call)

@@ -9,10 +9,6 @@
 #include "base/xalloc.h"
 #include "persist/event_batch.h"
 
-static char *dup_or_null(const char *s)
-{
-	return s ? xstrdup(s) : NULL;
-}
 
 struct turn *runner_find(const struct runner *r, const char *session)
 {
@@ -286,20 +282,20 @@ int runner_start(struct runner *r, const struct runner_turn *rt, struct sink_op 
 	t->id = xstrdup(rt->turn);
 	t->text = xstrdup(rt->text);
 	t->provider = xstrdup(rt->provider ? rt->provider : "offline");
-	t->cwd = dup_or_null(rt->cwd);
-	t->parent = dup_or_null(rt->parent_turn);
-	t->submit_id = dup_or_null(rt->client_submit_id);
-	t->dequeued = dup_or_null(rt->dequeued_input);
+	t->cwd = xstrdup_opt(rt->cwd);
+	t->parent = xstrdup_opt(rt->parent_turn);
+	t->submit_id = xstrdup_opt(rt->client_submit_id);
+	t->dequeued = xstrdup_opt(rt->dequeued_input);
 	t->settings = rt->settings ? cJSON_Duplicate(rt->settings, 1) : NULL;
 	t->create = rt->create;
 	t->ctx = rt->ctx;
 	t->next_seq = rt->next_seq;
 	t->version = rt->version;
 	t->spec = rt->call;
-	t->model = dup_or_null(rt->call.params.model);
-	t->base_url = dup_or_null(rt->call.params.base_url);
-	t->api_key = dup_or_null(rt->call.params.api_key);
-	t->system = dup_or_null(rt->call.params.system);
+	t->model = xstrdup_opt(rt->call.params.model);
+	t->base_url = xstrdup_opt(rt->call.params.base_url);
+	t->api_key = xstrdup_opt(rt->call.params.api_key);
+	t->system = xstrdup_opt(rt->call.params.system);
 	t->tools = rt->call.params.tools ? cJSON_Duplicate(rt->call.params.tools, 1) : NULL;
 	t->spec.params.model = t->model;
 	t->spec.params.base_url = t->base_url;

@@ -29,7 +29,7 @@ void row_release(struct row *r)
 static void set_str(char **dst, const char *s)
 {
 	free(*dst);
-	*dst = s ? xstrdup(s) : NULL;
+	*dst = xstrdup_opt(s);
 }
 
 static const char *str_field(const cJSON *data, const char *name)

@@ -238,7 +238,7 @@ int catalog_worker_list(struct catalog_worker *w, const struct catalog_worker_li
 	q->cb = cb;
 	q->ctx = ctx;
 	q->what = *what;
-	q->what.project = what->project ? xstrdup(what->project) : NULL;
+	q->what.project = xstrdup_opt(what->project);
 	return submit(w, &w->lanes[LANE_LIST], q, err);
 }
 

@@ -99,7 +99,7 @@ struct fifo_item *fifo_purge(const char *session)
 struct fifo_item *fifo_draft(const char *cwd, const char *text)
 {
 	struct fifo_item *it = item_new(FIFO_DRAFT, NULL);
-	it->cwd = cwd ? xstrdup(cwd) : NULL;
+	it->cwd = xstrdup_opt(cwd);
 	it->text = xstrdup(text ? text : "");
 	return it;
 }
@@ -118,7 +118,7 @@ void fifo_item_create(struct fifo_item *it, const char *cwd)
 {
 	it->create = true;
 	free(it->cwd);
-	it->cwd = cwd ? xstrdup(cwd) : NULL;
+	it->cwd = xstrdup_opt(cwd);
 }
 
 void fifo_item_create_header(struct fifo_item *it, const char *cwd, const char *provider,

@@ -385,7 +385,7 @@ int log_create(struct store *st, const char *id, const char *cwd, const cJSON *e
 	char *key = pathkey_project(cwd);
 	snprintf(lg->ref.key, sizeof lg->ref.key, "%s", key);
 	free(key);
-	lg->cwd = cwd ? xstrdup(cwd) : NULL;
+	lg->cwd = xstrdup_opt(cwd);
 	lg->created_at = clock_unix_ms();
 	lg->extra = extra ? cJSON_Duplicate(extra, 1) : NULL;
 	lg->fname = xstrdup(LOG_FILE);
