@@ -6,6 +6,7 @@
 
 #include <cmocka.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,6 +132,11 @@ void hx_stop(struct hx *x)
 	assert_int_equal(hc, 1);
 	host_free(x->h);
 	x->h = NULL;
+	hx_close_parts(x);
+}
+
+void hx_close_parts(struct hx *x)
+{
 	int closed = 0;
 	assert_int_equal(fifo_close(x->f, clock_mono_ns() / 1000000 + 10000, hx_fifo_closed, &closed), 0);
 	http_close(x->http, hx_noop, NULL);
@@ -138,6 +144,23 @@ void hx_stop(struct hx *x)
 	while (!closed)
 		uv_run(&x->loop, UV_RUN_ONCE);
 	assert_int_equal(uv_run(&x->loop, UV_RUN_DEFAULT), 0);
+}
+
+void hx_settle_held_failing(struct hx *x)
+{
+	/* everything the turn posted so far is durable; then every sync fails */
+	assert_int_equal(fifo_flush_wait(x->f, NULL, clock_mono_ns() / 1000000 + 10000), 0);
+	faultfs_install();
+	x->faults = true;
+	for (unsigned k = 1; k <= 4; k++) {
+		faultfs_fail(FF_FDATASYNC, k, EIO);
+		faultfs_fail(FF_FSYNC, k, EIO);
+	}
+	int settled = x->settled;
+	struct cerr err;
+	assert_int_equal(host_applied(x->h, &x->held, &err), 0);
+	WAIT(x, x->settled > settled);
+	faultfs_disarm();
 }
 
 static void hx_tick_cb(uv_timer_t *t)

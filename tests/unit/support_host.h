@@ -76,6 +76,11 @@ void hx_start(struct hx *x);
 void hx_noop(void *ud);
 void hx_fifo_closed(struct fifo *f, void *ctx, enum fifo_close_status st, uint64_t n);
 void hx_host_closed(struct host *h, void *ctx, enum host_close_status st);
+/* Close the parts once the host is freed (x->h NULL). */
+void hx_close_parts(struct hx *x);
+/* Report the held turn_done with every sync failing, so its full save
+ * fails; returns once it settled, the faults disarmed. */
+void hx_settle_held_failing(struct hx *x);
 /* Close the host (every session released), then its parts. */
 void hx_stop(struct hx *x);
 /* cmocka setup and teardown: a temp root and the parts started; all removed. */

@@ -34,22 +34,13 @@ static void test_host_failed_full_save_is_unsaved_until_a_recovery_save(void **s
 	x->hold = true;
 	hx_send(x, "hello", NULL);
 	WAIT(x, x->have_held);
-	/* everything the turn posted so far is durable; then every sync fails */
-	assert_int_equal(fifo_flush_wait(x->f, NULL, clock_mono_ns() / 1000000 + 10000), 0);
-	faultfs_install();
-	x->faults = true;
-	for (unsigned k = 1; k <= 4; k++) {
-		faultfs_fail(FF_FDATASYNC, k, EIO);
-		faultfs_fail(FF_FSYNC, k, EIO);
-	}
-	struct cerr err;
-	assert_int_equal(host_applied(x->h, &x->held, &err), 0);
-	WAIT(x, x->settled == 1);
+	hx_settle_held_failing(x);
+	assert_int_equal(x->settled, 1);
 	assert_int_equal(x->settled_ok, 0);
 	assert_int_equal(x->unsaved, 1);
 	assert_int_equal(host_save_state(x->h, x->id), HOST_UNSAVED);
 	assert_int_equal(host_state(x->h, x->id), HOST_IDLE);
-	faultfs_disarm();
+	struct cerr err;
 	int before = x->calls;
 	assert_int_equal(host_save(x->h, x->id, hx_done_cb, x, &err), 0);
 	WAIT(x, x->calls > before);
@@ -78,16 +69,8 @@ static void test_host_send_to_an_unsaved_session_recovers_it_first(void **state)
 	x->hold = true;
 	hx_send(x, "hello", NULL);
 	WAIT(x, x->have_held);
-	assert_int_equal(fifo_flush_wait(x->f, NULL, clock_mono_ns() / 1000000 + 10000), 0);
-	faultfs_install();
-	x->faults = true;
-	for (unsigned k = 1; k <= 4; k++)
-		faultfs_fail(FF_FDATASYNC, k, EIO);
-	struct cerr err;
-	assert_int_equal(host_applied(x->h, &x->held, &err), 0);
-	WAIT(x, x->settled == 1);
+	hx_settle_held_failing(x);
 	assert_int_equal(host_save_state(x->h, x->id), HOST_UNSAVED);
-	faultfs_disarm();
 	x->hold = false;
 	hx_send(x, "next", NULL);
 	WAIT(x, x->settled == 2);
@@ -127,13 +110,7 @@ static void test_host_close_within_and_past_its_deadline(void **state)
 	assert_string_equal(hx_str(hx_done(x, 0), "outcome"), "canceled");
 	host_free(x->h);
 	x->h = NULL;
-	int closed = 0;
-	assert_int_equal(fifo_close(x->f, clock_mono_ns() / 1000000 + 10000, hx_fifo_closed, &closed), 0);
-	http_close(x->http, hx_noop, NULL);
-	sink_close(x->sink, NULL, NULL);
-	while (!closed)
-		uv_run(&x->loop, UV_RUN_ONCE);
-	assert_int_equal(uv_run(&x->loop, UV_RUN_DEFAULT), 0);
+	hx_close_parts(x);
 	struct scan *sc = hx_read_log(x);
 	assert_int_equal(sc->n_open_turns, 0);
 	scan_free(sc);
@@ -256,15 +233,9 @@ static void test_host_queue_waits_while_unsaved_and_after_recovery(void **state)
 	hx_send(x, "queued meanwhile", "q-1");
 	assert_true(x->queued);
 	WAIT(x, x->have_held);
-	assert_int_equal(fifo_flush_wait(x->f, NULL, clock_mono_ns() / 1000000 + 10000), 0);
-	faultfs_install();
-	x->faults = true;
-	for (unsigned k = 1; k <= 4; k++)
-		faultfs_fail(FF_FDATASYNC, k, EIO);
+	hx_settle_held_failing(x);
+	assert_int_equal(x->settled, 1);
 	struct cerr err;
-	assert_int_equal(host_applied(x->h, &x->held, &err), 0);
-	WAIT(x, x->settled == 1);
-	faultfs_disarm();
 	for (int i = 0; i < 20; i++)
 		uv_run(&x->loop, UV_RUN_NOWAIT);
 	const struct host_input *in;
@@ -358,13 +329,7 @@ static void test_host_close_waits_for_start_up_recovery(void **state)
 	assert_int_equal(o.closed, 2);
 	host_free(x->h);
 	x->h = NULL;
-	int closed = 0;
-	assert_int_equal(fifo_close(x->f, clock_mono_ns() / 1000000 + 10000, hx_fifo_closed, &closed), 0);
-	http_close(x->http, hx_noop, NULL);
-	sink_close(x->sink, NULL, NULL);
-	while (!closed)
-		uv_run(&x->loop, UV_RUN_ONCE);
-	assert_int_equal(uv_run(&x->loop, UV_RUN_DEFAULT), 0);
+	hx_close_parts(x);
 }
 
 int main(void)
