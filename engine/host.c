@@ -564,7 +564,6 @@ static void opened(struct fifo_item *it, void *ctx, const struct fifo_receipt *r
 	(void)it;
 	struct hsess *s = ctx;
 	struct host *h = s->h;
-	s->inflight--;
 	if (err) {
 		struct op *op = host_op(h, NULL, OP_DONE, s->open_cb, s->open_ctx);
 		op->r.session = NULL;
@@ -609,7 +608,6 @@ int host_open(struct host *h, const char *id, host_cb cb, void *ctx, struct cerr
 		sess_free(s);
 		return -1;
 	}
-	s->inflight++;
 	return 0;
 }
 
@@ -648,7 +646,6 @@ int host_delete(struct host *h, const char *id, host_cb cb, void *ctx, struct ce
 }
 
 /* Called by host_write.c once a release (or delete) completed. */
-void host_forget(struct hsess *s);
 void host_forget(struct hsess *s)
 {
 	sess_free(s);

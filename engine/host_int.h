@@ -101,7 +101,6 @@ struct hsess {
 	struct op *recovery_waiters; /* explicit saves waiting for the recovery */
 
 	struct op *after_settle;     /* writes waiting for the turn to settle */
-	unsigned inflight;           /* the host's own items posted and not completed */
 	host_cb open_cb;
 	void *open_ctx;
 	uv_work_t *open_work;        /* the context being built */
@@ -120,7 +119,6 @@ struct host {
 	bool closing, close_reported;
 	host_close_cb close_cb;
 	void *close_ctx;
-	bool released_all;
 	unsigned recoveries; /* start-up recoveries under way: close waits for them */
 };
 
@@ -135,6 +133,8 @@ void host_fill_head(struct op *op);
 int host_refuse(const struct host *h, const struct hsess *s, const char *id, struct cerr *err);
 void host_check_close(struct host *h);
 void host_notice(struct hsess *s, const char *name, const struct cerr *err);
+/* Free a released session (host_write.c calls it once the FIFO let it go). */
+void host_forget(struct hsess *s);
 void host_set_str(char **slot, const char *v);
 
 /* host_turn.c */

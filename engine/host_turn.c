@@ -225,7 +225,6 @@ static void recovered(struct fifo_item *it, void *ctx, const struct fifo_receipt
 {
 	(void)it;
 	struct hsess *s = ctx;
-	s->inflight--;
 	if (err) {
 		s->save = HOST_UNSAVED;
 		s->post_seq = s->unsaved_seq;
@@ -282,7 +281,6 @@ void host_recover(struct hsess *s, struct op *waiter)
 		}
 		return;
 	}
-	s->inflight++;
 	s->save = HOST_RECOVERING;
 	s->post_seq = s->unsaved_seq + (uint64_t)cJSON_GetArraySize(s->unsaved);
 }

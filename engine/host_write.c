@@ -17,7 +17,6 @@
 
 #include "base/xalloc.h"
 
-void host_forget(struct hsess *s);
 
 /* ---- the queue in memory ---- */
 
@@ -136,7 +135,6 @@ static void item_done(struct fifo_item *it, void *ctx, const struct fifo_receipt
 	(void)it;
 	struct op *op = ctx;
 	struct hsess *s = op->s;
-	s->inflight--;
 	if (!err) {
 		s->next_seq = r->next_seq;
 		s->version = r->content_version;
@@ -209,7 +207,6 @@ static void post(struct hsess *s, struct op *op)
 		host_defer(op, &err);
 		return;
 	}
-	s->inflight++;
 	s->post_seq += n;
 }
 
