@@ -198,9 +198,6 @@ static int parse_args(struct hl *h, int argc, char **argv)
 	return 0;
 }
 
-/* -c: the session of this directory that was active last. */
-static int latest_here(struct hl *h, struct store *st, struct cerr *err);
-
 struct latest {
 	const char *cwd;
 	char id[SESSION_ID_MAX + 1];
@@ -216,6 +213,8 @@ static void latest_cb(const struct cat_session *s, void *ctx)
 	}
 }
 
+/* -c: the session of this directory that was active last (read before
+ * the loop starts, like the store's other start-up reads). */
 static int latest_here(struct hl *h, struct store *st, struct cerr *err)
 {
 	struct catalog *cat;
