@@ -116,6 +116,8 @@ static void finish(struct call *c)
 	uv_timer_stop(&c->timer);
 	if (c->cancel && c->res.outcome != CALL_CANCELED)
 		set_result(c, CALL_CANCELED, NULL, "canceled");
+	if (c->dec && c->res.outcome != CALL_COMPLETE)
+		stream_decoder_cut(c->dec); /* calls begun are recorded, never run */
 	c->hk.on_done(c->hk.ud, c, &c->res);
 	drop_attempt(c);
 	buf_release(&c->errbody);

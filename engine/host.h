@@ -6,7 +6,9 @@
  * opened through the FIFO's open item: locked, repaired, prepared), starts
  * their turns on the runner, and publishes into the sink what its
  * consumer must know besides the turns' own items: notices "queued",
- * "dequeued", "unsaved", "saved", "closed".
+ * "dequeued", "unsaved", "saved", "closed". A turn's runner adds
+ * "interaction" (an approval to ask for) and "tool_call" {provider_id,
+ * name} (the model began a tool call: its arguments are streaming).
  *
  * Every command completes through its callback on the loop, never from
  * inside the call (a command refused at once returns -1 with err and its

@@ -336,5 +336,5 @@ void runner_cancel(struct runner *r, const char *session)
 	if (t->call)
 		call_cancel(t->call);
 	if (t->ts)
-		toolstep_cancel(t->ts);
+		toolstep_cancel(t->ts, NULL);
 }

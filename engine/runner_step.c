@@ -114,7 +114,15 @@ static void on_event(void *ud, struct call *c, const struct stream_event *ev)
 			t->ts = step_tools(t);
 		toolstep_add(t->ts, ev);
 		break;
-	case STREAM_TOOL_START:
+	case STREAM_TOOL_START: {
+		/* The screen can show the call while its arguments stream. */
+		cJSON *d = cJSON_CreateObject();
+		cJSON_AddStringToObject(d, "provider_id", ev->id ? ev->id : "");
+		cJSON_AddStringToObject(d, "name", ev->name ? ev->name : "");
+		sink_publish_notice(s, &t->op, "tool_call", d);
+		cJSON_Delete(d);
+		break;
+	}
 	case STREAM_TOOL_ARGS:
 	case STREAM_USAGE:
 	case STREAM_FINISH:
@@ -273,7 +281,9 @@ static void on_done(void *ud, struct call *c, const struct call_result *res)
 	if (t->ts) {
 		/* Every call gets its result: run them, or answer them unrun. */
 		if (strcmp(outcome, "completed") != 0)
-			toolstep_cancel(t->ts);
+			toolstep_cancel(t->ts, strcmp(outcome, "canceled") == 0
+						       ? NULL
+						       : "the model's reply failed before it could run");
 		t->pending_outcome = outcome;
 		toolstep_run(t->ts);
 		return;

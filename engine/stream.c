@@ -155,8 +155,10 @@ size_t stream_tool_new(struct stream_decoder *d, long index, const char *id, con
 		t->id = xasprintf("call_%s", u);
 	}
 	t->name = textfix_string(name ? name : "", name ? strlen(name) : 0);
-	if (!d->failed && !d->finished)
+	if (!d->failed && !d->finished) {
+		t->announced = true;
 		emit(d, (struct stream_event){.kind = STREAM_TOOL_START, .id = t->id, .name = t->name});
+	}
 	return d->ntools++;
 }
 
@@ -214,6 +216,22 @@ void stream_finish(struct stream_decoder *d, enum stream_finish reason, const ch
 	emit(d, (struct stream_event){.kind = STREAM_FINISH, .finish = reason, .text = r,
 				      .len = r ? strlen(r) : 0});
 	free(r);
+}
+
+void stream_decoder_cut(struct stream_decoder *d)
+{
+	if (d->finished)
+		return;
+	d->finished = true;
+	for (size_t i = 0; i < d->ntools; i++) {
+		struct stream_tool *t = &d->tools[i];
+		if (!t->announced)
+			continue;
+		textfix_finish(&t->fix, &t->args);
+		emit(d, (struct stream_event){.kind = STREAM_TOOL_END, .id = t->id, .name = t->name,
+					      .text = t->args.p ? t->args.p : "", .len = t->args.len,
+					      .incomplete = true});
+	}
 }
 
 void stream_emit_usage(struct stream_decoder *d)

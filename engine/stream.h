@@ -70,12 +70,18 @@ void stream_decoder_free(struct stream_decoder *d);
 /* Feed one SSE event: name (NULL or "" when the event had none) and its
  * data. A payload that is not the JSON expected emits STREAM_ERROR with
  * error_type "malformed". Nothing is emitted after STREAM_ERROR or
- * STREAM_DONE. */
+ * STREAM_DONE (but what stream_decoder_cut ends). */
 void stream_decoder_feed(struct stream_decoder *d, const char *name, const char *data, size_t len);
 /* True once the stream's closing event came (OpenAI: a finish_reason or
  * [DONE]; Anthropic: message_stop). A stream that ends before is delivery
  * unknown. */
 bool stream_decoder_closed(const struct stream_decoder *d);
+/* The reply was cut short before its finish (a cancel, a broken
+ * connection, an error): every tool call that began (TOOL_START) ends now
+ * with TOOL_END, incomplete — it is recorded and answered unrun, never
+ * executed. Nothing once the finish came; the only thing emitted after
+ * STREAM_ERROR. */
+void stream_decoder_cut(struct stream_decoder *d);
 /* True once the stream carried an error (in-stream error or malformed). */
 bool stream_decoder_failed(const struct stream_decoder *d);
 /* The usage reported so far (fields -1 when not reported). */

@@ -15,6 +15,7 @@ struct stream_tool {
 	char *id, *name;
 	struct buf args; /* valid UTF-8 so far */
 	struct textfix fix;
+	bool announced;  /* its TOOL_START was emitted */
 };
 
 /* An Anthropic content block by its index. */

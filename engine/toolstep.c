@@ -29,6 +29,7 @@ struct toolstep {
 	struct tcall *v;
 	size_t n, cur;
 	bool canceled, ended, recorded;
+	char *why; /* why calls not yet run never will be (the cancel's reason) */
 	struct tool_run *run;
 	uv_work_t decide;
 	bool need; /* the decision: ask the user */
@@ -60,6 +61,7 @@ void toolstep_free(struct toolstep *ts)
 		free(c->decision);
 	}
 	free(ts->v);
+	free(ts->why);
 	free(ts->turn);
 	free(ts);
 }
@@ -299,7 +301,7 @@ static void next(struct toolstep *ts)
 	}
 	struct tcall *c = &ts->v[ts->cur];
 	if (ts->canceled) {
-		closer(ts, c, CLOSER_NOT_EXECUTED, "the turn was canceled");
+		closer(ts, c, CLOSER_NOT_EXECUTED, ts->why ? ts->why : "the turn was canceled");
 	} else if (ts->o.over_limit) {
 		closer(ts, c, CLOSER_NOT_EXECUTED, "the step limit was reached");
 	} else if (c->incomplete) {
@@ -391,11 +393,12 @@ int toolstep_answer(struct toolstep *ts, const char *request_id, const char *dec
 	return 0;
 }
 
-void toolstep_cancel(struct toolstep *ts)
+void toolstep_cancel(struct toolstep *ts, const char *why)
 {
 	if (ts->canceled || ts->ended)
 		return;
 	ts->canceled = true;
+	ts->why = xstrdup_opt(why);
 	struct tcall *c = ts->cur < ts->n ? &ts->v[ts->cur] : NULL;
 	if (!c)
 		return;

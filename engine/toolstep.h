@@ -90,7 +90,8 @@ void toolstep_run(struct toolstep *ts);
 int toolstep_answer(struct toolstep *ts, const char *request_id, const char *decision,
 		    const char *note, struct cerr *err);
 /* Cancel: a call waiting for approval is answered canceled, a running
- * tool is stopped (its result canceled), later calls are not executed. */
-void toolstep_cancel(struct toolstep *ts);
+ * tool is stopped (its result canceled), later calls are not executed,
+ * their results saying why (NULL: "the turn was canceled"; copied). */
+void toolstep_cancel(struct toolstep *ts, const char *why);
 
 #endif

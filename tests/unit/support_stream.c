@@ -84,7 +84,10 @@ char *support_decode(enum provider_kind kind, const struct sse *events, size_t n
 	struct buf b = BUF_INIT;
 	struct stream_decoder *d = stream_decoder_new(kind, record, &b);
 	for (size_t i = 0; i < n; i++)
-		stream_decoder_feed(d, events[i].name, events[i].data, strlen(events[i].data));
+		if (events[i].name && strcmp(events[i].name, SSE_CUT) == 0)
+			stream_decoder_cut(d);
+		else
+			stream_decoder_feed(d, events[i].name, events[i].data, strlen(events[i].data));
 	buf_adds(&b, stream_decoder_closed(d) ? "|closed" : "|open");
 	stream_decoder_free(d);
 	return buf_detach(&b, NULL);

@@ -18,6 +18,10 @@ struct sse {
 	const char *name, *data;
 };
 
+/* An event named SSE_CUT is not fed: the reply is cut there
+ * (stream_decoder_cut), as a cancel or a broken connection does. */
+#define SSE_CUT "!cut"
+
 /* Feed events[0..n) to a new decoder of kind; the stream events as text:
  * T(text) R(text) RE(signature) X(redacted) TS(id,name) TA(id,args)
  * TE(id,name,args[,incomplete]) U(in,out,cache_read,cache_write,reasoning)

@@ -340,6 +340,74 @@ static void test_tools_provider_call_over_the_wire(void **state)
 	scan_free(s);
 }
 
+static void openai_call(struct hx *x, const char *script)
+{
+	fake_start(&x->fake, script, NULL);
+	x->have_fake = true;
+	x->base = url(x->fake.port, "/v1");
+	struct host_call c = tool_call(APPROVAL_ALL, x);
+	c.provider = "openai";
+	c.call.kind = PROVIDER_OPENAI;
+	c.call.params = (struct provider_params){.model = "m-1", .base_url = x->base,
+						 .api_key = "sk-test", .tools = schemas};
+	c.call.timeouts = (struct http_timeouts){2000, 8000, 8000};
+	struct cerr err;
+	assert_int_equal(host_set_call(x->h, x->id, &c, &err), 0);
+	policy(x, APPROVAL_ALL);
+}
+
+/* A cancel while a call's arguments stream: the call is recorded as the
+ * model began it (incomplete, the partial arguments kept), answered "not
+ * executed", never run; the next turn sends the model a history the
+ * server accepts (the call with empty arguments and its result). */
+static void test_tools_cancel_mid_arguments(void **state)
+{
+	struct hx *x = *state;
+	char marker[256];
+	snprintf(marker, sizeof marker, "%s/marker", x->dir);
+	struct host_call c0 = hx_offline_call();
+	hx_create(x, &c0);
+	/* One write per event; after the call's first argument piece the
+	 * server stalls. */
+	char *script = xasprintf(
+		"{\"replies\":[{\"tool_calls\":[{\"id\":\"call_cut\",\"name\":\"shell\","
+		"\"arguments\":\"{\\\"command\\\":\\\"touch %s\\\"}\"}],"
+		"\"split\":\"event\",\"stall_after\":3,\"stall_ms\":15000},"
+		"{\"text\":\"understood\"}]}",
+		marker);
+	openai_call(x, script);
+	free(script);
+	hx_send(x, "make the marker", NULL);
+	WAIT(x, x->seen.p && strstr(x->seen.p, "notice tool_call\n"));
+	host_cancel(x->h, x->id);
+	WAIT(x, x->settled == 1);
+	assert_string_equal(hx_str(hx_done(x, 0), "outcome"), "canceled");
+	struct scan *s = hx_read_log(x);
+	const cJSON *call = event_of(s, "tool/call", 0);
+	assert_non_null(call);
+	assert_string_equal(hx_str(call, "provider_id"), "call_cut");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(call, "incomplete")));
+	assert_true(cJSON_IsString(cJSON_GetObjectItem(call, "args")));
+	const cJSON *res = event_of(s, "tool/result", 0);
+	assert_string_equal(hx_str(res, "status"), "not_executed");
+	assert_int_equal(strncmp(hx_str(res, "output"), "not executed: ", 14), 0);
+	assert_non_null(strstr(hx_str(res, "output"), "canceled"));
+	assert_null(event_of(s, "tool/started", 0));
+	scan_free(s);
+	assert_false(exists(marker));
+	hx_send(x, "what happened?", NULL);
+	WAIT(x, x->settled == 2);
+	assert_string_equal(hx_str(hx_done(x, 1), "outcome"), "completed");
+	cJSON *reqs = fake_requests(&x->fake);
+	assert_int_equal(cJSON_GetArraySize(reqs), 2);
+	char *body = cJSON_PrintUnformatted(cJSON_GetArrayItem(reqs, 1));
+	assert_non_null(strstr(body, "call_cut"));
+	assert_non_null(strstr(body, "not executed: "));
+	free(body);
+	cJSON_Delete(reqs);
+	assert_false(exists(marker));
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, hx_setup, hx_teardown)
@@ -352,6 +420,7 @@ int main(void)
 		T(test_tools_step_limit),
 		T(test_tools_second_answer_is_superseded),
 		T(test_tools_provider_call_over_the_wire),
+		T(test_tools_cancel_mid_arguments),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	cJSON_Delete(schemas);

@@ -171,6 +171,41 @@ static void test_decode_redacted_and_cut(void **state)
 	expect_decode(unsigned_block, N(unsigned_block), "R(hm) RE()|open");
 }
 
+/* A reply cut short (a cancel, a broken connection) ends the calls it
+ * began, incomplete with their partial arguments; one never announced
+ * (after an error) is not invented; after the finish a cut adds nothing. */
+static void test_cut_reply_ends_its_begun_calls_incomplete(void **state)
+{
+	(void)state;
+	static const struct sse ev[] = {
+		{NULL, "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_3\",\"name\":\"shell\",\"input\":{}}}"},
+		{NULL, "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"command\\\": \\\"rm\"}}"},
+		{SSE_CUT, ""},
+		{SSE_CUT, ""},
+	};
+	expect_decode(ev, N(ev),
+		      "TS(toolu_3,shell) TA(toolu_3,{\"command\": \"rm) "
+		      "TE(toolu_3,shell,{\"command\": \"rm,incomplete)|open");
+	static const struct sse after_error[] = {
+		ev[0], ev[1],
+		{NULL, "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}"},
+		{NULL, "{\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_4\",\"name\":\"shell\",\"input\":{}}}"},
+		{SSE_CUT, ""},
+	};
+	expect_decode(after_error, N(after_error),
+		      "TS(toolu_3,shell) TA(toolu_3,{\"command\": \"rm) E(overloaded_error,busy) "
+		      "TE(toolu_3,shell,{\"command\": \"rm,incomplete)|open");
+	static const struct sse finished[] = {
+		ev[0],
+		{NULL, "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}"},
+		{NULL, "{\"type\":\"content_block_stop\",\"index\":0}"},
+		{NULL, "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":9}}"},
+		{SSE_CUT, ""},
+	};
+	expect_decode(finished, N(finished),
+		      "TS(toolu_3,shell) TA(toolu_3,{}) U(-1,9,-1,-1,-1) TE(toolu_3,shell,{}) F(tool_calls,tool_use)|open");
+}
+
 static void test_error_event_ends_the_reply_as_a_provider_error(void **state)
 {
 	static const struct sse ev[] = {
@@ -280,6 +315,7 @@ int main(void)
 		cmocka_unit_test(test_max_tokens_per_model_with_a_default),
 		cmocka_unit_test(test_decoded_stream_is_whole_only_after_message_stop),
 		cmocka_unit_test(test_decode_redacted_and_cut),
+		cmocka_unit_test(test_cut_reply_ends_its_begun_calls_incomplete),
 		cmocka_unit_test(test_error_event_ends_the_reply_as_a_provider_error),
 		cmocka_unit_test(test_decoded_reply_goes_back_with_signature_and_tool_use),
 	};
