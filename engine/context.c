@@ -212,12 +212,23 @@ static char *result_text(const cJSON *data, const char *whole, bool *is_error, s
 	return capped;
 }
 
-static int add_tool_call(struct turn *t, const cJSON *data, struct cerr *err)
+static int add_tool_call(struct context *c, struct turn *t, const cJSON *data, struct cerr *err)
 {
 	const char *id = str_field(data, "call_id"), *name = str_field(data, "name");
 	const cJSON *args = cJSON_GetObjectItemCaseSensitive(data, "args");
 	if (!id || !name || !args)
 		return cerr_set(err, CERR_CORRUPT, 0, "'tool/call' lacks call_id, name or args");
+	/* Arguments over the line limit are in a blob, their JSON text whole;
+	 * args keeps only their head and tail. */
+	char *whole = NULL;
+	if (blob_text(c, data, &whole, err) < 0)
+		return -1;
+	bool in_blob = whole != NULL;
+	if (!in_blob && cJSON_GetObjectItemCaseSensitive(data, "blob")) {
+		free(whole);
+		return cerr_set(err, CERR_MISSING, 0,
+				"the arguments of tool call '%s' are in a blob that cannot be read", id);
+	}
 	struct ctx_part *p = push_part(asst(t), CTX_TOOL_CALL);
 	p->call_id = xstrdup(id);
 	const char *wire = str_field(data, "provider_id");
@@ -225,8 +236,9 @@ static int add_tool_call(struct turn *t, const cJSON *data, struct cerr *err)
 	p->name = xstrdup(name);
 	/* A call cut off keeps its partial arguments as a string in the log;
 	 * the model gets an empty object back, and nothing ever runs it. */
-	p->incomplete = bool_field(data, "incomplete") || cJSON_IsString(args);
-	p->args = p->incomplete ? xstrdup("{}") : json_print(args);
+	p->incomplete = bool_field(data, "incomplete") || (cJSON_IsString(args) && !in_blob);
+	p->args = p->incomplete ? xstrdup("{}") : in_blob ? xstrdup(whole) : json_print(args);
+	free(whole);
 	t->open_text = t->open_reasoning = false;
 	return 0;
 }
@@ -303,7 +315,7 @@ int context_add(struct context *c, enum vocab_type type, const char *turn, const
 		add_reasoning(turn_of(c, turn), data, text);
 		return 0;
 	case VT_TOOL_CALL:
-		return add_tool_call(turn_of(c, turn), data, err);
+		return add_tool_call(c, turn_of(c, turn), data, err);
 	case VT_TOOL_RESULT: {
 		const char *id = str_field(data, "call_id");
 		if (!id)

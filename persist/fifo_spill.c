@@ -1,6 +1,7 @@
 /* fifo_spill.c — content too big for an event goes to a blob before the
  * event is appended (blob.h): a pasted file in a user/message, a queued
- * prompt, a tool's output, a system prompt in session/settings. The writer
+ * prompt, a tool's output or arguments, a system prompt in
+ * session/settings. The writer
  * does it for every producer, under the session's lock, so no producer has
  * to, and a huge paste is saved instead of being refused for the log's
  * line limit. */
@@ -23,6 +24,8 @@ static const char *long_field(const char *type)
 		return "output";
 	case VT_SESSION_SETTINGS:
 		return "system_prompt"; /* AGENTS.md files add up */
+	case VT_TOOL_CALL:
+		return "args"; /* a write_file of a large file */
 	default:
 		return NULL;
 	}
@@ -38,13 +41,21 @@ int fifo_spill_batch(struct log *lg, cJSON *events, struct cerr *err)
 		if (!field || !cJSON_IsObject(data) || cJSON_GetObjectItemCaseSensitive(data, "blob"))
 			continue; /* a producer that wrote its blob itself is left alone */
 		cJSON *text = cJSON_GetObjectItemCaseSensitive(data, field);
-		if (!cJSON_IsString(text) || strlen(text->valuestring) <= BLOB_INLINE_MAX)
+		/* Arguments are an object: their JSON text is what goes. */
+		char *printed = text && !cJSON_IsString(text) ? cJSON_PrintUnformatted(text) : NULL;
+		const char *s = printed ? printed : cJSON_IsString(text) ? text->valuestring : NULL;
+		if (!s || strlen(s) <= BLOB_INLINE_MAX) {
+			free(printed);
 			continue;
-		if (dirfd < 0 && (dirfd = log_dir(lg, err)) < 0)
+		}
+		if (dirfd < 0 && (dirfd = log_dir(lg, err)) < 0) {
+			free(printed);
 			return -1;
+		}
 		struct blob_ref ref;
 		char *keep = NULL;
-		int r = blob_spill(dirfd, text->valuestring, strlen(text->valuestring), &ref, &keep, err);
+		int r = blob_spill(dirfd, s, strlen(s), &ref, &keep, err);
+		free(printed);
 		if (r < 0)
 			return -1;
 		if (r == 1) {

@@ -3,7 +3,9 @@
 # (which proposes one call for "run CMD", "read PATH", "list [PATH]"): the
 # approval policy of the run (--approve), nobody to ask in headless mode
 # (ask denies, saying so), the result fed back, and exit 14 at the step
-# limit.
+# limit. Then, with the fake model server: a call whose arguments are over
+# the line limit (a 300 KB write_file) goes to a blob and still reaches the
+# model whole, within the turn and after a resume.
 . "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/../.."
 export XDG_CONFIG_HOME="$T/config"
@@ -40,4 +42,25 @@ expect_code 14 "the step limit reached: exit 14" "$CAIRN" -p "run echo once" --a
 check "... the call was not executed, the turn failed with class step_limit" \
 	pyl 'any(e["type"]=="tool/result" and e["data"]["status"]=="not_executed" for e in L) and L[-1]["turns"][0]["error"]["class"]=="step_limit"' <<<"$OUT"
 check "... cairn config shows the limit" bash -c '"$1" config | grep -q "^max_steps: 1$"' _ "$CAIRN"
+
+printf '{"providers": {"offline": {"pace_ms": 0}}}\n' >"$T/config/cairn/config.json"
+python3 - >"$T/big.json" <<'PY'
+import json
+args = json.dumps({"path": "big.txt", "content": "y" * 300000 + "\nend\n"})
+print(json.dumps({"replies": [{"tool_calls": [{"id": "c_big", "name": "write_file", "arguments": args}]},
+                              {"text": "written"}, {"text": "still here"}]}))
+PY
+start_fake "$(cat "$T/big.json")"
+export OPENAI_BASE_URL="http://127.0.0.1:$PORT/v1" OPENAI_API_KEY=sk-test
+expect_code 0 "a 300 KB write_file call runs" "$CAIRN" -p "write the big file" --approve all
+check "... the file is whole" test "$(wc -c <big.txt)" = 300005
+S=$(last_session)
+check "... the log keeps the call's head and tail, its arguments whole in a blob" \
+	pyl '[(isinstance(e["data"]["args"], str) and len(e["data"]["args"]) < 40000 and e["data"]["blob"]["size"] > 300000) for e in L if e["type"]=="tool/call"]==[True]' < <(events "$S")
+expect_code 0 "... the session resumes" "$CAIRN" -p "and now?" --session "$S"
+stop_fake
+args_sizes='[[len(t["function"]["arguments"]) for m in json.loads(l)["body"]["messages"] for t in m.get("tool_calls") or []] for l in open(sys.argv[1])]'
+check "... the model got the arguments whole in the turn's next request and after the resume" \
+	python3 -c "import json,sys; a=$args_sizes; sys.exit(0 if a[1:]==[[a[1][0]]]*2 and a[1][0]>300000 and a[0]==[] else 1)" "$T/record.jsonl"
+unset OPENAI_BASE_URL OPENAI_API_KEY
 finish
