@@ -7,6 +7,7 @@
 #include "base/clock.h"
 #include "base/xalloc.h"
 #include "engine/config.h"
+#include "engine/tool.h"
 #include "engine/provider.h"
 #include "engine/sysprompt.h"
 
@@ -65,6 +66,14 @@ static void print_json(const struct config *cfg, const struct config_selection *
 	cJSON_AddStringToObject(o, "model", sel->model);
 	cJSON_AddStringToObject(o, "model_from", sel->model_from);
 	cJSON_AddNumberToObject(o, "max_steps", (double)cfg->max_steps);
+	cJSON *t = cJSON_AddObjectToObject(o, "tools");
+	cJSON_AddNumberToObject(t, "result_max", (double)cfg->tools.result_max);
+	cJSON_AddNumberToObject(t, "output_max", (double)cfg->tools.output_max);
+	cJSON *strip = cJSON_AddArrayToObject(t, "env_strip");
+	char **v = config_tool_strip(cfg);
+	for (char **e = v; *e; e++)
+		cJSON_AddItemToArray(strip, cJSON_CreateString(*e));
+	tool_env_free(v);
 	cJSON *ps = cJSON_AddObjectToObject(o, "providers");
 	for (int i = 0; i < CONFIG_N_PROVIDERS; i++)
 		cJSON_AddItemToObject(ps, cfg->providers[i].name, provider_json(cfg, &cfg->providers[i]));
@@ -85,6 +94,14 @@ static void print_text(const struct config *cfg, const struct config_selection *
 	cli_printf(stdout, "provider: %s (from %s)\n", sel->provider->name, sel->why);
 	cli_printf(stdout, "model: %s (from %s)\n", sel->model, sel->model_from);
 	cli_printf(stdout, "max_steps: %lld\n", (long long)cfg->max_steps);
+	cli_printf(stdout, "tools: result_max %lld bytes, output_max %lld bytes\n",
+		   (long long)cfg->tools.result_max, (long long)cfg->tools.output_max);
+	cli_printf(stdout, "tools' environment without:");
+	char **v = config_tool_strip(cfg);
+	for (char **e = v; *e; e++)
+		cli_printf(stdout, " %s", *e);
+	cli_printf(stdout, "\n");
+	tool_env_free(v);
 	for (int i = 0; i < CONFIG_N_PROVIDERS; i++) {
 		const struct config_provider *p = &cfg->providers[i];
 		cli_printf(stdout, "\n%s:\n", p->name);

@@ -59,6 +59,7 @@ struct hl {
 	/* parts */
 	struct config cfg;
 	bool cfg_loaded;
+	char **strip; /* the variables tools never see (config_tool_strip) */
 	struct sysprompt sp;
 	bool sp_built;
 	struct fifo *fifo;
@@ -653,7 +654,14 @@ int cmd_prompt(struct cli *c, int argc, char **argv)
 	h->sink = sink_new(&h->loop, NULL);
 	struct outq_hooks oh = {on_drain, on_out_error, h};
 	h->out = outq_new(&h->loop, 1, &oh);
-	struct host_deps d = {.loop = &h->loop, .root = h->root, .fifo = h->fifo, .sink = h->sink};
+	h->strip = config_tool_strip(&h->cfg);
+	struct host_deps d = {.loop = &h->loop,
+			      .root = h->root,
+			      .fifo = h->fifo,
+			      .sink = h->sink,
+			      .tool_result_max = (size_t)h->cfg.tools.result_max,
+			      .tool_output_max = (size_t)h->cfg.tools.output_max,
+			      .tool_env_strip = h->strip};
 	h->host = host_new(&d);
 	uv_signal_t *sigs[] = {&h->sigint, &h->sigterm, &h->sighup};
 	int signums[] = {SIGINT, SIGTERM, SIGHUP};
@@ -679,6 +687,7 @@ out:
 		sysprompt_release(&h->sp);
 	if (h->cfg_loaded)
 		config_release(&h->cfg);
+	tool_env_free(h->strip); /* after the host: it borrowed it */
 	prompt_report_release(&h->rep);
 	cJSON_Delete(h->tools);
 	for (size_t i = 0; i < h->n_prompts; i++)

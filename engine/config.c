@@ -47,6 +47,17 @@ static void defaults(struct config *cfg)
 					.model = xstrdup("offline"), .model_from = "default", .timeouts = t};
 	cfg->pace_ms = CONFIG_PACE_MS;
 	cfg->max_steps = 50;
+	cfg->tools.result_max = CONFIG_TOOL_RESULT_MAX;
+	cfg->tools.output_max = CONFIG_TOOL_OUTPUT_MAX;
+	cfg->tools.env_strip = xcalloc(2, sizeof *cfg->tools.env_strip);
+	cfg->tools.env_strip[0] = xstrdup("*_API_KEY");
+}
+
+static void free_strv(char **v)
+{
+	for (char **p = v; p && *p; p++)
+		free(*p);
+	free(v);
 }
 
 void config_release(struct config *cfg)
@@ -61,6 +72,7 @@ void config_release(struct config *cfg)
 		free(cfg->providers[i].key_env);
 		free(cfg->providers[i].model);
 	}
+	free_strv(cfg->tools.env_strip);
 	memset(cfg, 0, sizeof *cfg);
 }
 
@@ -222,10 +234,61 @@ static int read_provider(struct config *cfg, struct config_provider *p, const cJ
 	return get_timeouts(cfg, cJSON_GetObjectItemCaseSensitive(o, "timeouts"), key, &p->timeouts, err);
 }
 
+/* "tools": {"result_max", "output_max", "env_strip": [pattern, ...]}. */
+static int read_tools(struct config *cfg, const cJSON *o, struct cerr *err)
+{
+	static const char *const keys[] = {"result_max", "output_max", "env_strip", NULL};
+	if (!o)
+		return 0;
+	if (!cJSON_IsObject(o))
+		return bad(cfg, err, "tools", "must be an object");
+	struct config_tools *t = &cfg->tools;
+	if (check_keys(cfg, o, "tools.", keys, err) < 0 ||
+	    get_int(cfg, o, "tools.result_max", "result_max", 1024, 16 << 20, &t->result_max, err) < 0 ||
+	    get_int(cfg, o, "tools.output_max", "output_max", 1024, (int64_t)1 << 30, &t->output_max,
+		    err) < 0)
+		return -1;
+	if (t->output_max < t->result_max)
+		return bad(cfg, err, "tools.output_max", "must not be less than tools.result_max");
+	const cJSON *strip = cJSON_GetObjectItemCaseSensitive(o, "env_strip");
+	if (!strip)
+		return 0;
+	if (!cJSON_IsArray(strip))
+		return bad(cfg, err, "tools.env_strip", "must be an array of variable name patterns");
+	size_t n = (size_t)cJSON_GetArraySize(strip), i = 0;
+	char **v = xcalloc(n + 1, sizeof *v);
+	for (const cJSON *e = strip->child; e; e = e->next) {
+		if (!cJSON_IsString(e) || !*e->valuestring || strchr(e->valuestring, '=')) {
+			free_strv(v);
+			return bad(cfg, err, "tools.env_strip",
+				   "must hold non-empty variable name patterns (no '=')");
+		}
+		v[i++] = xstrdup(e->valuestring);
+	}
+	free_strv(t->env_strip);
+	t->env_strip = v; /* the file's list replaces the default */
+	return 0;
+}
+
+char **config_tool_strip(const struct config *cfg)
+{
+	size_t n = 0;
+	while (cfg->tools.env_strip && cfg->tools.env_strip[n])
+		n++;
+	char **v = xcalloc(n + CONFIG_N_PROVIDERS + 1, sizeof *v);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		v[k++] = xstrdup(cfg->tools.env_strip[i]);
+	for (int i = 0; i < CONFIG_N_PROVIDERS; i++)
+		if (cfg->providers[i].key_env)
+			v[k++] = xstrdup(cfg->providers[i].key_env);
+	return v;
+}
+
 static int read_tree(struct config *cfg, const cJSON *root, struct cerr *err)
 {
 	static const char *const top[] = {"provider", "system_prompt", "system_prompt_file",
-					  "timeouts", "providers", "max_steps", NULL};
+					  "timeouts", "providers", "max_steps", "tools", NULL};
 	static const char *const names[] = {"openai", "anthropic", "offline", NULL};
 	if (!cJSON_IsObject(root))
 		return cerr_set(err, CERR_USAGE, 0, "config '%s': not a JSON object", cfg->path);
@@ -233,7 +296,8 @@ static int read_tree(struct config *cfg, const cJSON *root, struct cerr *err)
 	    get_str(cfg, root, "", "system_prompt", &cfg->system_prompt, err) < 0 ||
 	    get_str(cfg, root, "", "system_prompt_file", &cfg->system_prompt_file, err) < 0)
 		return -1;
-	if (get_int(cfg, root, "max_steps", "max_steps", 1, 1000, &cfg->max_steps, err) < 0)
+	if (get_int(cfg, root, "max_steps", "max_steps", 1, 1000, &cfg->max_steps, err) < 0 ||
+	    read_tools(cfg, cJSON_GetObjectItemCaseSensitive(root, "tools"), err) < 0)
 		return -1;
 	if (cfg->provider && !config_provider(cfg, cfg->provider))
 		return bad(cfg, err, "provider", "names no provider (openai, anthropic, offline)");

@@ -23,6 +23,8 @@
 #define CONFIG_ANTHROPIC_URL "https://api.anthropic.com"
 #define CONFIG_OPENAI_MODEL "gpt-4.1"
 #define CONFIG_ANTHROPIC_MODEL "claude-sonnet-4-5"
+#define CONFIG_TOOL_RESULT_MAX (30 * 1024)
+#define CONFIG_TOOL_OUTPUT_MAX (8 << 20)
 
 struct config_timeouts {
 	int64_t connect_ms;    /* to establish the connection */
@@ -46,6 +48,14 @@ struct config_provider {
 
 enum { CONFIG_N_PROVIDERS = 3 };
 
+/* The tools' limits and environment ("tools" in the file). */
+struct config_tools {
+	int64_t result_max; /* bytes of one result the model reads (30 KB) */
+	int64_t output_max; /* bytes of a tool's output kept for its blob (8 MiB) */
+	char **env_strip;   /* patterns of variables tools never see, NULL-terminated
+			     * (default "*_API_KEY") */
+};
+
 struct config {
 	char *dir;              /* the configuration directory (NULL: no HOME) */
 	char *path;             /* its config.json */
@@ -55,6 +65,7 @@ struct config {
 	char *system_prompt_file; /* or a file holding it (relative to dir), or NULL */
 	int64_t pace_ms;        /* the offline provider's pace per token */
 	int64_t max_steps;      /* model calls per turn ("max_steps", 50) */
+	struct config_tools tools;
 	struct config_provider providers[CONFIG_N_PROVIDERS]; /* openai, anthropic, offline */
 };
 
@@ -89,6 +100,12 @@ struct config_selection {
 int config_select(const struct config *cfg, const char *opt_provider, const char *opt_model,
 		  const char *session_provider, const char *session_model,
 		  struct config_selection *sel, struct cerr *err);
+
+/* The variables tools run without: the file's patterns plus every
+ * provider's key variable (a key named by api_key_env is stripped even
+ * when it does not match "*_API_KEY"). A new NULL-terminated array the
+ * caller frees with tool_env_free. */
+char **config_tool_strip(const struct config *cfg);
 
 /* url for display: user and password in it (scheme://user:pass@host)
  * shown as "***". Caller frees. */

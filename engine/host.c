@@ -141,11 +141,17 @@ static struct hsess *sess_new(struct host *h, const char *id)
 	snprintf(s->id, sizeof s->id, "%s", id);
 	s->generation = ++h->next_generation;
 	s->ctx = context_new();
+	context_set_result_max(s->ctx, h->d.tool_result_max);
 	static const char *const strip[] = {"*_API_KEY", NULL};
 	extern char **environ;
-	s->env = tool_env(environ, strip);
+	s->env = tool_env(environ, h->d.tool_env_strip ? (const char *const *)h->d.tool_env_strip
+						       : strip);
 	s->grants = approvals_new();
-	s->tctx = (struct tool_ctx){.loop = h->d.loop, .env = s->env};
+	s->tctx = (struct tool_ctx){
+		.loop = h->d.loop,
+		.env = s->env,
+		.limits = {.result_max = h->d.tool_result_max, .full_max = h->d.tool_output_max},
+	};
 	s->blob_dir = -1;
 	strmap_init(&s->submits);
 	s->next = h->sessions;

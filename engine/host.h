@@ -77,6 +77,11 @@ struct host_deps {
 	struct fifo *fifo; /* borrowed; outlives the host */
 	struct http *http; /* borrowed; NULL: only the offline provider runs */
 	struct sink *sink; /* borrowed; the host is its producer */
+	/* The tools (0 / NULL: their defaults, tool.h). */
+	size_t tool_result_max;     /* bytes of one result the model reads */
+	size_t tool_output_max;     /* bytes of a tool's output kept for its blob */
+	char *const *tool_env_strip; /* patterns of variables tools never see,
+				      * NULL-terminated; borrowed, outlives the host */
 };
 
 /* What a session's turns are sent with: the provider's name and the call

@@ -62,5 +62,20 @@ stop_fake
 args_sizes='[[len(t["function"]["arguments"]) for m in json.loads(l)["body"]["messages"] for t in m.get("tool_calls") or []] for l in open(sys.argv[1])]'
 check "... the model got the arguments whole in the turn's next request and after the resume" \
 	python3 -c "import json,sys; a=$args_sizes; sys.exit(0 if a[1:]==[[a[1][0]]]*2 and a[1][0]>300000 and a[0]==[] else 1)" "$T/record.jsonl"
+
+# The tools' configuration: what the model reads of a result, what the log
+# keeps, and which variables the tools never see.
+printf '{"tools": {"result_max": 2048, "output_max": 8192, "env_strip": ["SECRET_*"]}}\n' >"$T/config/cairn/config.json"
+start_fake '{"replies": [{"tool_calls": [{"id": "c_env", "name": "shell", "arguments": "{\"command\": \"env | grep -e KEEP_ME -e SECRET_ -e _API_KEY; seq 1 20000\"}"}]}, {"text": "seen"}]}'
+export OPENAI_BASE_URL="http://127.0.0.1:$PORT/v1" OPENAI_API_KEY=sk-test
+SECRET_TOKEN=hidden KEEP_ME=yes expect_code 0 "tools.* configured: the call runs" "$CAIRN" -p "show the environment" --approve all
+stop_fake
+tool_msg='[m["content"] for m in json.loads(open(sys.argv[1]).readlines()[1])["body"]["messages"] if m["role"]=="tool"][0]'
+check "... the model read at most result_max bytes, head and tail" \
+	python3 -c "import json,sys; t=$tool_msg; sys.exit(0 if len(t.encode()) <= 2048+200 and '20000' in t and 'cut' in t else 1)" "$T/record.jsonl"
+check "... the tools saw neither the pattern's variables nor the provider's key" \
+	python3 -c "import json,sys; t=$tool_msg; sys.exit(0 if 'KEEP_ME=yes' in t and 'SECRET_TOKEN' not in t and 'OPENAI_API_KEY' not in t else 1)" "$T/record.jsonl"
+check "... the log kept output_max bytes of it" \
+	pyl '[8192 - 200 <= len(e["data"]["output"].encode()) <= 8192 + 200 for e in L if e["type"]=="tool/result"]==[True]' < <(events "$(last_session)")
 unset OPENAI_BASE_URL OPENAI_API_KEY
 finish

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "engine/config.h"
+#include "engine/tool.h"
 #include "engine/sysprompt.h"
 #include "tests/unit/support_fixture.h"
 
@@ -149,6 +150,29 @@ static void test_file_values_override_defaults_and_name_their_source(void **stat
 	assert_int_equal(a->max_tokens, 2048);
 	assert_int_equal(a->timeouts.gap_ms, 500);
 	assert_string_equal(a->base_url, CONFIG_ANTHROPIC_URL);
+	/* Tools: the defaults, and the providers' key variables stripped,
+	 * MY_KEY too though it does not look like a key. */
+	assert_int_equal(cfg.tools.result_max, CONFIG_TOOL_RESULT_MAX);
+	assert_int_equal(cfg.tools.output_max, CONFIG_TOOL_OUTPUT_MAX);
+	char **strip = config_tool_strip(&cfg);
+	assert_string_equal(strip[0], "*_API_KEY");
+	assert_string_equal(strip[1], "MY_KEY");
+	assert_string_equal(strip[2], "ANTHROPIC_API_KEY");
+	assert_null(strip[3]);
+	tool_env_free(strip);
+	config_release(&cfg);
+	write_config("{\"tools\": {\"result_max\": 2048, \"output_max\": 4096,"
+		     " \"env_strip\": [\"SECRET_*\", \"TOKEN\"]}}");
+	assert_int_equal(config_load(&cfg, &err), 0);
+	assert_int_equal(cfg.tools.result_max, 2048);
+	assert_int_equal(cfg.tools.output_max, 4096);
+	strip = config_tool_strip(&cfg);
+	assert_string_equal(strip[0], "SECRET_*"); /* the list replaces the default */
+	assert_string_equal(strip[1], "TOKEN");
+	assert_string_equal(strip[2], "OPENAI_API_KEY");
+	assert_string_equal(strip[3], "ANTHROPIC_API_KEY");
+	assert_null(strip[4]);
+	tool_env_free(strip);
 	config_release(&cfg);
 	/* The variables outrank the file. */
 	setenv("OPENAI_BASE_URL", "http://other:1/v1", 1);
@@ -191,6 +215,13 @@ static void test_malformed_config_is_refused_with_line_and_key(void **state)
 	expect_refused("{\"providers\": {\"offline\": {\"pace_ms\": 1.5}}}", CERR_USAGE, "'providers.offline.pace_ms'");
 	expect_refused("{\"providers\": {\"ollama\": {}}}", CERR_USAGE, "'providers.ollama'");
 	expect_refused("[]", CERR_USAGE, "not a JSON object");
+	expect_refused("{\"tools\": {\"result_max\": 10}}", CERR_USAGE, "'tools.result_max' must be an integer from 1024");
+	expect_refused("{\"tools\": {\"result_max\": 4096, \"output_max\": 2048}}", CERR_USAGE,
+		       "'tools.output_max' must not be less than tools.result_max");
+	expect_refused("{\"tools\": {\"env_strip\": \"*_KEY\"}}", CERR_USAGE, "'tools.env_strip' must be an array");
+	expect_refused("{\"tools\": {\"env_strip\": [\"A=B\"]}}", CERR_USAGE, "'tools.env_strip' must hold");
+	expect_refused("{\"tools\": {\"timeout\": 3}}", CERR_USAGE, "'tools.timeout' is not a known key");
+	expect_refused("{\"tools\": []}", CERR_USAGE, "'tools' must be an object");
 	expect_refused("{\"providers\": {\"anthropic\": 1}}", CERR_USAGE, "'providers.anthropic' must be an object");
 }
 
