@@ -198,9 +198,11 @@ void stream_finish(struct stream_decoder *d, enum stream_finish reason, const ch
 	for (size_t i = 0; i < d->ntools; i++) {
 		struct stream_tool *t = &d->tools[i];
 		textfix_finish(&t->fix, &t->args);
-		/* A call whose arguments did not arrive whole, or the last one
-		 * when the output limit cut the reply, is never executed. */
-		bool incomplete = !args_whole(&t->args) || (reason == FINISH_LENGTH && i + 1 == d->ntools);
+		/* When the output limit cut the reply, the last call and any
+		 * whose arguments are not whole were cut off: never executed.
+		 * Otherwise arguments that are not a JSON object are the
+		 * model's mistake: the call answers with an error it can read. */
+		bool incomplete = reason == FINISH_LENGTH && (i + 1 == d->ntools || !args_whole(&t->args));
 		if (!t->args.len)
 			buf_adds(&t->args, incomplete ? "" : "{}");
 		emit(d, (struct stream_event){.kind = STREAM_TOOL_END, .id = t->id, .name = t->name,

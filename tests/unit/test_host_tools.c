@@ -2,9 +2,11 @@
  * host (engine/host.h, engine/toolstep.h): a tool call, its approval (by
  * the policy or the user: allow, allow for the session, deny with a note),
  * intent before effect (tool/call, the answer and tool/started durable
- * before the body runs), the result fed back to the model, cancel while a
- * tool runs (its process gone), the step limit, and a provider's tool
- * calls over the wire answered under the provider's id. Real processes,
+ * before the body runs), the result fed back to the model (a failing tool
+ * too), cancel while a tool runs (its process gone), while the user is
+ * asked and while a call's arguments stream, the step limit, a call cut
+ * off by the token limit, malformed arguments, and a provider's tool calls
+ * over the wire answered under the provider's id. Real processes,
  * real files, the offline provider and the fake model server. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -340,16 +342,19 @@ static void test_tools_provider_call_over_the_wire(void **state)
 	scan_free(s);
 }
 
-static void openai_call(struct hx *x, const char *script)
+/* x->id's turns go to the fake model server with script, over kind's
+ * protocol; policy all. */
+static void wire_call(struct hx *x, enum provider_kind kind, const char *script)
 {
 	fake_start(&x->fake, script, NULL);
 	x->have_fake = true;
-	x->base = url(x->fake.port, "/v1");
+	x->base = url(x->fake.port, kind == PROVIDER_OPENAI ? "/v1" : "");
 	struct host_call c = tool_call(APPROVAL_ALL, x);
-	c.provider = "openai";
-	c.call.kind = PROVIDER_OPENAI;
+	c.provider = kind == PROVIDER_OPENAI ? "openai" : "anthropic";
+	c.call.kind = kind;
 	c.call.params = (struct provider_params){.model = "m-1", .base_url = x->base,
-						 .api_key = "sk-test", .tools = schemas};
+						 .api_key = kind == PROVIDER_OPENAI ? "sk-test" : "ant-test",
+						 .tools = schemas};
 	c.call.timeouts = (struct http_timeouts){2000, 8000, 8000};
 	struct cerr err;
 	assert_int_equal(host_set_call(x->h, x->id, &c, &err), 0);
@@ -375,7 +380,7 @@ static void test_tools_cancel_mid_arguments(void **state)
 		"\"split\":\"event\",\"stall_after\":3,\"stall_ms\":15000},"
 		"{\"text\":\"understood\"}]}",
 		marker);
-	openai_call(x, script);
+	wire_call(x, PROVIDER_OPENAI, script);
 	free(script);
 	hx_send(x, "make the marker", NULL);
 	WAIT(x, x->seen.p && strstr(x->seen.p, "notice tool_call\n"));
@@ -408,6 +413,109 @@ static void test_tools_cancel_mid_arguments(void **state)
 	assert_false(exists(marker));
 }
 
+/* A tool that fails is a result the model reads, not a failure of the
+ * turn: a command's exit status, a file that is not there. */
+static void test_tools_failure_is_fed_back(void **state)
+{
+	struct hx *x = *state;
+	struct host_call c = tool_call(APPROVAL_ALL, x);
+	hx_create(x, &c);
+	policy(x, APPROVAL_ALL);
+	hx_send(x, "run echo broken >&2; exit 3", NULL);
+	WAIT(x, x->settled == 1);
+	hx_send(x, "read no-such-file.txt", NULL);
+	WAIT(x, x->settled == 2);
+	for (int i = 0; i < 2; i++)
+		assert_string_equal(hx_str(hx_done(x, i), "outcome"), "completed");
+	struct scan *s = hx_read_log(x);
+	const cJSON *r0 = event_of(s, "tool/result", 0), *r1 = event_of(s, "tool/result", 1);
+	assert_string_equal(hx_str(r0, "status"), "error");
+	assert_int_equal(cJSON_GetObjectItem(r0, "exit_code")->valueint, 3);
+	assert_non_null(strstr(hx_str(r0, "output"), "broken"));
+	assert_string_equal(hx_str(r1, "status"), "error");
+	assert_non_null(strstr(hx_str(r1, "output"), "no-such-file.txt"));
+	scan_free(s);
+	/* The offline model read the results: its answers quote them. */
+	assert_non_null(strstr(x->text.p, "done: "));
+	assert_non_null(strstr(x->text.p, "broken"));
+}
+
+/* A cancel while the user is asked: the request is answered canceled, the
+ * call never runs, its result says so, and the turn ends canceled. */
+static void test_tools_cancel_during_approval(void **state)
+{
+	struct hx *x = *state;
+	struct host_call c = tool_call(APPROVAL_ASK, x);
+	hx_create(x, &c);
+	char marker[256];
+	snprintf(marker, sizeof marker, "%s/ran", x->dir);
+	char *prompt = xasprintf("run touch %s", marker);
+	hx_send(x, prompt, NULL); /* x->decision NULL: nobody answers */
+	free(prompt);
+	WAIT(x, cJSON_GetArraySize(x->requests) == 1);
+	host_cancel(x->h, x->id);
+	WAIT(x, x->settled == 1);
+	assert_string_equal(hx_str(hx_done(x, 0), "outcome"), "canceled");
+	assert_false(exists(marker));
+	struct scan *s = hx_read_log(x);
+	const cJSON *ans = event_of(s, "interaction/answer", 0);
+	assert_string_equal(hx_str(ans, "decision"), "canceled");
+	assert_null(event_of(s, "tool/started", 0));
+	const cJSON *res = event_of(s, "tool/result", 0);
+	assert_string_equal(hx_str(res, "status"), "canceled");
+	assert_int_equal(strncmp(hx_str(res, "output"), "canceled: ", 10), 0);
+	assert_null(event_of(s, "tool/result", 1));
+	scan_free(s);
+}
+
+/* Anthropic: a call cut off by max_tokens is not executed, and the next
+ * request replays it with "input": {} and its not_executed result (the
+ * server rejects a malformed history); malformed arguments of a whole call
+ * become an error result the model reads. */
+static void test_tools_cut_by_the_token_limit_and_malformed(void **state)
+{
+	struct hx *x = *state;
+	char marker[256];
+	snprintf(marker, sizeof marker, "%s/marker", x->dir);
+	struct host_call c0 = hx_offline_call();
+	hx_create(x, &c0);
+	char *script = xasprintf(
+		"{\"replies\":[{\"tool_calls\":[{\"id\":\"toolu_cut\",\"name\":\"shell\","
+		"\"arguments\":\"{\\\"command\\\":\\\"touch %s\\\"}\"}],"
+		"\"stop_reason\":\"max_tokens\"},"
+		"{\"tool_calls\":[{\"id\":\"toolu_bad\",\"name\":\"shell\","
+		"\"arguments\":\"{\\\"command\\\": touch\"}]},"
+		"{\"text\":\"giving up\"}]}",
+		marker);
+	wire_call(x, PROVIDER_ANTHROPIC, script);
+	free(script);
+	hx_send(x, "make the marker", NULL);
+	WAIT(x, x->settled == 1);
+	if (strcmp(hx_str(hx_done(x, 0), "outcome"), "completed") != 0)
+		fail_msg("outcome %s: %s", hx_str(hx_done(x, 0), "outcome"),
+			 cJSON_PrintUnformatted(cJSON_GetObjectItem(hx_done(x, 0), "error")));
+	assert_false(exists(marker));
+	struct scan *s = hx_read_log(x);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(event_of(s, "tool/call", 0), "incomplete")));
+	const cJSON *r0 = event_of(s, "tool/result", 0), *r1 = event_of(s, "tool/result", 1);
+	assert_string_equal(hx_str(r0, "status"), "not_executed");
+	assert_non_null(strstr(hx_str(r0, "output"), "output limit"));
+	assert_string_equal(hx_str(r1, "status"), "error");
+	assert_non_null(strstr(hx_str(r1, "output"), "not valid JSON"));
+	assert_null(event_of(s, "tool/started", 0));
+	scan_free(s);
+	cJSON *reqs = fake_requests(&x->fake);
+	assert_int_equal(cJSON_GetArraySize(reqs), 3);
+	char *body = cJSON_PrintUnformatted(cJSON_GetArrayItem(reqs, 1));
+	assert_non_null(strstr(body, "\"id\":\"toolu_cut\",\"name\":\"shell\",\"input\":{}"));
+	assert_non_null(strstr(body, "not executed: "));
+	free(body);
+	body = cJSON_PrintUnformatted(cJSON_GetArrayItem(reqs, 2));
+	assert_non_null(strstr(body, "invalid arguments"));
+	free(body);
+	cJSON_Delete(reqs);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, hx_setup, hx_teardown)
@@ -421,6 +529,9 @@ int main(void)
 		T(test_tools_second_answer_is_superseded),
 		T(test_tools_provider_call_over_the_wire),
 		T(test_tools_cancel_mid_arguments),
+		T(test_tools_failure_is_fed_back),
+		T(test_tools_cancel_during_approval),
+		T(test_tools_cut_by_the_token_limit_and_malformed),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	cJSON_Delete(schemas);
