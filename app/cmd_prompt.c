@@ -16,19 +16,14 @@
 #include "app/cli.h"
 #include "app/cmds.h"
 #include "app/outq.h"
+#include "app/parts.h"
 #include "app/prompt_report.h"
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/termsafe.h"
 #include "base/utf8.h"
 #include "base/xalloc.h"
-#include "engine/config.h"
 #include "engine/host.h"
-#include "engine/http.h"
-#include "engine/sysprompt.h"
-#include "engine/tool.h"
-#include "persist/catalog.h"
-#include "persist/store.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -40,34 +35,22 @@
 
 #define PROMPT_MAX (64u * 1024u * 1024u)
 #define PROMPTS_MAX 64
-#define DRAIN_MS 60000 /* how long a closing run waits for its saves */
 
 struct hl {
-	uv_loop_t loop;
 	struct cli *c;
-	char *root;
 	bool json, cont;
-	const char *session_opt, *provider_opt, *model_opt, *system_opt, *approve_opt;
-	enum approval_policy approve;
-	cJSON *tools;        /* the schemas offered */
+	const char *session_opt, *approve_opt;
+	struct parts_opts o;
 	const char *prompt_args[PROMPTS_MAX];
 	size_t n_prompts;
 	char *prompts[PROMPTS_MAX];
 	/* the session */
 	char id[SESSION_ID_MAX + 1];
-	char cwd[PATH_MAX];
 	/* parts */
-	struct config cfg;
-	bool cfg_loaded;
-	char **strip; /* the variables tools never see (config_tool_strip) */
-	struct sysprompt sp;
-	bool sp_built;
-	struct fifo *fifo;
-	struct sink *sink;
-	struct http *http;
-	struct host *host;
+	struct parts p;
 	struct outq *out;
 	uv_signal_t sigint, sigterm, sighup;
+	bool signals_on;
 	/* the run */
 	struct prompt_report rep;
 	size_t expected;     /* turns this run waits for */
@@ -168,11 +151,11 @@ static int parse_args(struct hl *h, int argc, char **argv)
 		else if (strcmp(a, "-c") == 0 || strcmp(a, "--continue") == 0)
 			h->cont = true;
 		else if (strcmp(a, "--provider") == 0)
-			slot = &h->provider_opt;
+			slot = &h->o.provider;
 		else if (strcmp(a, "--model") == 0)
-			slot = &h->model_opt;
+			slot = &h->o.model;
 		else if (strcmp(a, "--system") == 0)
-			slot = &h->system_opt;
+			slot = &h->o.system;
 		else if (strcmp(a, "--approve") == 0)
 			slot = &h->approve_opt;
 		else if (strcmp(a, "--data-dir") == 0)
@@ -194,43 +177,9 @@ static int parse_args(struct hl *h, int argc, char **argv)
 	if (h->cont && h->session_opt)
 		return cli_usage(NULL, "--session and -c cannot be used together");
 	struct cerr err;
-	if (h->approve_opt && approval_policy_parse(h->approve_opt, &h->approve, &err) < 0)
+	if (h->approve_opt && approval_policy_parse(h->approve_opt, &h->o.approve, &err) < 0)
 		return cli_usage(NULL, "%s", err.msg);
-	return 0;
-}
-
-struct latest {
-	const char *cwd;
-	char id[SESSION_ID_MAX + 1];
-	int64_t at;
-};
-
-static void latest_cb(const struct cat_session *s, void *ctx)
-{
-	struct latest *l = ctx;
-	if (s->cwd && strcmp(s->cwd, l->cwd) == 0 && (!*l->id || s->updated_at > l->at)) {
-		snprintf(l->id, sizeof l->id, "%s", s->id);
-		l->at = s->updated_at;
-	}
-}
-
-/* -c: the session of this directory that was active last (read before
- * the loop starts, like the store's other start-up reads). */
-static int latest_here(struct hl *h, struct store *st, struct cerr *err)
-{
-	struct catalog *cat;
-	struct latest l = {.cwd = h->cwd};
-	if (catalog_open_ro(st, &cat, err) < 0)
-		return err->cls == CERR_MISSING
-			       ? cerr_set(err, CERR_MISSING, 0, "no session to continue in %s", h->cwd)
-			       : -1;
-	int rc = catalog_list_each(cat, false, false, h->cwd, 0, latest_cb, &l, err);
-	catalog_close(cat);
-	if (rc < 0)
-		return -1;
-	if (!*l.id)
-		return cerr_set(err, CERR_MISSING, 0, "no session to continue in %s", h->cwd);
-	snprintf(h->id, sizeof h->id, "%s", l.id);
+	h->o.approve_set = h->approve_opt != NULL;
 	return 0;
 }
 
@@ -242,20 +191,20 @@ static void out_str(struct hl *h, const char *s, size_t n)
 {
 	outq_write(h->out, s, n);
 	if (outq_full(h->out))
-		sink_read_stop(h->sink); /* the reply pauses until stdout drains */
+		sink_read_stop(h->p.sink); /* the reply pauses until stdout drains */
 }
 
 static void on_drain(void *ud)
 {
 	struct hl *h = ud;
-	sink_read_start(h->sink, read_cb, h);
+	sink_read_start(h->p.sink, read_cb, h);
 }
 
 static void stop(struct hl *h)
 {
 	h->stopping = true;
-	if (h->host && *h->id)
-		host_cancel(h->host, h->id); /* the partial answer is kept; queued input stays */
+	if (h->p.host && *h->id)
+		host_cancel(h->p.host, h->id); /* the partial answer is kept; queued input stays */
 }
 
 static void on_out_error(void *ud, int uverr)
@@ -264,7 +213,7 @@ static void on_out_error(void *ud, int uverr)
 	(void)uverr;
 	/* Nobody reads the answer any more: stop paying for it. */
 	stop(h);
-	sink_read_start(h->sink, read_cb, h); /* writes are dropped from now on */
+	sink_read_start(h->p.sink, read_cb, h); /* writes are dropped from now on */
 }
 
 /* Print o as one JSON line (controls escaped) and free it. */
@@ -338,44 +287,15 @@ static void print_turn_end(struct hl *h, const cJSON *t)
 
 /* ---- shutdown ---- */
 
-static void closed_fifo(struct fifo *f, void *ctx, enum fifo_close_status st, uint64_t n)
+/* The host closed: close what is this run's own, the output last (its
+ * queue flushed). */
+static void own_closed(void *ctx)
 {
-	(void)f;
 	struct hl *h = ctx;
-	if (st == FIFO_TIMED_OUT) {
-		/* Still writing: keep ownership and wait again, saying so. */
-		cli_printf(stderr, "cairn: still saving (%llu items); waiting\n", (unsigned long long)n);
-		fifo_close(h->fifo, clock_mono_ns() / 1000000 + DRAIN_MS, closed_fifo, h);
-		return;
-	}
-	h->fifo = NULL;
-}
-
-/* Everything the host depended on is closed once it is closed. */
-static void close_parts(struct hl *h)
-{
 	uv_close((uv_handle_t *)&h->sigint, NULL);
 	uv_close((uv_handle_t *)&h->sigterm, NULL);
 	uv_close((uv_handle_t *)&h->sighup, NULL);
-	if (h->http)
-		http_close(h->http, NULL, NULL);
-	sink_close(h->sink, NULL, NULL);
-	fifo_close(h->fifo, clock_mono_ns() / 1000000 + DRAIN_MS, closed_fifo, h);
-	outq_close(h->out, NULL, NULL); /* last: its queue flushed */
-}
-
-static void host_closed(struct host *host, void *ctx, enum host_close_status st)
-{
-	struct hl *h = ctx;
-	if (st == HOST_TIMED_OUT) {
-		/* Never close what the host still uses: wait again. */
-		cli_printf(stderr, "cairn: still settling; waiting\n");
-		host_close(host, clock_mono_ns() / 1000000 + DRAIN_MS, host_closed, h);
-		return;
-	}
-	host_free(host);
-	h->host = NULL;
-	close_parts(h);
+	outq_close(h->out, NULL, NULL);
 }
 
 static void finish(struct hl *h)
@@ -387,14 +307,14 @@ static void finish(struct hl *h)
 		out_json_line(h, prompt_report_result(&h->rep, h->id));
 	if (*h->id && h->rep.settled > 0)
 		cli_printf(stderr, "cairn: session %s\n", h->id);
-	if (h->host && *h->id) {
+	if (h->p.host && *h->id) {
 		const struct host_input *in;
-		size_t n = host_queued(h->host, h->id, &in);
+		size_t n = host_queued(h->p.host, h->id, &in);
 		if (n)
 			cli_printf(stderr, "cairn: %zu prompt%s still queued in session %s\n", n,
 				   n == 1 ? "" : "s", h->id);
 	}
-	host_close(h->host, clock_mono_ns() / 1000000 + DRAIN_MS, host_closed, h);
+	parts_close(&h->p, own_closed, h);
 }
 
 static void fail_run(struct hl *h, const struct cerr *err)
@@ -410,9 +330,9 @@ static void fail_run(struct hl *h, const struct cerr *err)
  * no turn runs. */
 static void check_done(struct hl *h)
 {
-	if (h->finished || !h->host)
+	if (h->finished || !h->p.host)
 		return;
-	bool running = host_state(h->host, h->id) == HOST_TURN;
+	bool running = host_state(h->p.host, h->id) == HOST_TURN;
 	if (h->rep.settled >= h->expected || (h->stopping && !running))
 		finish(h);
 }
@@ -427,7 +347,7 @@ static void answer(struct hl *h, const cJSON *req)
 	struct cerr err;
 	cli_printf(stderr, "cairn: denied %s (nobody to ask: use --approve read-only or all)\n",
 		   str_of(req, "summary") ? str_of(req, "summary") : "a tool call");
-	if (id && host_respond(h->host, h->id, id, "deny",
+	if (id && host_respond(h->p.host, h->id, id, "deny",
 			       "nobody can approve tool calls in this headless run", NULL, NULL,
 			       &err) < 0)
 		cli_printf(stderr, "cairn: %s\n", err.msg);
@@ -458,7 +378,7 @@ static void read_cb(struct sink *s, const struct sink_item *it, void *ctx)
 			/* Everything before it was applied (printed): settle. */
 			if (!prompt_report_done(&h->rep, it->data, clock_unix_ms()))
 				h->stopping = true;
-			if (host_applied(h->host, it, &err) < 0)
+			if (host_applied(h->p.host, it, &err) < 0)
 				cli_printf(stderr, "cairn: %s\n", err.msg);
 		} else if (strcmp(it->name, "settled") == 0) {
 			bool ok = cJSON_IsTrue(cJSON_GetObjectItem(it->data, "ok"));
@@ -508,7 +428,7 @@ static int send_all(struct hl *h, struct cerr *err)
 	h->rep.turn_started = clock_unix_ms();
 	for (size_t i = 0; i < h->n_prompts; i++) {
 		struct host_send s = {.text = h->prompts[i]};
-		if (host_send(h->host, h->id, &s, sent, h, err) < 0) {
+		if (host_send(h->p.host, h->id, &s, sent, h, err) < 0) {
 			h->expected = i;
 			if (i == 0)
 				return -1;
@@ -521,52 +441,6 @@ static int send_all(struct hl *h, struct cerr *err)
 	return 0;
 }
 
-/* What the session's turns are sent with: --provider/--model, the
- * session's stored choice (set: NULL for a new session), the
- * configuration, the environment. The system prompt is the session's own
- * unless --system is given (docs/configuration.md); else it is built for
- * this run. The host records what differs from the session's settings. */
-static int select_call(struct hl *h, const struct host_settings *set, struct cerr *err)
-{
-	struct config_selection sel;
-	if (config_select(&h->cfg, h->provider_opt, h->model_opt, set ? set->provider : NULL,
-			  set ? set->model : NULL, &sel, err) < 0)
-		return -1;
-	const char *system = set && !h->system_opt ? set->system_prompt : NULL;
-	if (!system) {
-		if (sysprompt_build(&h->cfg, h->system_opt, h->cwd, clock_unix_ms(), &h->sp, err) < 0)
-			return -1;
-		h->sp_built = true;
-		system = h->sp.text;
-	}
-	const struct config_provider *p = sel.provider;
-	if (p->kind != PROVIDER_OFFLINE) {
-		if (!(h->http = http_new(&h->loop, err)))
-			return -1;
-		host_set_http(h->host, h->http);
-	}
-	if (!h->tools)
-		h->tools = tool_schemas();
-	struct host_call call = {
-		.provider = p->name,
-		.call = {
-			.kind = p->kind,
-			.params = {.model = sel.model, .base_url = p->base_url,
-				   .api_key = config_api_key(p), .system = system,
-				   .max_tokens = p->max_tokens, .tools = h->tools},
-			.pace_ms = (unsigned)h->cfg.pace_ms,
-			.timeouts = {(unsigned)p->timeouts.connect_ms, (unsigned)p->timeouts.first_byte_ms,
-				     (unsigned)p->timeouts.gap_ms},
-			.retry = CALL_RETRY_DEFAULT,
-		},
-		.max_steps = (unsigned)h->cfg.max_steps,
-	};
-	if (host_set_call(h->host, h->id, &call, err) < 0)
-		return -1;
-	/* --approve holds for this run only: never saved into the session */
-	return h->approve_opt ? host_set_approval(h->host, h->id, h->approve, err) : 0;
-}
-
 static void opened(void *ctx, const struct host_result *r, const struct cerr *err)
 {
 	struct hl *h = ctx;
@@ -577,16 +451,16 @@ static void opened(void *ctx, const struct host_result *r, const struct cerr *er
 		return;
 	}
 	const struct host_input *in;
-	size_t n = host_queued(h->host, h->id, &in);
+	size_t n = host_queued(h->p.host, h->id, &in);
 	for (size_t i = 0; i < n; i++)
 		cli_printf(stderr, "cairn: queued by an earlier run, not sent: %s\n", in[i].input_id);
 	struct host_settings set = {0};
-	host_settings(h->host, h->id, &set, &e);
+	host_settings(h->p.host, h->id, &set, &e);
 	if (h->stopping) {
 		finish(h);
 		return;
 	}
-	if (select_call(h, &set, &e) < 0 || send_all(h, &e) < 0)
+	if (parts_select_call(&h->p, h->id, &set, &e) < 0 || send_all(h, &e) < 0)
 		fail_run(h, &e);
 }
 
@@ -600,9 +474,9 @@ static void created(void *ctx, const struct host_result *r, const struct cerr *e
 static int start(struct hl *h, struct cerr *err)
 {
 	if (*h->id)
-		return host_open(h->host, h->id, opened, h, err);
-	if (host_create(h->host, h->cwd, NULL, h->id, created, h, err) < 0 ||
-	    select_call(h, NULL, err) < 0)
+		return host_open(h->p.host, h->id, opened, h, err);
+	if (host_create(h->p.host, h->p.cwd, NULL, h->id, created, h, err) < 0 ||
+	    parts_select_call(&h->p, h->id, NULL, err) < 0)
 		return -1;
 	return send_all(h, err);
 }
@@ -627,72 +501,43 @@ int cmd_prompt(struct cli *c, int argc, char **argv)
 	int code = parse_args(h, argc, argv);
 	if (code != 0)
 		goto out;
-	struct store *st = NULL;
-	if (!getcwd(h->cwd, sizeof h->cwd)) {
-		cerr_set(&err, CERR_IO, errno, "cannot read the working directory");
+	if (build_prompts(h, &err) < 0 || parts_open(&h->p, c, &h->o, h->cont, &err) < 0)
 		goto fail;
-	}
-	if (build_prompts(h, &err) < 0 || config_load(&h->cfg, &err) < 0)
-		goto fail;
-	h->cfg_loaded = true;
-	if (cli_open_store(c, true, &st, &err) < 0)
-		goto fail;
-	h->root = xstrdup(store_root(st));
-	if (h->session_opt)
+	if (h->session_opt) {
 		snprintf(h->id, sizeof h->id, "%s", h->session_opt);
-	else if (h->cont && latest_here(h, st, &err) < 0) {
-		store_close(st);
-		goto fail;
+	} else if (h->cont) {
+		if (!*h->p.latest) {
+			cerr_set(&err, CERR_MISSING, 0, "no session to continue in %s", h->p.cwd);
+			goto fail;
+		}
+		snprintf(h->id, sizeof h->id, "%s", h->p.latest);
 	}
-	store_close(st);
 	signal(SIGPIPE, SIG_IGN);
-	uv_loop_init(&h->loop);
-	if (!(h->fifo = fifo_new(&h->loop, h->root, NULL, &err))) {
-		uv_loop_close(&h->loop);
-		goto fail;
-	}
-	h->sink = sink_new(&h->loop, NULL);
 	struct outq_hooks oh = {on_drain, on_out_error, h};
-	h->out = outq_new(&h->loop, 1, &oh);
-	h->strip = config_tool_strip(&h->cfg);
-	struct host_deps d = {.loop = &h->loop,
-			      .root = h->root,
-			      .fifo = h->fifo,
-			      .sink = h->sink,
-			      .tool_result_max = (size_t)h->cfg.tools.result_max,
-			      .tool_output_max = (size_t)h->cfg.tools.output_max,
-			      .tool_env_strip = h->strip};
-	h->host = host_new(&d);
+	h->out = outq_new(&h->p.loop, 1, &oh);
 	uv_signal_t *sigs[] = {&h->sigint, &h->sigterm, &h->sighup};
 	int signums[] = {SIGINT, SIGTERM, SIGHUP};
 	for (int i = 0; i < 3; i++) {
-		uv_signal_init(&h->loop, sigs[i]);
+		uv_signal_init(&h->p.loop, sigs[i]);
 		sigs[i]->data = h;
 		uv_signal_start(sigs[i], signal_cb, signums[i]);
 		uv_unref((uv_handle_t *)sigs[i]);
 	}
-	sink_read_start(h->sink, read_cb, h);
+	sink_read_start(h->p.sink, read_cb, h);
 	if (start(h, &err) < 0)
 		fail_run(h, &err);
-	else if (host_recover_interrupted(h->host, recovered, h, &err) < 0)
+	else if (host_recover_interrupted(h->p.host, recovered, h, &err) < 0)
 		cli_printf(stderr, "cairn: %s\n", err.msg);
-	uv_run(&h->loop, UV_RUN_DEFAULT);
-	uv_loop_close(&h->loop);
+	uv_run(&h->p.loop, UV_RUN_DEFAULT);
 	code = h->fail.cls != CERR_OK ? cli_fail(&h->fail) : h->rep.exit_code;
 	goto out;
 fail:
 	code = cli_fail(&err);
 out:
-	if (h->sp_built)
-		sysprompt_release(&h->sp);
-	if (h->cfg_loaded)
-		config_release(&h->cfg);
-	tool_env_free(h->strip); /* after the host: it borrowed it */
+	parts_release(&h->p);
 	prompt_report_release(&h->rep);
-	cJSON_Delete(h->tools);
 	for (size_t i = 0; i < h->n_prompts; i++)
 		free(h->prompts[i]);
-	free(h->root);
 	free(h);
 	return code;
 }

@@ -229,6 +229,11 @@ void tty_resize(struct tty *t)
 		resizeterm(ws.ws_row, ws.ws_col);
 }
 
+int tty_infd(const struct tty *t)
+{
+	return t->infd;
+}
+
 bool tty_colors(const struct tty *t)
 {
 	return t->colors;

@@ -39,6 +39,8 @@ void tty_suspend(struct tty *t);
 /* The window changed size: read it and resize ncurses' screens. */
 void tty_resize(struct tty *t);
 
+/* The input descriptor tty_open was given. */
+int tty_infd(const struct tty *t);
 /* Colours are in use: the terminal has them and NO_COLOR is unset or
  * empty. */
 bool tty_colors(const struct tty *t);

@@ -1,0 +1,187 @@
+/* parts.c — what sessions run on, made and closed in order (parts.h). */
+#include "app/parts.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/xalloc.h"
+#include "engine/http.h"
+#include "engine/tool.h"
+#include "persist/catalog.h"
+#include "persist/fifo.h"
+#include "persist/store.h"
+#include "sink/sink.h"
+
+#define DRAIN_MS 60000 /* how long a close waits before it says it still waits */
+
+struct latest {
+	const char *cwd;
+	char id[SESSION_ID_MAX + 1];
+	int64_t at;
+};
+
+static void latest_cb(const struct cat_session *s, void *ctx)
+{
+	struct latest *l = ctx;
+	if (s->cwd && strcmp(s->cwd, l->cwd) == 0 && (!*l->id || s->updated_at > l->at)) {
+		snprintf(l->id, sizeof l->id, "%s", s->id);
+		l->at = s->updated_at;
+	}
+}
+
+/* The session of this directory that was active last ("" when none), read
+ * before the loop starts like the store's other start-up reads. */
+static int latest_here(struct parts *p, struct store *st, struct cerr *err)
+{
+	struct catalog *cat;
+	struct latest l = {.cwd = p->cwd};
+	if (catalog_open_ro(st, &cat, err) < 0)
+		return err->cls == CERR_MISSING ? 0 : -1;
+	int rc = catalog_list_each(cat, false, false, p->cwd, 0, latest_cb, &l, err);
+	catalog_close(cat);
+	if (rc < 0)
+		return -1;
+	snprintf(p->latest, sizeof p->latest, "%s", l.id);
+	return 0;
+}
+
+int parts_open(struct parts *p, struct cli *c, const struct parts_opts *o, bool latest,
+	       struct cerr *err)
+{
+	memset(p, 0, sizeof *p);
+	if (o)
+		p->o = *o;
+	if (!getcwd(p->cwd, sizeof p->cwd))
+		return cerr_set(err, CERR_IO, errno, "cannot read the working directory");
+	if (config_load(&p->cfg, err) < 0)
+		return -1;
+	p->cfg_loaded = true;
+	struct store *st = NULL;
+	if (cli_open_store(c, true, &st, err) < 0)
+		return -1;
+	p->root = xstrdup(store_root(st));
+	int rc = latest ? latest_here(p, st, err) : 0;
+	store_close(st);
+	if (rc < 0)
+		return -1;
+	uv_loop_init(&p->loop);
+	p->loop_ready = true;
+	if (!(p->fifo = fifo_new(&p->loop, p->root, NULL, err)))
+		return -1;
+	p->sink = sink_new(&p->loop, NULL);
+	p->strip = config_tool_strip(&p->cfg);
+	struct host_deps d = {.loop = &p->loop,
+			      .root = p->root,
+			      .fifo = p->fifo,
+			      .sink = p->sink,
+			      .tool_result_max = (size_t)p->cfg.tools.result_max,
+			      .tool_output_max = (size_t)p->cfg.tools.output_max,
+			      .tool_env_strip = p->strip};
+	p->host = host_new(&d);
+	return 0;
+}
+
+int parts_select_call(struct parts *p, const char *id, const struct host_settings *set,
+		      struct cerr *err)
+{
+	struct config_selection sel;
+	if (config_select(&p->cfg, p->o.provider, p->o.model, set ? set->provider : NULL,
+			  set ? set->model : NULL, &sel, err) < 0)
+		return -1;
+	const char *system = set && !p->o.system ? set->system_prompt : NULL;
+	if (!system) {
+		if (p->sp_built)
+			sysprompt_release(&p->sp);
+		p->sp_built = false;
+		if (sysprompt_build(&p->cfg, p->o.system, p->cwd, clock_unix_ms(), &p->sp, err) < 0)
+			return -1;
+		p->sp_built = true;
+		system = p->sp.text;
+	}
+	const struct config_provider *pr = sel.provider;
+	if (pr->kind != PROVIDER_OFFLINE && !p->http) {
+		if (!(p->http = http_new(&p->loop, err)))
+			return -1;
+		host_set_http(p->host, p->http);
+	}
+	if (!p->tools)
+		p->tools = tool_schemas();
+	struct host_call call = {
+		.provider = pr->name,
+		.call = {
+			.kind = pr->kind,
+			.params = {.model = sel.model, .base_url = pr->base_url,
+				   .api_key = config_api_key(pr), .system = system,
+				   .max_tokens = pr->max_tokens, .tools = p->tools},
+			.pace_ms = (unsigned)p->cfg.pace_ms,
+			.timeouts = {(unsigned)pr->timeouts.connect_ms,
+				     (unsigned)pr->timeouts.first_byte_ms,
+				     (unsigned)pr->timeouts.gap_ms},
+			.retry = CALL_RETRY_DEFAULT,
+		},
+		.max_steps = (unsigned)p->cfg.max_steps,
+	};
+	if (host_set_call(p->host, id, &call, err) < 0)
+		return -1;
+	/* --approve holds for this run only: never saved into the session */
+	return p->o.approve_set ? host_set_approval(p->host, id, p->o.approve, err) : 0;
+}
+
+/* ---- closing ---- */
+
+static void fifo_closed(struct fifo *f, void *ctx, enum fifo_close_status st, uint64_t n)
+{
+	(void)f;
+	struct parts *p = ctx;
+	if (st == FIFO_TIMED_OUT) {
+		/* Still writing: keep ownership and wait again, saying so. */
+		fprintf(stderr, "cairn: still saving (%llu items); waiting\n", (unsigned long long)n);
+		fifo_close(p->fifo, clock_mono_ns() / 1000000 + DRAIN_MS, fifo_closed, p);
+		return;
+	}
+	p->fifo = NULL;
+}
+
+static void host_closed(struct host *host, void *ctx, enum host_close_status st)
+{
+	struct parts *p = ctx;
+	if (st == HOST_TIMED_OUT) {
+		/* Never close what the host still uses: wait again. */
+		fprintf(stderr, "cairn: still settling; waiting\n");
+		host_close(host, clock_mono_ns() / 1000000 + DRAIN_MS, host_closed, p);
+		return;
+	}
+	host_free(host);
+	p->host = NULL;
+	if (p->closed)
+		p->closed(p->closed_ctx);
+	if (p->http)
+		http_close(p->http, NULL, NULL);
+	sink_close(p->sink, NULL, NULL);
+	fifo_close(p->fifo, clock_mono_ns() / 1000000 + DRAIN_MS, fifo_closed, p);
+}
+
+void parts_close(struct parts *p, void (*cb)(void *ctx), void *ctx)
+{
+	p->closed = cb;
+	p->closed_ctx = ctx;
+	host_close(p->host, clock_mono_ns() / 1000000 + DRAIN_MS, host_closed, p);
+}
+
+void parts_release(struct parts *p)
+{
+	if (p->loop_ready && !p->host && !p->fifo)
+		uv_loop_close(&p->loop);
+	if (p->sp_built)
+		sysprompt_release(&p->sp);
+	if (p->cfg_loaded)
+		config_release(&p->cfg);
+	tool_env_free(p->strip); /* after the host: it borrowed it */
+	cJSON_Delete(p->tools);
+	free(p->root);
+	memset(p, 0, sizeof *p);
+}
