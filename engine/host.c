@@ -444,6 +444,13 @@ static void open_work(uv_work_t *w)
 		ow->failed = true;
 		return;
 	}
+	if (ow->s->open_history && load_count(l) > 0) { /* the header: what the loop skips */
+		cJSON *line = load_json(l, 0);
+		ow->s->open_history(ow->s->open_history_ctx, (enum vocab_type)load_event(l, 0)->type,
+				    NULL, load_event(l, 0)->seq, load_event(l, 0)->t,
+				    cJSON_GetObjectItem(line, "data"));
+		cJSON_Delete(line);
+	}
 	for (size_t i = 1; i < load_count(l); i++) {
 		const struct load_event *ev = load_event(l, i);
 		if (ev->type == VT_UNKNOWN)
@@ -458,6 +465,9 @@ static void open_work(uv_work_t *w)
 			ow->turns[ow->n] = xstrdup(load_turn(l, i) ? load_turn(l, i) : "");
 			ow->n++;
 		}
+		if (ow->s->open_history)
+			ow->s->open_history(ow->s->open_history_ctx, (enum vocab_type)ev->type,
+					    load_turn(l, i), ev->seq, ev->t, data);
 		int rc = context_add(ow->ctx, (enum vocab_type)ev->type, load_turn(l, i), data,
 				     &ow->err);
 		cJSON_Delete(line);
@@ -602,6 +612,12 @@ static void opened(struct fifo_item *it, void *ctx, const struct fifo_receipt *r
 
 int host_open(struct host *h, const char *id, host_cb cb, void *ctx, struct cerr *err)
 {
+	return host_open_history(h, id, NULL, NULL, cb, ctx, err);
+}
+
+int host_open_history(struct host *h, const char *id, host_history_fn history, void *hctx,
+		      host_cb cb, void *ctx, struct cerr *err)
+{
 	if (h->closing)
 		return cerr_set(err, CERR_USAGE, 0, "the host is closing");
 	if (host_find(h, id))
@@ -610,6 +626,8 @@ int host_open(struct host *h, const char *id, host_cb cb, void *ctx, struct cerr
 	s->st = HOST_OPENING;
 	s->open_cb = cb;
 	s->open_ctx = ctx;
+	s->open_history = history;
+	s->open_history_ctx = hctx;
 	if (fifo_post(h->d.fifo, fifo_open(id), opened, s, err) < 0) {
 		sess_free(s);
 		return -1;

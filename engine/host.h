@@ -139,6 +139,16 @@ int host_create(struct host *h, const char *cwd, const struct host_call *call,
  * catalog says, prepared). Its settings in effect are readable with
  * host_settings once cb ran; call host_set_call before its first send. */
 int host_open(struct host *h, const char *id, host_cb cb, void *ctx, struct cerr *err);
+/* One event of an opened session's log as it was loaded (data borrowed for
+ * the call): what a screen shows of a resumed session without reading the
+ * log itself. */
+typedef void (*host_history_fn)(void *ctx, enum vocab_type type, const char *turn, uint64_t seq,
+				int64_t t_ms, const cJSON *data);
+/* host_open, and history is called with hctx for every event of the log
+ * as repaired, in order, before cb runs — on the worker thread that builds
+ * the context: hctx must be the caller's alone until cb runs. */
+int host_open_history(struct host *h, const char *id, host_history_fn history, void *hctx,
+		      host_cb cb, void *ctx, struct cerr *err);
 /* The HTTP engine for turns from now on (borrowed; see runner_set_http). */
 void host_set_http(struct host *h, struct http *http);
 /* Set what id's next turns are sent with (copied). */

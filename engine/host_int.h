@@ -103,6 +103,8 @@ struct hsess {
 	struct op *after_settle;     /* writes waiting for the turn to settle */
 	host_cb open_cb;
 	void *open_ctx;
+	host_history_fn open_history; /* called per loaded event, on the worker */
+	void *open_history_ctx;
 	uv_work_t *open_work;        /* the context being built */
 	struct op *open_release;     /* a release asked for while opening */
 };

@@ -62,6 +62,53 @@ static void test_host_send_is_idempotent_also_across_a_restart(void **state)
 	scan_free(s);
 }
 
+struct history {
+	struct buf lines; /* "seq type turn\n" per event */
+	size_t n;
+};
+
+static void history_cb(void *ctx, enum vocab_type type, const char *turn, uint64_t seq,
+		       int64_t t_ms, const cJSON *data)
+{
+	struct history *hi = ctx;
+	assert_true(t_ms > 0);
+	assert_non_null(data);
+	buf_printf(&hi->lines, "%llu %s %s\n", (unsigned long long)seq, vocab_type_name(type),
+		   turn ? turn : "-");
+	hi->n++;
+}
+
+/* Opening with the history: every event of the log, in order, with its
+ * seq, type and turn, before the open completes. */
+static void test_host_open_gives_the_history(void **state)
+{
+	struct hx *x = *state;
+	struct host_call c = hx_offline_call();
+	hx_create(x, &c);
+	hx_send(x, "first", NULL);
+	WAIT(x, x->settled == 1);
+	hx_send(x, "second", NULL);
+	WAIT(x, x->settled == 2);
+	hx_stop(x);
+	hx_start(x);
+	struct history hi = {BUF_INIT, 0};
+	struct cerr err;
+	int before = x->calls;
+	assert_int_equal(host_open_history(x->h, x->id, history_cb, &hi, hx_done_cb, x, &err), 0);
+	WAIT(x, x->calls > before);
+	assert_int_equal(x->last.cls, CERR_OK);
+	struct scan *s = hx_read_log(x);
+	struct buf want = BUF_INIT;
+	for (size_t i = 0; i < s->n_events; i++)
+		buf_printf(&want, "%llu %s %s\n", (unsigned long long)s->events[i].seq,
+			   s->events[i].type, s->events[i].turn ? s->events[i].turn : "-");
+	assert_int_equal(hi.n, s->n_events);
+	assert_string_equal(hi.lines.p, want.p);
+	scan_free(s);
+	buf_release(&want);
+	buf_release(&hi.lines);
+}
+
 /* A prompt sent while a turn runs is queued input, durable before the
  * callback, and becomes the next turn once the running one completed and
  * was saved: its input/dequeued in the same batch as its turn/start, whose
@@ -457,6 +504,7 @@ int main(void)
 		T(test_host_turn_records_the_settings_that_changed),
 		T(test_host_stale_marker_settles_nothing),
 		T(test_host_release_while_opening_cancels_the_open),
+		T(test_host_open_gives_the_history),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
