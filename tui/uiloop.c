@@ -65,14 +65,20 @@ static void poll_cb(uv_poll_t *p, int status, int events)
 	(void)events;
 	if (status < 0 || u->closing)
 		return;
-	/* ncurses reads a byte per read(2): drain until it has nothing. */
-	for (;;) {
-		wint_t ch;
-		int rc = wget_wch(u->keys, &ch);
-		if (rc == ERR || u->closing)
-			break;
-		u->hk.key(u->hk.ctx, rc, ch);
-	}
+	u->hk.input(u->hk.ctx);
+}
+
+int uiloop_getkey(struct uiloop *u, wint_t *ch)
+{
+	/* ncurses reads a byte per read(2): nothing is left buffered in it
+	 * once this gives ERR. */
+	return u->closing || !u->keys ? ERR : wget_wch(u->keys, ch);
+}
+
+void uiloop_keypad(struct uiloop *u, bool on)
+{
+	if (u->keys)
+		keypad(u->keys, on ? TRUE : FALSE);
 }
 
 static void signal_cb(uv_signal_t *s, int signum)

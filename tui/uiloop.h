@@ -26,9 +26,9 @@
 #include "tui/tty.h"
 
 struct uiloop_hooks {
-	/* One key as ncurses' wget_wch gave it: rc is OK (ch a character or a
-	 * control code) or KEY_CODE_YES (ch a KEY_* code). */
-	void (*key)(void *ctx, int rc, wint_t ch);
+	/* Keys can be read: read them with uiloop_getkey until it gives
+	 * ERR. */
+	void (*input)(void *ctx);
 	/* Draw the whole frame into stdscr (ncurses writes only what changed). */
 	void (*draw)(void *ctx);
 	/* SIGINT, SIGTERM or SIGHUP arrived. */
@@ -44,6 +44,14 @@ struct uiloop *uiloop_new(uv_loop_t *loop, const struct uiloop_hooks *hk);
 /* Read keys from t's input and draw the first frame. 0, or -1 when the
  * input cannot be polled (err set). */
 int uiloop_start(struct uiloop *u, struct tty *t, struct cerr *err);
+/* One key as ncurses' wget_wch gives it: OK (*ch a character or a
+ * control code), KEY_CODE_YES (*ch a KEY_* code), or ERR when none is
+ * waiting (after an ESC ncurses waits the escape delay for the rest of a
+ * sequence first). */
+int uiloop_getkey(struct uiloop *u, wint_t *ch);
+/* Let ncurses turn key sequences into KEY_* codes (on) or not (off: while
+ * a bracketed paste lasts, so pasted bytes stay text). */
+void uiloop_keypad(struct uiloop *u, bool on);
 /* Something changed: draw a frame soon (at once when the last frame is
  * older than a frame's time, else when it is due). */
 void uiloop_dirty(struct uiloop *u);
