@@ -275,7 +275,11 @@ static char *cairn_path(void)
 /* A provider's tool call over the wire: it runs, its result goes back
  * under the provider's id, and the server itself checks, before it answers
  * the next request, that tool/started was durable before the command's
- * first effect (a marker file) and that the result is in the log. */
+ * first effect and that the result is in the log. That first effect is a
+ * marker file holding the log as another process read it when the command
+ * began (`cairn log cat`): it must hold the call's tool/started. A time
+ * stamp would not do: an event is stamped when it is written, so a body
+ * started before its tool/started was saved would still look in order. */
 static void test_tools_provider_call_over_the_wire(void **state)
 {
 	struct hx *x = *state;
@@ -283,31 +287,35 @@ static void test_tools_provider_call_over_the_wire(void **state)
 	snprintf(marker, sizeof marker, "%s/marker", x->dir);
 	snprintf(check, sizeof check, "%s/check.py", x->dir);
 	char *cairn = cairn_path();
-	/* Only for the request after the tool: the log holds tool/started,
-	 * stamped no later than the marker's mtime, and the result. */
+	/* Only for the request after the tool: the log as the command saw it
+	 * holds tool/started of the call it ran, the log now its result. */
 	char *py = xasprintf(
-		"import json, os, subprocess, sys\n"
+		"import json, subprocess, sys\n"
 		"body = json.load(sys.stdin)\n"
 		"if not any(m.get('role') == 'tool' for m in body['messages']): sys.exit(0)\n"
-		"log = [json.loads(l) for l in subprocess.run(['%s', '--data-dir', '%s', 'log', 'cat', "
-		"sys.argv[1]], capture_output=True, text=True).stdout.splitlines()]\n"
-		"st = [e for e in log if e['type'] == 'tool/started']\n"
-		"res = [e for e in log if e['type'] == 'tool/result']\n"
-		"ok = st and res and st[0]['t'] <= os.stat('%s').st_mtime * 1000 + 1\n"
+		"def ids(lines, t): return [json.loads(l)['data']['call_id'] for l in lines\n"
+		"                           if l.strip() and json.loads(l)['type'] == t]\n"
+		"seen = open('%s').read().splitlines()\n"
+		"now = subprocess.run(['%s', '--data-dir', '%s', 'log', 'cat', sys.argv[1]],\n"
+		"                     capture_output=True, text=True).stdout.splitlines()\n"
+		"calls = ids(now, 'tool/call')\n"
+		"ok = len(calls) == 1 and ids(seen, 'tool/started') == calls and "
+		"ids(seen, 'tool/result') == [] and ids(now, 'tool/result') == calls\n"
 		"sys.exit(0 if ok else 1)\n",
-		cairn, x->root, marker);
+		marker, cairn, x->root);
 	spit(check, py, strlen(py), O_TRUNC);
 	free(py);
-	free(cairn);
 	struct host_call c0 = hx_offline_call();
 	hx_create(x, &c0); /* the id first: the check names it */
 	char *cmd = xasprintf("python3 %s %s", check, x->id);
 	const char *const extra[] = {"--before-reply", cmd, NULL};
 	char *script = xasprintf(
 		"{\"replies\":[{\"tool_calls\":[{\"id\":\"call_abc\",\"name\":\"shell\","
-		"\"arguments\":\"{\\\"command\\\":\\\"sleep 0.1; touch %s; echo made\\\"}\"}]},"
+		"\"arguments\":\"{\\\"command\\\":\\\"'%s' --data-dir '%s' log cat %s >%s; "
+		"echo made\\\"}\"}]},"
 		"{\"text\":\"all done\"}]}",
-		marker);
+		cairn, x->root, x->id, marker);
+	free(cairn);
 	fake_start(&x->fake, script, extra);
 	x->have_fake = true;
 	free(script);
