@@ -28,10 +28,13 @@ without the chunked framing)}, with "head": true for the status line and
 headers and "end": true for the body's terminating chunk.
 
 The script (--script FILE, JSON) is {"replies": [REPLY, ...], "routes":
-[{"prompt_prefix": P, "reply": REPLY}, ...]}: a request whose last user
-message's (last) text starts with a route's P gets that route's reply (the first
-that matches, as often as it matches); the Nth other accepted request gets
-reply N (a 500 once they run out). A REPLY, every key optional:
+[{"prompt_prefix": P, "reply": REPLY, "after_tool"?: true}, ...]}: a request
+whose last user message's (last) text starts with a route's P gets that
+route's reply (the first that matches, as often as it matches); a route with
+after_tool answers instead a request whose last message carries tool results
+(the request after the tools ran), by its latest prompt, so the steps of a
+tool loop are routed by the prompt that began it. The Nth other accepted
+request gets reply N (a 500 once they run out). A REPLY, every key optional:
 
   status, headers        an HTTP error (status != 200) with extra headers,
                          e.g. {"status": 429, "headers": {"Retry-After": "2"}};
@@ -448,15 +451,10 @@ def cut_stream(events, r, rng):
     return out
 
 
-def last_user_text(body):
-    """The text of the last message when it is the user's (both protocols'
-    shapes: a string, or the last of a list of text parts/blocks); None
-    otherwise."""
-    msgs = body.get("messages") if isinstance(body, dict) else None
-    if not isinstance(msgs, list) or not msgs or not isinstance(msgs[-1], dict):
-        return None
-    m = msgs[-1]
-    if m.get("role") != "user":
+def user_text(m):
+    """The text of message m when it is the user's (both protocols' shapes:
+    a string, or the last of a list of text parts/blocks); None otherwise."""
+    if not isinstance(m, dict) or m.get("role") != "user":
         return None
     c = m.get("content")
     if is_str(c):
@@ -467,11 +465,46 @@ def last_user_text(body):
     return None
 
 
+def messages_of(body):
+    msgs = body.get("messages") if isinstance(body, dict) else None
+    return msgs if isinstance(msgs, list) else []
+
+
+def last_user_text(body):
+    """The text of the last message when it is the user's; None otherwise."""
+    msgs = messages_of(body)
+    return user_text(msgs[-1]) if msgs else None
+
+
+def after_tool_prompt(body):
+    """When the last message carries tool results (OpenAI: role "tool";
+    Anthropic: a user message of tool_result blocks and no text), the
+    latest prompt: the text of the last user message that has one."""
+    msgs = messages_of(body)
+    if not msgs or not isinstance(msgs[-1], dict):
+        return None
+    m = msgs[-1]
+    c = m.get("content")
+    results = m.get("role") == "tool" or (m.get("role") == "user" and isinstance(c, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in c))
+    if not results or user_text(m) is not None:
+        return None
+    for m in reversed(msgs):
+        t = user_text(m)
+        if t is not None:
+            return t
+    return None
+
+
 def route_of(script, body):
-    """The index of the first route whose prompt_prefix the last user message starts with."""
+    """The index of the first route whose prompt_prefix the last user message
+    starts with (with after_tool, the latest prompt of a request answering
+    tool calls)."""
     text = last_user_text(body)
+    after = after_tool_prompt(body)
     for i, rt in enumerate(script.get("routes", [])):
-        if text is not None and text.startswith(rt.get("prompt_prefix", "")):
+        t = after if rt.get("after_tool") else text
+        if t is not None and t.startswith(rt.get("prompt_prefix", "")):
             return i
     return None
 

@@ -298,6 +298,30 @@ def main():
         check("... for every streamed request", sorted({x["n"] for x in lines}) == [0, 1, 2])
     finally:
         f.stop()
+    f = Fake({"replies": [{"text": "from the list"}],
+              "routes": [{"prompt_prefix": "loop ", "reply": {"text": "tools"}},
+                         {"prompt_prefix": "loop ", "after_tool": True, "reply": {"text": "after"}}]})
+    try:
+        call = {"id": "c1", "type": "function", "function": {"name": "shell", "arguments": "{}"}}
+        oa_after = [{"role": "user", "content": "loop 1"}, {"role": "assistant", "content": None,
+                                                            "tool_calls": [call]},
+                    {"role": "tool", "tool_call_id": "c1", "content": "out"}]
+        use = {"type": "tool_use", "id": "c1", "name": "shell", "input": {}}
+        res = {"type": "tool_result", "tool_use_id": "c1", "content": "out"}
+        an_after = [{"role": "user", "content": "loop 2"}, {"role": "assistant", "content": [use]},
+                    {"role": "user", "content": [res]}]
+        an_next = an_after[:2] + [{"role": "user", "content": [res, {"type": "text", "text": "loop 3"}]}]
+        f.raw("/v1/chat/completions", OA, dict(chat, messages=oa_after))
+        f.raw("/v1/messages", AN, dict(msg, messages=an_after))
+        f.raw("/v1/messages", AN, dict(msg, messages=an_next))
+        f.raw("/v1/chat/completions", OA, dict(chat, messages=oa_after[:2] + [
+            {"role": "tool", "tool_call_id": "c1", "content": "out"}, {"role": "user", "content": "other"}]))
+        rec = [(r["route"], r["reply"]) for r in f.requests()]
+        check("an after_tool route answers the request after the tools by the prompt that began the loop "
+              "(OpenAI, Anthropic); a prompt after results takes the plain route; others the list",
+              rec == [(1, None), (1, None), (0, None), (None, 0)], rec)
+    finally:
+        f.stop()
     print(f"1..{N}")
     sys.exit(1 if FAILED else 0)
 
