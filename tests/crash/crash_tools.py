@@ -46,8 +46,9 @@ After every kill:
 Sessions alternate between the OpenAI and Anthropic protocols. What a
 SIGKILL leaves of a running command is recorded too: cairn is gone, so
 nobody ends the command's process group (docs/tools.md says so); the test
-checks the group is the tool's own session (never cairn's process group)
-and ends what is left at the end.
+checks the group is the tool's own session (never cairn's process group),
+and at the end waits for what is left to end by itself (the summary says
+how much did not; the test then kills it, by pid and start time).
 
 Environment:
   CAIRN              the binary (tests/run.sh sets it)
@@ -150,7 +151,8 @@ def tool_messages(proto, body):
 
 
 def proc_stat(pid):
-    """(state, pgrp, session) of a live process, else None (zombies count as gone)."""
+    """(state, pgrp, session, start time) of a live process, else None
+    (zombies count as gone)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             line = f.read()
@@ -159,7 +161,7 @@ def proc_stat(pid):
     parts = line[line.rfind(")") + 2:].split()
     if parts[0] in ("Z", "X"):
         return None
-    return parts[0], int(parts[2]), int(parts[3])
+    return parts[0], int(parts[2]), int(parts[3]), int(parts[19])
 
 
 class Killed:
@@ -197,7 +199,7 @@ class CrashTools:
         self.killed_tags = set()   # runs that were asked to run the tools
         self.not_executed = set()  # (tag, letter): closed as not executed, so never to run
         self.orphans = 0           # killed runs that left the slow command's group alive
-        self.groups = set()        # the shells' pids (each its group and session)
+        self.left = {}             # pid -> start time: what the kills left running
         self.requests_checked = 0
 
     # ---- running cairn ----
@@ -389,8 +391,6 @@ class CrashTools:
                 if not c["started"]:
                     self.not_executed.add((k.tag, letter))
         sh = lines.get((k.tag, "a"), [None])[0]
-        if sh:
-            self.groups.add(sh)
         for pid in lines.get((k.tag, "sleep"), []):
             st = proc_stat(pid)
             if st is None:
@@ -402,6 +402,10 @@ class CrashTools:
                              f"own ({sh})")
             else:
                 self.orphans += 1
+                for p in (pid, sh):
+                    pst = proc_stat(p)
+                    if pst:
+                        self.left[p] = pst[3]
 
     def check_snapshot(self, k, letter, c):
         """The log as the command read it when it began: its call there,
@@ -570,7 +574,7 @@ class CrashTools:
                 self.close(s, way)
         if s is not None and s.open:
             self.close(s, "on_open")
-        time.sleep(0.05)
+        stuck = self.wait_orphans()
         self.check_runs()
         secs = time.monotonic() - t0
         tap(not self.problems, f"{self.kills} kills of {self.runs} runs with tools in {nsess} sessions: every "
@@ -586,18 +590,28 @@ class CrashTools:
             "first call's tool/call and tool/started are saved in one batch)", short)
         tap(not crash_turn.FAILED, f"crash-tools summary (seed {self.seed}): {self.kills} kills in {secs:.0f}s, "
             f"repairs {self.repairs}, {self.requests_checked} requests with tool results checked, "
-            f"{self.orphans} kills left the running command's group alive (cairn is gone: nobody ends it)")
+            f"{self.orphans} kills left the running command's group alive (cairn is gone: nobody ends it), "
+            f"{stuck} of its processes still ran {A_SLEEP + 2:.1f} s later")
+
+    def still_running(self):
+        """What the kills left that still runs (a pid counts while its start
+        time is the one recorded: pids are reused)."""
+        return [p for p, t in self.left.items() if (proc_stat(p) or (0, 0, 0, None))[3] == t]
+
+    def wait_orphans(self):
+        """Wait for what the kills left to end by itself (the slow command's
+        sleep ends); returns how many still ran after A_SLEEP + 2 s."""
+        end = time.monotonic() + A_SLEEP + 2
+        while self.still_running() and time.monotonic() < end:
+            time.sleep(0.05)
+        return len(self.still_running())
 
     def cleanup(self):
-        # What the kills left running: the tools' own groups (their shells'
-        # pids, each its group and session), checked before they are ended.
-        for sh in self.groups:
-            st = proc_stat(sh)
-            if st and st[1] == sh and st[2] == sh:
-                try:
-                    os.killpg(sh, signal.SIGKILL)
-                except OSError:
-                    pass
+        for p in self.still_running():
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
         self.fake.stop()
         crashkit.keep_failed(self.tmp, "CRASH_TOOLS")
 
