@@ -344,7 +344,7 @@ class CrashTools:
                 return False
         return True
 
-    def after_kill(self, s, k):
+    def after_kill(self, s, k, killed=True):
         """What the kill left: the log readable, every printed event in it,
         intent before effect, no process of a finished call, what repair
         must close and how."""
@@ -373,6 +373,8 @@ class CrashTools:
             k.phase = "b_running"
         else:
             k.phase = "after_tools"
+        if not killed:
+            k.phase = "not_killed"
         self.phases[k.phase] = self.phases.get(k.phase, 0) + 1
         if k.target == "call_printed":
             self.after_call[k.phase] = self.after_call.get(k.phase, 0) + 1
@@ -560,10 +562,7 @@ class CrashTools:
                     plan.remove("a_running")
                     plan.insert(0, "a_running")
             k, killed = self.run_killed(s, plan.pop(0))
-            if killed:
-                self.after_kill(s, k)
-            else:
-                self.phases["not_killed"] = self.phases.get("not_killed", 0) + 1
+            self.after_kill(s, k, killed)  # a run that ended first is checked the same way
             self.check_runs()
             if not killed:
                 continue
