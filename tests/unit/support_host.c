@@ -27,6 +27,8 @@ void hx_read_cb(struct sink *s, const struct sink_item *it, void *ctx)
 {
 	(void)s;
 	struct hx *x = ctx;
+	if (x->tap)
+		x->tap(it, x->tap_ctx);
 	switch (it->kind) {
 	case SINK_EVENT:
 		buf_printf(&x->seen, "%s %llu\n", vocab_type_name(it->vtype),

@@ -52,6 +52,9 @@ struct hx {
 	const char *decision, *note;
 	char cwd[256]; /* the sessions' cwd: a real folder under dir */
 	uv_timer_t tick; /* so a wait never blocks for good: its deadline is checked */
+	/* another consumer of every item, called first (NULL: none) */
+	void (*tap)(const struct sink_item *it, void *ctx);
+	void *tap_ctx;
 };
 
 /* Run the loop until cond holds; fail the test after 20 s. */
