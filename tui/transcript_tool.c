@@ -26,21 +26,16 @@ static const char *nonempty(const char *s)
 	return s && *s ? s : NULL;
 }
 
-static struct transcript_block *by_call(struct transcript_turn *t, const char *call_id)
+/* The tool block of turn t whose call id (or, with request, approval
+ * request id) is id; the latest when several. */
+static struct transcript_block *tool_by(struct transcript_turn *t, const char *id, bool request)
 {
-	for (size_t i = t->n; call_id && i-- > 0;)
-		if (t->b[i]->kind == TR_TOOL && t->b[i]->tool.call_id &&
-		    strcmp(t->b[i]->tool.call_id, call_id) == 0)
+	for (size_t i = t->n; id && i-- > 0;) {
+		const struct transcript_tool *x = &t->b[i]->tool;
+		const char *v = request ? x->request_id : x->call_id;
+		if (t->b[i]->kind == TR_TOOL && v && strcmp(v, id) == 0)
 			return t->b[i];
-	return NULL;
-}
-
-static struct transcript_block *by_request(struct transcript_turn *t, const char *request_id)
-{
-	for (size_t i = t->n; request_id && i-- > 0;)
-		if (t->b[i]->kind == TR_TOOL && t->b[i]->tool.request_id &&
-		    strcmp(t->b[i]->tool.request_id, request_id) == 0)
-			return t->b[i];
+	}
 	return NULL;
 }
 
@@ -88,7 +83,7 @@ static char *target_of(const cJSON *args)
 static bool call(struct transcript *tr, struct transcript_turn *t, const cJSON *d)
 {
 	const char *id = transcript_str(d, "call_id");
-	if (!id || by_call(t, id))
+	if (!id || tool_by(t, id, false))
 		return false;
 	const char *pid = nonempty(transcript_str(d, "provider_id"));
 	struct transcript_block *b = announced(t, pid);
@@ -129,7 +124,7 @@ static bool call(struct transcript *tr, struct transcript_turn *t, const cJSON *
 static bool request(struct transcript *tr, struct transcript_turn *t, const cJSON *d,
 		    int64_t t_ms)
 {
-	struct transcript_block *b = by_call(t, transcript_str(d, "call_id"));
+	struct transcript_block *b = tool_by(t, transcript_str(d, "call_id"), false);
 	if (!b)
 		return false;
 	bool changed = transcript_set_str(&b->tool.request_id, transcript_str(d, "request_id"));
@@ -157,7 +152,7 @@ static bool answer(struct transcript *tr, struct transcript_turn *t, const cJSON
 	/* A second, different answer changes nothing (toolstep.h). */
 	if (cJSON_IsTrue(cJSON_GetObjectItem(d, "superseded")))
 		return false;
-	struct transcript_block *b = by_request(t, transcript_str(d, "request_id"));
+	struct transcript_block *b = tool_by(t, transcript_str(d, "request_id"), true);
 	const char *decision = transcript_str(d, "decision");
 	if (!b || !decision)
 		return false;
@@ -204,7 +199,7 @@ static bool result(struct transcript *tr, struct transcript_turn *t, const cJSON
 		   int64_t t_ms)
 {
 	const char *id = transcript_str(d, "call_id");
-	struct transcript_block *b = by_call(t, id);
+	struct transcript_block *b = tool_by(t, id, false);
 	if (!b) { /* its call is before what was read, or not in the log */
 		b = transcript_block_add(tr, t, TR_TOOL);
 		transcript_set_str(&b->tool.call_id, id);
@@ -253,7 +248,7 @@ bool transcript_tool_event(struct transcript *tr, struct transcript_turn *t,
 	case VT_INTERACTION_ANSWER:
 		return answer(tr, t, data);
 	case VT_TOOL_STARTED:
-		if (!(b = by_call(t, transcript_str(data, "call_id"))) || b->tool.started)
+		if (!(b = tool_by(t, transcript_str(data, "call_id"), false)) || b->tool.started)
 			return false;
 		b->tool.started = true;
 		b->tool.started_ms = t_ms;

@@ -452,6 +452,43 @@ static void test_transcript_hostile_text_is_kept_as_given(void **state)
 	live_free(x, l);
 }
 
+/* A prompt over BLOB_INLINE_MAX: live, the block holds what was typed;
+ * from the log, its inline head and tail, marked as in a blob with the
+ * whole size. */
+static void test_transcript_prompt_in_a_blob_says_so(void **state)
+{
+	struct hx *x = *state;
+	struct host_call c = hx_fake_call(x, "{\"replies\":[{\"text\":\"got it\"}]}");
+	hx_create(x, &c);
+	struct live *l = live_start(x);
+	size_t n = 300 * 1024;
+	char *big = xmalloc(n + 1);
+	for (size_t i = 0; i < n; i++)
+		big[i] = i % 64 == 63 ? '\n' : (char)('a' + i % 26);
+	big[n] = '\0';
+	hx_send(x, big, NULL);
+	WAIT(x, x->settled == 1);
+	const struct transcript_block *p = transcript_turn_block(transcript_turn(l->tr, 0), 0);
+	size_t len;
+	assert_false(transcript_block_in_blob(p, NULL));
+	assert_string_equal(transcript_block_text(p, &len), big);
+	struct transcript *tr = from_log(x);
+	p = transcript_turn_block(transcript_turn(tr, 0), 0);
+	uint64_t size = 0;
+	assert_true(transcript_block_in_blob(p, &size));
+	assert_int_equal(size, n);
+	const char *text = transcript_block_text(p, &len);
+	assert_true(len < n);
+	assert_memory_equal(text, big, 1024); /* its head */
+	assert_non_null(strstr(text, "bytes omitted; the whole text is blob "));
+	assert_string_equal(transcript_block_text(transcript_turn_block(transcript_turn(tr, 0), 1),
+						  NULL),
+			    "got it");
+	transcript_free(tr);
+	free(big);
+	live_free(x, l);
+}
+
 static void item_cb(struct fifo_item *it, void *ctx, const struct fifo_receipt *r,
 		    const struct cerr *err)
 {
@@ -641,6 +678,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_transcript_reasoning_is_its_own_collapsed_block,
 						hx_setup, hx_teardown),
 		cmocka_unit_test_setup_teardown(test_transcript_hostile_text_is_kept_as_given, hx_setup,
+						hx_teardown),
+		cmocka_unit_test_setup_teardown(test_transcript_prompt_in_a_blob_says_so, hx_setup,
 						hx_teardown),
 		cmocka_unit_test_setup_teardown(test_transcript_interrupted_turn_from_the_log_then_live,
 						hx_setup, hx_teardown),
