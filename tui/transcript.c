@@ -455,6 +455,12 @@ bool transcript_apply_event(struct transcript *tr, enum vocab_type type, const c
 	}
 }
 
+void transcript_history(void *tr, enum vocab_type type, const char *turn, uint64_t seq,
+			int64_t t_ms, const cJSON *data)
+{
+	(void)transcript_apply_event(tr, type, turn, seq, t_ms, data);
+}
+
 /* ---- the sink ---- */
 
 static bool notice(struct transcript *tr, const struct sink_item *it, int64_t now_ms)

@@ -35,7 +35,8 @@
  *
  * Calling sequence:
  *	tr = transcript_new(session_id);
- *	for each event of the opened log: transcript_apply_event(tr, ...);
+ *	host_open_history(h, id, transcript_history, tr, opened_cb, ...);
+ *	(or, for a log read otherwise, transcript_apply_event per event)
  *	in the sink's read callback: if (transcript_apply_sink(tr, it, now)) mark dirty;
  *	when drawing: transcript_changed_from(tr, drawn_at) ... drawn_at = transcript_version(tr);
  *	transcript_free(tr); */
@@ -168,6 +169,11 @@ bool transcript_apply_sink(struct transcript *tr, const struct sink_item *it, in
  * shown changed. */
 bool transcript_apply_event(struct transcript *tr, enum vocab_type type, const char *turn,
 			    uint64_t seq, int64_t t_ms, const cJSON *data);
+/* transcript_apply_event as a host_history_fn (engine/host.h) for
+ * host_open_history, ctx the transcript: it touches nothing but tr, so it
+ * may run on the opening worker while tr is nobody else's. */
+void transcript_history(void *tr, enum vocab_type type, const char *turn, uint64_t seq,
+			int64_t t_ms, const cJSON *data);
 /* A queued prompt left the queue by a write that the sink does not carry
  * (host_input_take or host_input_remove while no turn runs). */
 bool transcript_input_removed(struct transcript *tr, const char *input_id);
