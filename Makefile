@@ -5,7 +5,7 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 BUILD   ?= build
 CC      ?= cc
-PKGS    := ncursesw sqlite3 libzstd libcjson libuv libcurl libcrypto libutf8proc
+PKGS    := ncursesw sqlite3 libzstd libcjson libuv libcurl libcrypto libutf8proc libcmark-gfm
 VERSION := 0.1.0
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \

@@ -1,0 +1,318 @@
+/* textmsg.c — a streamed message as display lines (see textmsg.h).
+ *
+ * The source is split into blocks at line boundaries: blocks before the
+ * open offset are closed (their lines kept, their source slice remembered
+ * for a width change), the text from the open offset on is parsed and
+ * rendered again on every append. For markdown, a top-level block is
+ * closed once the block after it starts on a complete line: CommonMark
+ * reads block structure line by line, so a later line can no longer join
+ * it to what follows (a partial line can: "- a\n---" is a list and a rule,
+ * "- a\n---x" one list). cmark-gfm reports a table that took over the
+ * last line of a paragraph with the paragraph at line 0; such a node is
+ * kept in one block with the node after it. Each closed block is rendered
+ * from its own slice, so its lines do not depend on where the stream was
+ * cut. */
+#include "tui/textmsg.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/xalloc.h"
+#include "tui/mdrender.h"
+#include "tui/wrap.h"
+
+struct block {
+	size_t off, len;    /* its source slice */
+	size_t first_line;  /* lines in the blocks before it */
+	struct textlines *tl;
+};
+
+struct textmsg {
+	enum textmsg_kind kind;
+	unsigned style;
+	int width;
+	struct buf src;
+	struct block *blocks;
+	size_t nblocks, capblocks;
+	size_t closed_lines;
+	size_t open_off;        /* the open block starts here */
+	struct textlines *open; /* its lines */
+	struct mdrender *md;
+	struct wrap *wrap;
+	size_t *starts; /* scratch: line starts of the open text */
+	size_t capstarts;
+};
+
+struct textmsg *textmsg_new(enum textmsg_kind kind, unsigned style, int width)
+{
+	struct textmsg *m = xcalloc(1, sizeof *m);
+	m->kind = kind;
+	m->style = style;
+	m->width = width;
+	buf_init(&m->src);
+	m->open = textlines_new();
+	m->md = mdrender_new();
+	m->wrap = wrap_new();
+	return m;
+}
+
+void textmsg_free(struct textmsg *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->nblocks; i++)
+		textlines_free(m->blocks[i].tl);
+	free(m->blocks);
+	textlines_free(m->open);
+	mdrender_free(m->md);
+	wrap_free(m->wrap);
+	buf_release(&m->src);
+	free(m->starts);
+	free(m);
+}
+
+/* Plain text s[0..n): each line (a CR before its newline dropped) wrapped
+ * on its own. */
+static void render_plain(struct textmsg *m, const char *s, size_t n, struct textlines *out)
+{
+	struct wrap_opts o = {m->width, WRAP_WORDS, NULL, NULL, 0, 0, 0};
+	wrap_begin(m->wrap, out, &o);
+	while (n > 0) {
+		const char *nl = memchr(s, '\n', n);
+		size_t k = nl ? (size_t)(nl - s) : n;
+		size_t show = nl && k > 0 && s[k - 1] == '\r' ? k - 1 : k;
+		wrap_add(m->wrap, s, show, m->style);
+		if (!nl)
+			break;
+		wrap_add(m->wrap, "\n", 1, m->style);
+		s += k + 1;
+		n -= k + 1;
+	}
+	wrap_end(m->wrap);
+}
+
+/* The lines of a slice; with lead, an empty line first (the gap between
+ * two top-level blocks). */
+static void render_slice(struct textmsg *m, size_t off, size_t len, bool lead,
+			 struct textlines *out, cmark_node *doc)
+{
+	if (m->kind == TEXTMSG_PLAIN) {
+		render_plain(m, m->src.p + off, len, out);
+		return;
+	}
+	cmark_node *own = doc ? NULL : mdrender_parse(m->src.p + off, len);
+	cmark_node *d = doc ? doc : own;
+	if (lead && cmark_node_first_child(d))
+		textlines_end_line(out);
+	mdrender_doc(m->md, d, m->width, out);
+	cmark_node_free(own);
+}
+
+static void close_block(struct textmsg *m, size_t off, size_t len)
+{
+	struct textlines *tl = textlines_new();
+	render_slice(m, off, len, m->closed_lines > 0, tl, NULL);
+	if (m->nblocks == m->capblocks) {
+		m->capblocks = m->capblocks ? 2 * m->capblocks : 16;
+		m->blocks = xreallocarray(m->blocks, m->capblocks, sizeof *m->blocks);
+	}
+	struct block *b = &m->blocks[m->nblocks++];
+	b->off = off;
+	b->len = len;
+	b->first_line = m->closed_lines;
+	b->tl = tl;
+	m->closed_lines += textlines_count(tl);
+}
+
+/* Line starts of src[open_off..): line L (1-based) starts at starts[L-1]
+ * (relative); a line is complete when a later start exists. Returns how
+ * many starts. Line ends are \n, \r\n and \r, as cmark reads them. */
+static void add_start(struct textmsg *m, size_t *k, size_t at)
+{
+	if (*k == m->capstarts) {
+		m->capstarts = m->capstarts ? 2 * m->capstarts : 64;
+		m->starts = xreallocarray(m->starts, m->capstarts, sizeof *m->starts);
+	}
+	m->starts[(*k)++] = at;
+}
+
+static size_t line_starts(struct textmsg *m)
+{
+	const char *s = m->src.p + m->open_off;
+	size_t n = m->src.len - m->open_off, k = 0;
+	add_start(m, &k, 0);
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '\r' && i + 1 < n && s[i + 1] == '\n')
+			i++;
+		if (s[i] == '\n' || s[i] == '\r')
+			add_start(m, &k, i + 1);
+	}
+	return k;
+}
+
+struct group {
+	int start, end; /* lines; start 0: not known yet */
+	bool takes_next; /* holds a node with a wrong position */
+};
+
+/* Groups the top-level nodes of doc into blocks that can be cut apart.
+ * Returns how many, in *out (the caller frees it). */
+static size_t group_nodes(cmark_node *doc, struct group **out)
+{
+	struct group *g = NULL;
+	size_t n = 0, cap = 0;
+	for (cmark_node *c = cmark_node_first_child(doc); c; c = cmark_node_next(c)) {
+		int sl = cmark_node_get_start_line(c), el = cmark_node_get_end_line(c);
+		bool sane = sl >= 1 && el >= sl;
+		struct group *cur = n ? &g[n - 1] : NULL;
+		if (cur && (cur->takes_next || (sane && sl <= cur->end) || !sane)) {
+			if (!sane && !cur->takes_next) {
+				/* a bogus node belongs with the node after it */
+				goto fresh;
+			}
+			if (sane) {
+				if (!cur->start || sl < cur->start)
+					cur->start = sl;
+				if (el > cur->end)
+					cur->end = el;
+				cur->takes_next = false;
+			}
+			continue;
+		}
+fresh:
+		if (n == cap) {
+			cap = cap ? 2 * cap : 8;
+			g = xreallocarray(g, cap, sizeof *g);
+		}
+		g[n].start = sane ? sl : 0;
+		g[n].end = sane ? el : (cur ? cur->end : 0);
+		g[n].takes_next = !sane;
+		n++;
+	}
+	/* A group whose start never became known joins the one before it. */
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!g[i].start && k > 0) {
+			if (g[i].end > g[k - 1].end)
+				g[k - 1].end = g[i].end;
+			continue;
+		}
+		g[k++] = g[i];
+		if (!g[k - 1].start)
+			g[k - 1].start = 1;
+	}
+	*out = g;
+	return k;
+}
+
+/* Closes the top-level blocks that nothing appended can change any more,
+ * then renders the open rest. */
+static void update_markdown(struct textmsg *m)
+{
+	for (;;) {
+		size_t n = m->src.len - m->open_off;
+		cmark_node *doc = mdrender_parse(m->src.p + m->open_off, n);
+		struct group *g = NULL;
+		size_t ng = group_nodes(doc, &g);
+		size_t ns = line_starts(m);
+		/* the last group whose first line is complete */
+		size_t j = ng;
+		while (j > 1 && !((size_t)g[j - 1].start < ns))
+			j--;
+		if (ng < 2 || j < 2 || j > ng) {
+			/* nothing to close: the open text is one block */
+			textlines_clear(m->open);
+			render_slice(m, m->open_off, n, m->closed_lines > 0, m->open, doc);
+			cmark_node_free(doc);
+			free(g);
+			return;
+		}
+		size_t base = m->open_off;
+		for (size_t i = 0; i + 1 < j; i++) {
+			size_t a = m->starts[g[i].start - 1];
+			size_t b = (size_t)g[i].end < ns ? m->starts[g[i].end] : n;
+			close_block(m, base + a, b - a);
+		}
+		m->open_off = base + m->starts[g[j - 1].start - 1];
+		cmark_node_free(doc);
+		free(g);
+	}
+}
+
+static void update_plain(struct textmsg *m, size_t from)
+{
+	const char *s = m->src.p;
+	size_t last = SIZE_MAX;
+	for (size_t i = m->src.len; i > from; i--)
+		if (s[i - 1] == '\n') {
+			last = i - 1;
+			break;
+		}
+	if (last != SIZE_MAX) {
+		close_block(m, m->open_off, last - m->open_off);
+		m->open_off = last + 1;
+	}
+	textlines_clear(m->open);
+	if (m->src.len > m->open_off)
+		render_slice(m, m->open_off, m->src.len - m->open_off, false, m->open, NULL);
+}
+
+void textmsg_append(struct textmsg *m, const char *s, size_t n)
+{
+	size_t from = m->src.len;
+	buf_add(&m->src, s, n);
+	if (m->kind == TEXTMSG_PLAIN)
+		update_plain(m, from);
+	else
+		update_markdown(m);
+}
+
+void textmsg_set_width(struct textmsg *m, int width)
+{
+	if (width == m->width)
+		return;
+	m->width = width;
+	m->closed_lines = 0;
+	for (size_t i = 0; i < m->nblocks; i++) {
+		struct block *b = &m->blocks[i];
+		textlines_clear(b->tl);
+		render_slice(m, b->off, b->len, m->closed_lines > 0 && m->kind == TEXTMSG_MARKDOWN,
+			     b->tl, NULL);
+		b->first_line = m->closed_lines;
+		m->closed_lines += textlines_count(b->tl);
+	}
+	textlines_clear(m->open);
+	size_t n = m->src.len - m->open_off;
+	if (n && m->kind == TEXTMSG_PLAIN)
+		render_slice(m, m->open_off, n, false, m->open, NULL);
+	else if (m->kind == TEXTMSG_MARKDOWN)
+		render_slice(m, m->open_off, n, m->closed_lines > 0, m->open, NULL);
+}
+
+size_t textmsg_count(const struct textmsg *m)
+{
+	return m->closed_lines + textlines_count(m->open);
+}
+
+struct tline textmsg_line(const struct textmsg *m, size_t i)
+{
+	if (i >= m->closed_lines)
+		return textlines_get(m->open, i - m->closed_lines);
+	size_t lo = 0, hi = m->nblocks; /* the last block whose first line <= i */
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->blocks[mid].first_line <= i)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return textlines_get(m->blocks[lo].tl, i - m->blocks[lo].first_line);
+}
+
+const char *textmsg_source(const struct textmsg *m, size_t *n)
+{
+	*n = m->src.len;
+	return m->src.p ? m->src.p : "";
+}
