@@ -107,7 +107,8 @@ static void render_slice(struct textmsg *m, size_t off, size_t len, bool lead,
 	if (lead && cmark_node_first_child(d))
 		textlines_end_line(out);
 	mdrender_doc(m->md, d, m->width, out);
-	cmark_node_free(own);
+	if (own)
+		cmark_node_free(own);
 }
 
 static void close_block(struct textmsg *m, size_t off, size_t len)

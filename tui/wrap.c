@@ -116,6 +116,8 @@ void wrap_begin(struct wrap *w, struct textlines *out, const struct wrap_opts *o
 		w->o.width = 2;
 	int width = w->o.width;
 	int limit = width > 2 * MIN_TEXT ? width - MIN_TEXT : width / 2;
+	if (width - limit < 2)
+		limit = width - 2;
 	w->nfirst = marks_fit(o->first, o->nfirst, limit, &w->firstw);
 	w->nrest = marks_fit(o->rest, o->nrest, limit, &w->restw);
 	w->first_done = false;
@@ -187,9 +189,12 @@ static void flush_hard_line(struct wrap *w)
 	bool cont = false;
 	for (;;) {
 		int avail = w->o.width - (w->first_done ? w->restw : w->firstw);
+		/* avail >= 2 (wrap_begin keeps it so): a wide grapheme always
+		 * fits an empty line; where it would not fit after the mark, the
+		 * mark is left out rather than a cell split. */
+		if (cont && i < n && avail - 1 < w->g[i].cells)
+			cont = false;
 		int room = avail - (cont ? 1 : 0);
-		if (room < 2)
-			room = 2; /* a wide grapheme always fits an empty line */
 		size_t j = i, brk = SIZE_MAX;
 		int used = 0;
 		while (j < n && used + w->g[j].cells <= room) {
