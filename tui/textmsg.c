@@ -84,8 +84,8 @@ static void render_plain(struct textmsg *m, const char *s, size_t n, struct text
 		size_t k = nl ? (size_t)(nl - s) : n;
 		size_t show = nl && k > 0 && s[k - 1] == '\r' ? k - 1 : k;
 		wrap_add(m->wrap, s, show, m->style);
-		if (!nl)
-			break;
+		if (!nl || k + 1 == n)
+			break; /* a final newline ends the last line, starts none */
 		wrap_add(m->wrap, "\n", 1, m->style);
 		s += k + 1;
 		n -= k + 1;
@@ -252,7 +252,8 @@ static void update_plain(struct textmsg *m, size_t from)
 			break;
 		}
 	if (last != SIZE_MAX) {
-		close_block(m, m->open_off, last - m->open_off);
+		/* with its newline, so that a CR before it is seen as CRLF */
+		close_block(m, m->open_off, last + 1 - m->open_off);
 		m->open_off = last + 1;
 	}
 	textlines_clear(m->open);
