@@ -260,6 +260,20 @@ static void add_safe(struct wrap *w, const char *s, size_t n, unsigned style)
 			i += (size_t)r;
 			continue;
 		}
+		if (cp >= 0x20 && cp < 0x7f && (w->prev_cp < 0 || w->prev_cp < 0x7f)) {
+			/* Between two printable ASCII characters there is always a
+			 * grapheme break, and the width is 1: no table lookups.
+			 * State START is what utf8proc would resume from. */
+			struct gr *g = gr_new(w, w->text.len, style, cp == ' ');
+			buf_addc(&w->text, (char)cp);
+			g->len = 1;
+			g->cells = 1;
+			w->col++;
+			w->prev_cp = cp;
+			w->gstate = 0;
+			i++;
+			continue;
+		}
 		bool join = w->prev_cp >= 0 && w->ng > 0 &&
 			    !utf8proc_grapheme_break_stateful(w->prev_cp, cp, &w->gstate);
 		size_t off = w->text.len;
