@@ -12,15 +12,15 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/buf.h"
-#include "base/utf8.h"
+#include "tests/unit/support_tline.h"
 #include "tui/textlines.h"
 #include "tui/textmsg.h"
-#include "tui/wrap.h"
 
 static const char sample_answer[] =
 	"# Reading a file in C\n"
@@ -221,25 +221,7 @@ static void check_inert(const struct textmsg *m, int width)
 {
 	for (size_t i = 0; i < textmsg_count(m); i++) {
 		struct tline l = textmsg_line(m, i);
-		int sum = 0;
-		for (size_t k = 0; k < l.n; k++) {
-			const char *s = l.text + l.spans[k].off;
-			size_t len = l.spans[k].len;
-			assert_true(utf8_valid(s, len, NULL));
-			for (size_t j = 0; j < len; j++) {
-				unsigned char c = (unsigned char)s[j];
-				assert_false(c < 0x20 || c == 0x7f);
-				if (c == 0xc2 && j + 1 < len) /* no C1 as UTF-8 */
-					assert_false((unsigned char)s[j + 1] >= 0x80 &&
-						     (unsigned char)s[j + 1] <= 0x9f);
-			}
-			assert_null(memmem(s, len, "\xe2\x80\xae", 3));
-			assert_int_equal(wrap_cells(s, len), l.spans[k].cells);
-			sum += (int)l.spans[k].cells;
-		}
-		assert_int_equal(sum, l.cells);
-		if (l.cells > width)
-			fail_msg("line %zu: %d cells at width %d", i, l.cells, width);
+		support_check_tline(&l, width, i);
 	}
 }
 

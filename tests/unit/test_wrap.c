@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "base/buf.h"
-#include "base/utf8.h"
+#include "tests/unit/support_tline.h"
 #include "tui/textlines.h"
 #include "tui/wrap.h"
 
@@ -60,26 +60,11 @@ static void expect_lines(const struct textlines *tl, const char *const *want, si
 		textlines_free(tl_);                                                            \
 	} while (0)
 
-/* Every line: no wider than width, its cells the sum of its spans', each
- * span's cells what wrap_cells measures, its text valid UTF-8 free of
- * controls. */
 static void check_lines(const struct textlines *tl, int width)
 {
 	for (size_t i = 0; i < textlines_count(tl); i++) {
 		struct tline l = textlines_get(tl, i);
-		int sum = 0;
-		for (size_t k = 0; k < l.n; k++) {
-			const char *s = l.text + l.spans[k].off;
-			size_t len = l.spans[k].len;
-			assert_true(utf8_valid(s, len, NULL));
-			for (size_t j = 0; j < len; j++)
-				assert_false((unsigned char)s[j] < 0x20 || s[j] == 0x7f);
-			assert_int_equal(wrap_cells(s, len), l.spans[k].cells);
-			sum += (int)l.spans[k].cells;
-		}
-		assert_int_equal(sum, l.cells);
-		if (l.cells > width)
-			fail_msg("line %zu is %d cells, width %d", i, l.cells, width);
+		support_check_tline(&l, width, i);
 	}
 }
 
