@@ -53,6 +53,7 @@ struct tline {
 };
 
 struct textlines;
+struct buf;
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
@@ -70,7 +71,6 @@ size_t textlines_count(const struct textlines *tl);
 struct tline textlines_get(const struct textlines *tl, size_t i);
 /* Appends the text of line i (spans concatenated, no style) to out; a
  * helper for tests, search and copying. */
-struct buf;
 void textlines_plain(const struct textlines *tl, size_t i, struct buf *out);
 /* The same for a view. */
 void textlines_plain_view(const struct tline *l, struct buf *out);

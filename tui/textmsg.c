@@ -168,11 +168,9 @@ static size_t group_nodes(cmark_node *doc, struct group **out)
 		int sl = cmark_node_get_start_line(c), el = cmark_node_get_end_line(c);
 		bool sane = sl >= 1 && el >= sl;
 		struct group *cur = n ? &g[n - 1] : NULL;
-		if (cur && (cur->takes_next || (sane && sl <= cur->end) || !sane)) {
-			if (!sane && !cur->takes_next) {
-				/* a bogus node belongs with the node after it */
-				goto fresh;
-			}
+		/* A node with a wrong position goes with the node after it; a
+		 * node that starts inside a group (it cannot, but then) joins it. */
+		if (cur && (cur->takes_next || (sane && sl <= cur->end))) {
 			if (sane) {
 				if (!cur->start || sl < cur->start)
 					cur->start = sl;
@@ -182,7 +180,6 @@ static size_t group_nodes(cmark_node *doc, struct group **out)
 			}
 			continue;
 		}
-fresh:
 		if (n == cap) {
 			cap = cap ? 2 * cap : 8;
 			g = xreallocarray(g, cap, sizeof *g);
@@ -203,6 +200,8 @@ fresh:
 		g[k++] = g[i];
 		if (!g[k - 1].start)
 			g[k - 1].start = 1;
+		if (g[k - 1].end < g[k - 1].start)
+			g[k - 1].end = g[k - 1].start;
 	}
 	*out = g;
 	return k;
