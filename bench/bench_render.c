@@ -6,7 +6,10 @@
  * open block is parsed and rendered again per piece, so the cost per word
  * must not grow with the answer (target: long / short <= 1.5). For
  * reference: the whole long answer rendered at once, and one width change
- * of it (what a SIGWINCH costs).
+ * of it (what a SIGWINCH costs); and one 2,000-word code block streamed
+ * the same way, the case the target leaves out: an open block is parsed
+ * and laid out whole for every piece, so its cost per word grows with its
+ * own length.
  *
  * Options: --rounds=N (default 7), --width=N (default 100). Unknown
  * options are ignored (bench/run.sh passes the same to every bench). */
@@ -98,6 +101,22 @@ static void gen_answer(struct buf *b, size_t n, uint64_t seed)
 	}
 }
 
+/* One fenced code block of at least n words: a long open block, which
+ * is parsed and laid out again whole for every piece. */
+static void gen_code(struct buf *b, size_t n, uint64_t seed)
+{
+	size_t count = 0;
+	rng_seed(seed);
+	buf_reset(b);
+	buf_adds(b, "```c\n");
+	while (count < n) {
+		buf_adds(b, rnd_in(0, 2) ? "\t" : "");
+		words(b, rnd_in(2, 9), &count);
+		buf_adds(b, ";\n");
+	}
+	buf_adds(b, "```\n");
+}
+
 /* Streams src in pieces of four words, reading the count and the last
  * line after each; returns the ms taken. */
 static double stream(const struct buf *src, int width, size_t *lines)
@@ -174,6 +193,16 @@ int main(int argc, char **argv)
 	snprintf(o, sizeof o, "%.2f us", ml);
 	snprintf(b, sizeof b, "%.2f us", ms);
 	add_row(metric, o, b, mr, true, "<= 1.50", mr <= 1.5 ? "PASS" : "MISS");
+
+	/* For reference: one long code block, the case the target leaves out. */
+	struct buf code = BUF_INIT;
+	gen_code(&code, 2000, 44);
+	size_t wc = count_words(&code), lines_c = 0;
+	double c = stream(&code, width, &lines_c);
+	snprintf(metric, sizeof metric, "  one code block of %zu words (%zu lines), per word", wc, lines_c);
+	snprintf(o, sizeof o, "%.2f us", c * 1000.0 / (double)wc);
+	add_row(metric, o, b, c * 1000.0 / (double)wc / ms, true, "(info)", "-");
+	buf_release(&code);
 
 	/* For reference: the whole long answer at once, and a width change. */
 	uint64_t t0 = clock_mono_ns();

@@ -99,6 +99,19 @@ void textlines_add(struct textlines *tl, const char *s, size_t n, int cells, uns
 	buf_add(&tl->text, s, n);
 }
 
+void textlines_truncate(struct textlines *tl, size_t n)
+{
+	if (n >= tl->nlines)
+		return;
+	tl->nspans = tl->lines[n].first;
+	tl->text.len = tl->nspans ? tl->spans[tl->nspans - 1].off + tl->spans[tl->nspans - 1].len : 0;
+	if (tl->text.p)
+		tl->text.p[tl->text.len] = '\0';
+	tl->nlines = n;
+	tl->open_first = tl->nspans;
+	tl->open_cells = 0;
+}
+
 void textlines_end_line(struct textlines *tl)
 {
 	if (tl->nlines == tl->caplines) {

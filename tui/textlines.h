@@ -81,6 +81,8 @@ void textlines_plain_view(const struct tline *l, struct buf *out);
  * must be safe and measured already: only wrap.c and constant marks call
  * this. A span with the style of the previous one is merged into it. */
 void textlines_add(struct textlines *tl, const char *s, size_t n, int cells, unsigned style);
+/* Keeps the first n lines (n <= count) and drops the rest. */
+void textlines_truncate(struct textlines *tl, size_t n);
 /* Ends the line being built (an empty one when nothing was added). */
 void textlines_end_line(struct textlines *tl);
 /* Appends every line of src to tl, each span's style ORed with add_style. */

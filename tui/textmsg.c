@@ -11,7 +11,12 @@
  * last line of a paragraph with the paragraph at line 0; such a node is
  * kept in one block with the node after it. Each closed block is rendered
  * from its own slice, so its lines do not depend on where the stream was
- * cut. */
+ * cut.
+ *
+ * An open fenced code block (a long one is common) is the exception to
+ * "parse the open block again": while no line could close it, its
+ * complete lines are laid out once and kept, and only the partial last
+ * line is laid out per append (see code_fast). */
 #include "tui/textmsg.h"
 
 #include <stdbool.h>
@@ -19,6 +24,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/utf8.h"
 #include "base/xalloc.h"
 #include "tui/mdrender.h"
 #include "tui/wrap.h"
@@ -43,6 +49,14 @@ struct textmsg {
 	struct wrap *wrap;
 	size_t *starts; /* scratch: line starts of the open text */
 	size_t capstarts;
+	/* The open block as a fenced code block, laid out line by line: */
+	struct textlines *code; /* its gap line, info line and complete lines */
+	size_t code_at;         /* the open_off it is for; SIZE_MAX: none */
+	size_t code_done;       /* its complete lines end here */
+	size_t code_base;       /* lines before the first content line */
+	char fence;             /* the fence character */
+	bool code_ok;           /* false: a line could close it, parse it */
+	bool code_used;         /* the open lines are code, then open */
 };
 
 struct textmsg *textmsg_new(enum textmsg_kind kind, unsigned style, int width)
@@ -53,6 +67,8 @@ struct textmsg *textmsg_new(enum textmsg_kind kind, unsigned style, int width)
 	m->width = width;
 	buf_init(&m->src);
 	m->open = textlines_new();
+	m->code = textlines_new();
+	m->code_at = SIZE_MAX;
 	m->md = mdrender_new();
 	m->wrap = wrap_new();
 	return m;
@@ -66,6 +82,7 @@ void textmsg_free(struct textmsg *m)
 		textlines_free(m->blocks[i].tl);
 	free(m->blocks);
 	textlines_free(m->open);
+	textlines_free(m->code);
 	mdrender_free(m->md);
 	wrap_free(m->wrap);
 	buf_release(&m->src);
@@ -207,10 +224,151 @@ static size_t group_nodes(cmark_node *doc, struct group **out)
 	return k;
 }
 
-/* Closes the top-level blocks that nothing appended can change any more,
- * then renders the open rest. */
-static void update_markdown(struct textmsg *m)
+/* The end of the complete line starting at s[i] (after its line end) and
+ * in *content the end of its text; 0 while it has no line end yet. A CR
+ * at the very end may still be the first half of a CRLF: not an end yet. */
+static size_t line_end(const char *s, size_t n, size_t i, size_t *content)
 {
+	for (size_t j = i; j < n; j++) {
+		if (s[j] == '\n' || s[j] == '\r') {
+			if (s[j] == '\r' && j + 1 >= n)
+				return 0;
+			*content = j;
+			return s[j] == '\r' && s[j + 1] == '\n' ? j + 2 : j + 1;
+		}
+	}
+	return 0;
+}
+
+/* Whether s[0..n), after up to three spaces, starts with at least min
+ * fence characters c: a line that may close the block (min 3), or may
+ * become one (min 1, a partial line). */
+static bool fence_like(const char *s, size_t n, char c, size_t min)
+{
+	size_t i = 0, k = 0;
+	while (i < n && i < 3 && s[i] == ' ')
+		i++;
+	while (i + k < n && s[i + k] == c)
+		k++;
+	return k >= min;
+}
+
+/* Text cmark shows as it is: no NUL, valid UTF-8. */
+static bool plain_bytes(const char *s, size_t n)
+{
+	return !memchr(s, '\0', n) && utf8_valid(s, n, NULL);
+}
+
+static void code_line(struct textmsg *m, const char *s, size_t n, struct textlines *out)
+{
+	struct wrap_opts o = {m->width, WRAP_CODE, NULL, NULL, 0, 0, TS_CODEBLOCK};
+	wrap_begin(m->wrap, out, &o);
+	wrap_add(m->wrap, s, n, TS_CODEBLOCK);
+	wrap_end(m->wrap);
+}
+
+/* Starts the line-by-line layout of the open block when it is a fenced
+ * code block at the left margin whose first line is complete: the lines
+ * cmark gives for the fence line alone, but its empty content line. */
+static bool code_start(struct textmsg *m)
+{
+	const char *s = m->src.p + m->open_off;
+	size_t n = m->src.len - m->open_off, content;
+	size_t end = line_end(s, n, 0, &content);
+	m->code_at = m->open_off;
+	m->code_ok = false;
+	if (!end || (s[0] != '`' && s[0] != '~') || !plain_bytes(s, end))
+		return false;
+	cmark_node *doc = mdrender_parse(s, end);
+	cmark_node *c = cmark_node_first_child(doc);
+	int len = 0, offset = -1;
+	char ch = 0;
+	if (c && !cmark_node_next(c) && cmark_node_get_type(c) == CMARK_NODE_CODE_BLOCK &&
+	    cmark_node_get_fenced(c, &len, &offset, &ch) && offset == 0) {
+		textlines_clear(m->code);
+		render_slice(m, m->open_off, end, m->closed_lines > 0, m->code, doc);
+		textlines_truncate(m->code, textlines_count(m->code) - 1);
+		m->code_base = textlines_count(m->code);
+		m->fence = ch;
+		m->code_done = m->open_off + end;
+		m->code_ok = true;
+	}
+	cmark_node_free(doc);
+	return m->code_ok;
+}
+
+/* Brings the open block's lines up to date without parsing it, when it
+ * is an open fenced code block; false when the caller must parse it. */
+static bool code_fast(struct textmsg *m)
+{
+	if (m->code_at != m->open_off && !code_start(m))
+		return false;
+	if (!m->code_ok)
+		return false;
+	const char *s = m->src.p;
+	size_t n = m->src.len, content = 0, end;
+	while ((end = line_end(s, n, m->code_done, &content)) != 0) {
+		const char *line = s + m->code_done;
+		size_t k = content - m->code_done;
+		if (fence_like(line, k, m->fence, 3) || !plain_bytes(line, k)) {
+			m->code_ok = false; /* may close it, or cmark rewrites it */
+			return false;
+		}
+		code_line(m, line, k, m->code);
+		m->code_done = end;
+	}
+	const char *part = s + m->code_done;
+	size_t k = n - m->code_done;
+	/* A final CR ends the line for cmark (an empty one too); a CRLF
+	 * would end the same line. */
+	bool cr = k && part[k - 1] == '\r';
+	if (cr)
+		k--;
+	if (k && (fence_like(part, k, m->fence, 1) || !plain_bytes(part, k)))
+		return false;
+	if (!k && !cr && textlines_count(m->code) == m->code_base)
+		return false; /* no content yet: cmark shows one empty line */
+	textlines_clear(m->open);
+	if (k || cr)
+		code_line(m, part, k, m->open);
+	m->code_used = true;
+	return true;
+}
+
+/* The slice of group i of the open text: [*a, *b) relative to open_off. */
+static void group_slice(const struct textmsg *m, const struct group *g, size_t ns, size_t *a,
+			size_t *b)
+{
+	*a = m->starts[g->start - 1];
+	*b = (size_t)g->end < ns ? m->starts[g->end] : m->src.len - m->open_off;
+}
+
+/* Lays out the open text group by group, each from its own slice as it
+ * will be once closed (what lies between groups and after the last, blank
+ * lines and reference definitions, shows nothing and resolves nothing).
+ * doc is the parse of the whole open text, reused when one group is all
+ * of it. */
+static void render_open(struct textmsg *m, cmark_node *doc, const struct group *g, size_t ng,
+			size_t ns)
+{
+	size_t n = m->src.len - m->open_off;
+	textlines_clear(m->open);
+	for (size_t i = 0; i < ng; i++) {
+		size_t a, b;
+		group_slice(m, &g[i], ns, &a, &b);
+		bool lead = m->closed_lines > 0 || textlines_count(m->open) > 0;
+		render_slice(m, m->open_off + a, b - a, lead, m->open,
+			     ng == 1 && a == 0 && b == n ? doc : NULL);
+	}
+}
+
+/* Closes the top-level blocks that nothing appended can change any more,
+ * then lays out the open rest; with close false, only lays it out. */
+static void update_markdown(struct textmsg *m, bool close)
+{
+	if (close && code_fast(m))
+		return;
+	m->code_used = false;
 	for (;;) {
 		size_t n = m->src.len - m->open_off;
 		cmark_node *doc = mdrender_parse(m->src.p + m->open_off, n);
@@ -221,21 +379,19 @@ static void update_markdown(struct textmsg *m)
 		size_t j = ng;
 		while (j > 1 && !((size_t)g[j - 1].start < ns))
 			j--;
-		if (ng < 2 || j < 2 || j > ng) {
-			/* nothing to close: the open text is one block */
-			textlines_clear(m->open);
-			render_slice(m, m->open_off, n, m->closed_lines > 0, m->open, doc);
+		if (!close || ng < 2 || j < 2) {
+			render_open(m, doc, g, ng, ns);
 			cmark_node_free(doc);
 			free(g);
 			return;
 		}
-		size_t base = m->open_off;
+		size_t base = m->open_off, a, b;
 		for (size_t i = 0; i + 1 < j; i++) {
-			size_t a = m->starts[g[i].start - 1];
-			size_t b = (size_t)g[i].end < ns ? m->starts[g[i].end] : n;
+			group_slice(m, &g[i], ns, &a, &b);
 			close_block(m, base + a, b - a);
 		}
-		m->open_off = base + m->starts[g[j - 1].start - 1];
+		group_slice(m, &g[j - 1], ns, &a, &b);
+		m->open_off = base + a;
 		cmark_node_free(doc);
 		free(g);
 	}
@@ -267,7 +423,7 @@ void textmsg_append(struct textmsg *m, const char *s, size_t n)
 	if (m->kind == TEXTMSG_PLAIN)
 		update_plain(m, from);
 	else
-		update_markdown(m);
+		update_markdown(m, true);
 }
 
 void textmsg_set_width(struct textmsg *m, int width)
@@ -276,6 +432,8 @@ void textmsg_set_width(struct textmsg *m, int width)
 		return;
 	m->width = width;
 	m->closed_lines = 0;
+	m->code_at = SIZE_MAX; /* laid out again below, whole */
+	m->code_used = false;
 	for (size_t i = 0; i < m->nblocks; i++) {
 		struct block *b = &m->blocks[i];
 		textlines_clear(b->tl);
@@ -286,21 +444,31 @@ void textmsg_set_width(struct textmsg *m, int width)
 	}
 	textlines_clear(m->open);
 	size_t n = m->src.len - m->open_off;
-	if (n && m->kind == TEXTMSG_PLAIN)
+	if (m->kind == TEXTMSG_MARKDOWN)
+		update_markdown(m, false);
+	else if (n)
 		render_slice(m, m->open_off, n, false, m->open, NULL);
-	else if (m->kind == TEXTMSG_MARKDOWN)
-		render_slice(m, m->open_off, n, m->closed_lines > 0, m->open, NULL);
+}
+
+/* The open block's lines in front of m->open: the kept code lines. */
+static size_t head_count(const struct textmsg *m)
+{
+	return m->code_used ? textlines_count(m->code) : 0;
 }
 
 size_t textmsg_count(const struct textmsg *m)
 {
-	return m->closed_lines + textlines_count(m->open);
+	return m->closed_lines + head_count(m) + textlines_count(m->open);
 }
 
 struct tline textmsg_line(const struct textmsg *m, size_t i)
 {
-	if (i >= m->closed_lines)
-		return textlines_get(m->open, i - m->closed_lines);
+	if (i >= m->closed_lines) {
+		i -= m->closed_lines;
+		if (i < head_count(m))
+			return textlines_get(m->code, i);
+		return textlines_get(m->open, i - head_count(m));
+	}
 	size_t lo = 0, hi = m->nblocks; /* the last block whose first line <= i */
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;

@@ -4,8 +4,8 @@
  * and styles; hostile bytes inert wherever they appear; a message streamed
  * in random pieces gives exactly the lines of the whole text, at several
  * widths, including the cases where a partial line could change the block
- * structure; closed blocks are not rendered again; a width change equals a
- * fresh rendering; plain messages. */
+ * structure or a reference definition makes a paragraph node vanish;
+ * closed blocks are not rendered again; a width change equals a fresh rendering; plain messages. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -131,6 +131,14 @@ static const char sample_edges[] =
 	"html block\n"
 	"</div>\n"
 	"\n"
+	"```\r\n"
+	"crlf code\r\n"
+	"cr code\r"
+	"\r"
+	"``not a fence\n"
+	"  ~~~ nor this\n"
+	"```\r\n"
+	"\n"
 	"10. ten\n"
 	"11. eleven\n"
 	"\n"
@@ -159,10 +167,21 @@ static const char sample_hostile[] =
 	"\n"
 	"- item \x07\x07\n";
 
-static const char *const samples[] = {sample_answer, sample_intl, sample_edges, sample_hostile};
+/* Reference definitions after the text that uses them: while "[q]: ..."
+ * streams in, a paragraph node starts on its line, then vanishes once the
+ * line is a whole definition. */
+static const char sample_refs[] =
+	"See [q] and [r] here.\n"
+	"\n"
+	"[q]: http://q.example\n"
+	"[r]: http://r.example \"title\"\n";
+
+static const char *const samples[] = {sample_answer, sample_intl, sample_edges, sample_hostile,
+				      sample_refs};
 static const size_t sample_len[] = {sizeof sample_answer - 1, sizeof sample_intl - 1,
-				    sizeof sample_edges - 1, sizeof sample_hostile - 1};
-#define NSAMPLES 4
+				    sizeof sample_edges - 1, sizeof sample_hostile - 1,
+				    sizeof sample_refs - 1};
+#define NSAMPLES 5
 
 static struct textmsg *render(enum textmsg_kind kind, const char *s, size_t n, int width)
 {
@@ -433,6 +452,19 @@ static void test_closed_blocks_kept(void **state)
 	char *t = line_text(m, 0);
 	assert_string_equal(t, "first paragraph");
 	free(t);
+	textmsg_free(m);
+	/* an open fenced code block is laid out line by line (the cost is
+	 * bench_render's); its lines are those of the whole text */
+	m = textmsg_new(TEXTMSG_MARKDOWN, TS_NORMAL, 40);
+	textmsg_append(m, "```c\nint first;\n", 16);
+	for (int i = 0; i < 50; i++)
+		textmsg_append(m, "x = y;\n", 7);
+	t = line_text(m, 1);
+	assert_string_equal(t, "int first;                              ");
+	free(t);
+	assert_int_equal(textmsg_count(m), 52);
+	textmsg_append(m, "```\n\nafter\n", 12);
+	assert_int_equal(textmsg_count(m), 54);
 	textmsg_free(m);
 }
 
