@@ -57,7 +57,8 @@ size_t textlines_count(const struct textlines *tl)
 struct tline textlines_get(const struct textlines *tl, size_t i)
 {
 	const struct lrange *r = &tl->lines[i];
-	struct tline l = {tl->spans + r->first, r->n, tl->text.p, r->cells};
+	/* Lines that are all empty have no span array at all. */
+	struct tline l = {tl->spans ? tl->spans + r->first : NULL, r->n, tl->text.p, r->cells};
 	return l;
 }
 

@@ -66,6 +66,7 @@ struct textmsg *textmsg_new(enum textmsg_kind kind, unsigned style, int width)
 	m->style = style;
 	m->width = width;
 	buf_init(&m->src);
+	buf_grow(&m->src, 256); /* src.p is never NULL: offsets into it are taken */
 	m->open = textlines_new();
 	m->code = textlines_new();
 	m->code_at = SIZE_MAX;
@@ -206,10 +207,12 @@ static size_t group_nodes(cmark_node *doc, struct group **out)
 		g[n].takes_next = !sane;
 		n++;
 	}
-	/* A group whose start never became known joins the one before it. */
+	/* A group whose start never became known, or that starts inside the
+	 * one before it (cmark-gfm can give a setext heading the line after
+	 * it as its end), joins the one before it. */
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (!g[i].start && k > 0) {
+		if (k > 0 && (!g[i].start || g[i].start <= g[k - 1].end)) {
 			if (g[i].end > g[k - 1].end)
 				g[k - 1].end = g[i].end;
 			continue;
