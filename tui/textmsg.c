@@ -198,12 +198,13 @@ static size_t group_nodes(cmark_node *doc, struct group **out)
 			}
 			continue;
 		}
+		int prev_end = cur ? cur->end : 0; /* cur moves with the array */
 		if (n == cap) {
 			cap = cap ? 2 * cap : 8;
 			g = xreallocarray(g, cap, sizeof *g);
 		}
 		g[n].start = sane ? sl : 0;
-		g[n].end = sane ? el : (cur ? cur->end : 0);
+		g[n].end = sane ? el : prev_end;
 		g[n].takes_next = !sane;
 		n++;
 	}

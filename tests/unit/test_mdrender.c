@@ -475,6 +475,25 @@ static void test_closed_blocks_kept(void **state)
 	textmsg_free(m);
 }
 
+/* Nine top-level nodes in one parse, the ninth a paragraph that a table
+ * took over (cmark-gfm puts it at line 0): the grouping grows its array
+ * there. */
+static void test_table_after_many_blocks(void **state)
+{
+	(void)state;
+	struct buf b = BUF_INIT;
+	for (int i = 0; i < 8; i++)
+		buf_printf(&b, "paragraph %d\n\n", i);
+	buf_adds(&b, "intro\n| a | b |\n|---|---|\n| 1 | 2 |\n");
+	struct textmsg *m = render(TEXTMSG_MARKDOWN, b.p, b.len, 40);
+	find_line(m, "paragraph 7");
+	find_line(m, "intro");
+	find_line(m, "1 \xe2\x94\x82 2");
+	check_inert(m, 40);
+	textmsg_free(m);
+	buf_release(&b);
+}
+
 static void test_width_change_equals_fresh_render(void **state)
 {
 	(void)state;
@@ -529,6 +548,7 @@ int main(void)
 		cmocka_unit_test(test_streaming_equals_whole),
 		cmocka_unit_test(test_every_prefix_streamed_equals_whole),
 		cmocka_unit_test(test_closed_blocks_kept),
+		cmocka_unit_test(test_table_after_many_blocks),
 		cmocka_unit_test(test_width_change_equals_fresh_render),
 		cmocka_unit_test(test_plain_text),
 	};
