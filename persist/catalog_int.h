@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include "base/buf.h"
+#include "base/strmap.h"
 #include "persist/catalog.h"
 #include "persist/vocab.h"
 
@@ -30,6 +31,7 @@ struct catalog {
 struct doc {
 	char *turn;
 	const char *role; /* static: user, assistant, tool */
+	char *key;        /* "turn US role": its key in row.doc_at */
 	struct buf text;
 };
 
@@ -52,6 +54,9 @@ struct row {
 	int64_t ctime_ns;
 	struct doc *docs;
 	size_t n_docs;
+	struct strmap doc_at; /* doc key -> index in docs: a long session's
+			       * projection stays linear (a search per event was
+			       * quadratic in its turns) */
 	struct claim *claims, *ends;
 	size_t n_claims, n_ends;
 };

@@ -20,9 +20,11 @@ void row_release(struct row *r)
 	cJSON_Delete(r->open_turns);
 	for (size_t i = 0; i < r->n_docs; i++) {
 		free(r->docs[i].turn);
+		free(r->docs[i].key);
 		buf_release(&r->docs[i].text);
 	}
 	free(r->docs);
+	strmap_release(&r->doc_at);
 	memset(r, 0, sizeof *r);
 }
 
@@ -44,18 +46,20 @@ static void add_doc(struct row *r, const char *turn, const char *role, const cha
 {
 	if (!text || !*text)
 		return; /* nothing to index, and no separator: a batch never stores one */
-	struct doc *d = NULL;
-	for (size_t i = r->n_docs; i-- > 0;)
-		if (strcmp(r->docs[i].turn, turn) == 0 && strcmp(r->docs[i].role, role) == 0) {
-			d = &r->docs[i];
-			break;
-		}
-	if (!d) {
+	char *key = xasprintf("%s\x1f%s", turn, role);
+	size_t at;
+	struct doc *d;
+	if (strmap_get(&r->doc_at, key, &at)) {
+		d = &r->docs[at];
+		free(key);
+	} else {
 		r->docs = xreallocarray(r->docs, r->n_docs + 1, sizeof *r->docs);
-		d = &r->docs[r->n_docs++];
+		d = &r->docs[r->n_docs];
 		d->turn = xstrdup(turn);
 		d->role = role;
+		d->key = key;
 		buf_init(&d->text);
+		strmap_put(&r->doc_at, d->key, r->n_docs++);
 	}
 	size_t n = strlen(text);
 	if (n > DOC_MAX) {
