@@ -21,7 +21,21 @@ After every kill:
 - the next turn (`cairn -p --session ID`) exits 0 and sends the model the
   whole history as the log holds it (each earlier prompt, each kept partial
   answer) — and the fake server rejects a malformed history as the real
-  APIs do.
+  APIs do;
+- a queued prompt is neither lost nor run twice: about a third of the
+  runs take 2 or 3 prompts (`cairn -p A -p B ...`: the later ones are
+  queued input, input/queued, each promoted after the turn before it
+  completed and was saved, its input/dequeued in the same batch as the
+  turn/start whose client_submit_id is its input_id), and the kill is aimed
+  into one of their turns or between two of them (after a reply ended,
+  before the next prompt's request: the settlement and the next BEFORE
+  save). The log must queue every input_id once, start it at most once,
+  right after its input/dequeued, with the queued text, and only right
+  after the prompt before it completed; every input/dequeued must be right
+  before its turn/start. Over the whole run each prompt is sent at most
+  once (the server's record names the prompt of every request), never one
+  still queued: a later run reports an earlier run's queued input on
+  stderr and does not send it.
 
 Sessions alternate between the OpenAI and Anthropic protocols; each takes
 a few kills. After one kill in four nothing is checked beyond reading: the
@@ -38,25 +52,19 @@ Environment:
                     summary names it, so a failing run can be replayed)
   CRASH_TURN_KEEP   a directory: the data of a failing run is copied there
   CRASH_TURN_TARGETS  aim every kill at these instants only, e.g. "settle"
-                    or "start,stream" (of start, first_byte, stream, settle;
-                    the phase check then fails for the others)
+                    or "start,stream" (of start, first_byte, stream, settle,
+                    between; the phase check then fails for the others)
 
 Prints TAP (one line per group of 20 kills, then phase coverage and a
 summary with the figures); run by tests/cli/test_crash_turn.sh.
 
-What is known of a session (Session: the events runs printed, the killed
-runs not yet checked) is checked against its whole log after every kill
-(verify_log), so a check is added in one place. Queued prompts (`-p A -p B`,
-once headless takes several) fit the same way: run_killed passes the extra
-prompts (each under a route of its own, so the fake server's record says
-which prompt every request carried); the input/queued, input/dequeued and
-turn/start events a run printed join Session.acked; verify_log then
-requires, for every input_id the log queued, at most one turn/start with it
-as client_submit_id with its input/dequeued right before it (one batch),
-and an acknowledged one never missing (still queued, or started once); the
-record must show at most one request per prompt over the whole run, none
-for a prompt still queued after a reopen (headless reports those, it does
-not send them).
+What is known of a session (Session: the events runs printed, the prompts
+of killed runs not yet checked) is checked against its whole log after
+every kill (verify_log, verify_queue), so a check is added in one place.
+The input/queued, input/dequeued and turn/start events a run printed are
+acknowledged like any other (Session.acked). Every prompt's text is
+unique and its prefix picks its route (quick, crash-short, crash, next):
+the prompts before the one a kill aims at get quick replies.
 """
 import base64
 import json
@@ -71,12 +79,18 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE = os.path.join(HERE, "..", "fake", "fake_model.py")
+sys.path.insert(0, os.path.dirname(FAKE))
+from fake_model import last_user_text  # noqa: E402  (the prompt a request carries, as routes see it)
 
 BOUND = 0.250        # two capture batch windows (2 x 100 ms) plus 50 ms of stream
 STALL_MS = 300       # the server's wait before the first byte
 RATE = 100           # stream writes per second
 LONG = 150           # deltas of a slow reply (1.5 s of stream)
 SHORT = 30           # deltas of a short one (kills at settlement wait for its end)
+QUICK = 10           # deltas of a queued run's prompts before the one a kill aims at
+QUEUED = 0.35        # the share of runs given 2 or 3 prompts (the later ones queued input)
+BETWEEN = 0.004      # a kill between queued prompts: this long after the reply before ended
+                     # (the next request follows 5-20 ms later: settlement, then a BEFORE save)
 GROUP = 20           # kills per TAP line
 PER_SESSION = 5      # kills per session
 WAIT = 20.0          # longest wait for anything to happen
@@ -101,9 +115,9 @@ def deltas_of(length):
     return [f"w{i:03d}{extra[i % len(extra)]} " for i in range(length)]
 
 
-def slow_reply(length):
-    return {"deltas": deltas_of(length), "split": "event", "rate": RATE,
-            "stall_before_ms": STALL_MS, "usage": {"input": 7, "output": length}}
+def slow_reply(length, rate=RATE, stall_ms=STALL_MS):
+    return {"deltas": deltas_of(length), "split": "event", "rate": rate,
+            "stall_before_ms": stall_ms, "usage": {"input": 7, "output": length}}
 
 
 class Fake:
@@ -116,6 +130,7 @@ class Fake:
         script = {"routes": [
             {"prompt_prefix": "crash-short ", "reply": slow_reply(SHORT)},
             {"prompt_prefix": "crash ", "reply": slow_reply(LONG)},
+            {"prompt_prefix": "quick ", "reply": slow_reply(QUICK, 1000, 0)},
             {"prompt_prefix": "next ", "reply": {"text": "noted; go on", "pieces": 3}},
         ]}
         sp = os.path.join(tmp, "script.json")
@@ -216,18 +231,34 @@ def expected_messages(proto, pairs):
     return out
 
 
-class Killed:
-    """What one killed run left to check: its prompt, what it printed, what
-    the server sent it and when it was killed."""
+class Run:
+    """One killed run: its prompts (Killed, in -p order), its result line
+    (when it printed one), when it was killed and the phase that fell in."""
 
-    def __init__(self, prompt, length):
+    def __init__(self):
+        self.prompts = []
+        self.result = None
+        self.t_kill = None
+        self.phase = None
+        self.active = None    # the index of the prompt whose request was the last before the kill
+
+
+class Killed:
+    """What one prompt of a killed run left to check: its text, the events
+    of its turn the run printed, the request that carried it (the server
+    answers each prompt under the route of its prefix) and its run."""
+
+    def __init__(self, run, index, prompt, length):
+        self.run, self.index = run, index
         self.prompt, self.length = prompt, length
         self.turn = None
         self.printed = []
-        self.result = None
         self.request = None   # the record line of its request
-        self.t_kill = None
-        self.phase = None
+
+    result = property(lambda self: self.run.result)
+    t_kill = property(lambda self: self.run.t_kill)
+    phase = property(lambda self: self.run.phase)
+    prev = property(lambda self: self.run.prompts[self.index - 1] if self.index else None)
 
 
 class Session:
@@ -239,6 +270,7 @@ class Session:
         self.kills = 0
         self.closed = False    # repaired and continued since the last kill
         self.torn_cut = 0      # bytes of a torn frame left at the end of its log
+        self.queue = (0, 0)    # inputs its log queued, and how many of them started
 
 
 class Crash:
@@ -267,12 +299,17 @@ class Crash:
         self.problems = []
         self.sessions_done = []
         self.counter = 0
+        self.sent_prompts = {}  # prompt -> requests that carried it
+        self.queued = {"runs": 0, "queued": 0, "started": 0}  # runs of several prompts, inputs in the logs
 
     # ---- running cairn ----
 
     def cairn_run(self, *args, timeout=60):
-        p = subprocess.run([self.cairn, "--data-dir", self.data, *args], cwd=self.work, env=self.env,
-                           stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+        try:
+            p = subprocess.run([self.cairn, "--data-dir", self.data, *args], cwd=self.work, env=self.env,
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None, "", f"cairn {' '.join(args)[:200]}: still running after {timeout} s (killed)"
         return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
     def problem(self, what):
@@ -305,19 +342,43 @@ class Crash:
             time.sleep(0.001)
         return None
 
-    def run_killed(self, s, target):
-        """Start a turn on session s and kill it at an instant chosen for
-        target (start, first_byte, stream, settle)."""
-        self.counter += 1
-        length = SHORT if target == "settle" else LONG
-        prefix = "crash-short" if length == SHORT else "crash"
-        k = Killed(f"{prefix} {self.counter} {self.rng.randrange(1 << 30):08x}", length)
-        argv = [self.cairn, "--data-dir", self.data, "-p", k.prompt, "--json"]
+    def take_requests(self):
+        """Requests recorded since the last call, each with the prompt it
+        carried ("prompt"); over the whole run a prompt is sent at most
+        once (a killed turn is never retried, queued input of an earlier
+        run never sent)."""
+        reqs = self.fake.new_requests()
+        for r in reqs:
+            r["prompt"] = last_user_text(r["body"])
+            self.sent_prompts[r["prompt"]] = self.sent_prompts.get(r["prompt"], 0) + 1
+            if self.sent_prompts[r["prompt"]] > 1:
+                self.problem(f"'{r['prompt']}' was sent {self.sent_prompts[r['prompt']]} times")
+            if r.get("route") is None:
+                self.problem(f"a request was not answered by a route: {r}")
+        return reqs
+
+    def run_killed(self, s, target, n=1, j=0):
+        """Run n prompts on session s (`-p A -p B ...`: the later ones are
+        queued input) and kill the run at an instant chosen for target in
+        prompt j's turn (start, first_byte, stream, settle; between: after
+        the reply to prompt j-1 ended, before prompt j's request). The
+        prompts before j get quick replies, so the kill finds them done."""
+        run = Run()
+        for i in range(n):
+            length = QUICK if i < j else SHORT if target == "settle" and i == j else LONG
+            prefix = {QUICK: "quick", SHORT: "crash-short", LONG: "crash"}[length]
+            self.counter += 1
+            run.prompts.append(Killed(run, i, f"{prefix} {self.counter} {self.rng.randrange(1 << 30):08x}",
+                                      length))
+        argv = [self.cairn, "--data-dir", self.data]
+        for k in run.prompts:
+            argv += ["-p", k.prompt]
+        argv += ["--json"]
         if s.id:
             argv += ["--session", s.id]
         else:
             argv += ["--provider", s.proto, "--model", "m-crash"]
-        self.fake.new_requests()
+        self.take_requests()
         self.fake.poll_sent()
         before = self.session_dirs() if not s.id else None
         out_path = os.path.join(self.tmp, "run.out")
@@ -328,13 +389,16 @@ class Crash:
                                  stdout=out, stderr=err)
         reqs = []
 
-        def request():
-            reqs.extend(self.fake.new_requests())
-            return reqs[0] if reqs else None
-
-        def sent(mark):
+        def request(i):
+            """The request that carried prompt i, once it arrived."""
             def f():
-                r = request()
+                reqs.extend(self.take_requests())
+                return next((r for r in reqs if r["prompt"] == run.prompts[i].prompt), None)
+            return f
+
+        def sent(i, mark):
+            def f():
+                r = request(i)()
                 if r is None:
                     return None
                 for w in self.fake.writes(r["n"]):
@@ -347,49 +411,54 @@ class Crash:
         if target == "start":
             at = t0 + self.rng.uniform(0, 0.06)
         elif target == "first_byte":
-            r = self.wait_for(p, request)
+            r = self.wait_for(p, request(j))
             at = r and r["t"] + self.rng.uniform(0, STALL_MS / 1000)
         elif target == "stream":
-            w = self.wait_for(p, sent("head"))
-            at = w and w["t"] + self.rng.uniform(0, length / RATE)
+            w = self.wait_for(p, sent(j, "head"))
+            at = w and w["t"] + self.rng.uniform(0, run.prompts[j].length / RATE)
+        elif target == "between":
+            w = self.wait_for(p, sent(j - 1, "end"))
+            at = w and w["t"] + self.rng.uniform(0, BETWEEN)
         else:
-            w = self.wait_for(p, sent("end"))
+            w = self.wait_for(p, sent(j, "end"))
             at = w and w["t"] + self.rng.uniform(0, 0.004)  # settling takes 2-5 ms
         if at is not None:
             while time.monotonic() < at and p.poll() is None:
                 time.sleep(min(0.002, max(0, at - time.monotonic())))
         killed = False
         if p.poll() is None:
-            k.t_kill = time.monotonic()
+            run.t_kill = time.monotonic()
             os.kill(p.pid, signal.SIGKILL)
             killed = True
         rc = p.wait()
         self.runs += 1
-        request()
+        reqs.extend(self.take_requests())
         with open(out_path, "rb") as f:
             raw = f.read()
         with open(err_path, "rb") as f:
             err_text = f.read().decode("utf-8", "replace")
         # Only whole lines were printed (a line cut by the kill proves nothing).
         lines = raw[:raw.rfind(b"\n") + 1].decode("utf-8").splitlines()
+        printed = []
         for x in lines:
             o = json.loads(x)
             if o.get("type") == "result":
-                k.result = o
+                run.result = o
             elif "seq" in o:
-                k.printed.append(o)
+                printed.append(o)
         if not killed:
-            if target != "settle" or rc != 0:
+            if target != "settle" or j != n - 1 or rc != 0:
                 self.problem(f"the run ended before its kill (target {target}, exit {rc}): {err_text[:300]}")
             if rc != 0:
                 return None
-        if len(reqs) > 1:
-            self.problem(f"{len(reqs)} requests for one turn: {[r['n'] for r in reqs]}")
-        k.request = reqs[0] if reqs else None
-        if k.request and k.request.get("route") is None:
-            self.problem(f"the request was not answered by a route: {k.request}")
+        mine = {k.prompt: k for k in run.prompts}
+        for r in reqs:
+            if r["prompt"] not in mine:
+                self.problem(f"the run sent '{r['prompt']}', not one of its prompts")
+            else:
+                mine[r["prompt"]].request = r
         # Which session: the one it printed, else a directory that appeared.
-        ids = {o["session"] for o in k.printed} | ({k.result["session"]} if k.result else set())
+        ids = {o["session"] for o in printed} | ({run.result["session"]} if run.result else set())
         if len(ids) > 1:
             self.problem(f"events of several sessions printed: {ids}")
         if s.id is None:
@@ -402,28 +471,43 @@ class Crash:
                 self.problem(f"one run made several session directories: {new}")
         elif ids and ids != {s.id}:
             self.problem(f"printed events of {ids}, ran on {s.id}")
-        for o in k.printed:
+        # The prompts run in order, one turn each: the i-th turn/start is prompt i's.
+        started = 0
+        for o in printed:
             if o["type"] == "turn/start":
-                k.turn = o["turn"]
+                if started < n:
+                    run.prompts[started].turn = o["turn"]
+                else:
+                    self.problem(f"{started + 1} turns printed for {n} prompts")
+                started += 1
+            k = next((k for k in run.prompts if k.turn and k.turn == o.get("turn")), None)
+            if k:
+                k.printed.append(o)
             s.acked[o["seq"]] = (o["type"], o.get("turn"), o["data"])
         if not killed:
-            return k
+            return run
         self.kills += 1
         s.kills += 1
         s.closed = False
-        k.phase = self.classify(k)
-        self.phases[k.phase] = self.phases.get(k.phase, 0) + 1
-        return k
+        run.phase = self.classify(run)
+        self.phases[run.phase] = self.phases.get(run.phase, 0) + 1
+        return run
 
-    def classify(self, k):
-        """The phase the kill fell in, from what was observed before it."""
-        if k.result:
+    def classify(self, run):
+        """The phase the kill fell in, from what was observed before it:
+        the prompt whose request arrived last before the kill and what the
+        server had sent it; the end of its reply, with a prompt still to
+        come, is 'between' (its settlement, the next one's BEFORE save)."""
+        if run.result:
             return "after_result"
-        if k.request is None or k.request["t"] >= k.t_kill:
-            return "before_request" if k.printed else "before_ack"
-        ws = [w for w in self.fake.writes(k.request["n"]) if w["t"] < k.t_kill]
+        arrived = [k for k in run.prompts if k.request and k.request["t"] < run.t_kill]
+        if not arrived:
+            return "before_request" if any(k.printed for k in run.prompts) else "before_ack"
+        k = arrived[-1]
+        run.active = k.index
+        ws = [w for w in self.fake.writes(k.request["n"]) if w["t"] < run.t_kill]
         if any(w.get("end") for w in ws):
-            return "settle"
+            return "between" if k.index < len(run.prompts) - 1 else "settle"
         if any(not w.get("head") for w in ws):
             return "stream"
         return "first_byte"
@@ -448,20 +532,24 @@ class Crash:
             return None
         return o
 
-    def after_kill(self, s, k):
+    def after_kill(self, s, run):
         """Reading checks always; then repair (explicitly, or by the next
         open) and the next turn, except one time in four."""
         if s.id is None:
-            if k.printed:
+            if any(k.printed for k in run.prompts):
                 self.problem("events printed but no session found")
             return
+        k = ([k for k in run.prompts if k.turn] or run.prompts[:1])[-1]  # the last turn it started
         ins = self.inspect(s.id)
         if ins is None:
             return
         if ins["status"] == "torn" and ins["torn_bytes"] != s.torn_cut:
             self.torn += 1  # left by this kill (not one tear() left and nothing opened since)
         s.torn_cut = ins.get("torn_bytes") or 0  # what a repair must cut
-        if k.turn and not k.result and ins.get("open_turn") not in (k.turn, None):
+        # The open turn is the last the run printed, or the next prompt's
+        # (its BEFORE save durable, the kill before it was printed).
+        nxt = k.turn and k.index + 1 < len(run.prompts) and f"t{int(k.turn[1:]) + 1}"
+        if k.turn and not run.result and ins.get("open_turn") not in (k.turn, nxt, None):
             self.problem(f"open turn {ins.get('open_turn')}, the killed one was {k.turn}")
         # The listing shows what opening the session will find.
         rc, out, err = self.cairn_run("sessions", "--json")
@@ -520,9 +608,9 @@ class Crash:
         s.torn_cut = 0
         self.counter += 1
         prompt = f"next {self.counter}"
-        self.fake.new_requests()
+        self.take_requests()
         rc, out, err = self.cairn_run("-p", prompt, "--session", s.id, "--json")
-        reqs = self.fake.new_requests()
+        reqs = self.take_requests()
         if rc != 0:
             self.problem(f"the next turn on {s.id}: exit {rc}: {err[:400]} "
                          f"{[r.get('reply') for r in reqs]}")
@@ -538,8 +626,8 @@ class Crash:
         if not turns or turns[-1]["user"] != prompt or turns[-1]["end"].get("outcome") != "completed":
             self.problem(f"the next turn is not the log's last, completed: {turns[-1:] if turns else None}")
             return
-        if len(reqs) != 1:
-            self.problem(f"the next turn made {len(reqs)} requests")
+        if len(reqs) != 1 or reqs[0]["prompt"] != prompt:
+            self.problem(f"the next turn made {len(reqs)} requests, for {[r['prompt'] for r in reqs]}")
             return
         want = []
         for t in turns[:-1]:
@@ -594,10 +682,16 @@ class Crash:
                 cur["end"] = e["data"]
         if closed and turns and turns[-1]["end"] is None:
             self.problem(f"{s.id}: turn {turns[-1]['id']} still open after repair")
+        self.verify_queue(s, evs, turns)
         by_prompt = {t["user"]: t for t in turns}
         keep = []
         for k in s.killed:
             t = by_prompt.get(k.prompt)
+            if k.prev and t and not (by_prompt.get(k.prev.prompt) is not None and turns.index(
+                    by_prompt[k.prev.prompt]) == turns.index(t) - 1 and (by_prompt[k.prev.prompt]["end"]
+                                                                      or {}).get("outcome") == "completed"):
+                self.problem(f"{s.id}: queued '{k.prompt}' started, but not right after '{k.prev.prompt}' "
+                             "completed")
             if t is None:
                 if k.printed:
                     self.problem(f"{s.id}: the killed turn '{k.prompt}' printed events but is not in the log")
@@ -623,6 +717,47 @@ class Crash:
             self.problem(f"{s.id}: turns left open: {[k.prompt for k in keep]}")
         return turns
 
+    def verify_queue(self, s, evs, turns):
+        """Queued input in the log: every input_id queued once; at most one
+        turn/start has it as client_submit_id, with its input/dequeued
+        right before it (one batch: a kill can neither lose the prompt nor
+        run it twice), and that turn's prompt is the queued text; every
+        input/dequeued is such a pair (headless takes none back). A prompt
+        still queued was never sent: headless reports the input of an
+        earlier run, it does not send it. Printed input/queued events are
+        acknowledged, so the seq check above keeps them from being lost."""
+        queued, started = {}, {}
+        user = {t["id"]: t["user"] for t in turns}
+        for e in evs:
+            d = e.get("data") or {}
+            if e["type"] == "input/queued":
+                if d.get("input_id") in queued:
+                    self.problem(f"{s.id}: input {d.get('input_id')} queued twice")
+                queued[d.get("input_id")] = d.get("text")
+            elif e["type"] == "input/dequeued":
+                nxt = evs[e["seq"] + 1] if e["seq"] + 1 < len(evs) else {}
+                if d.get("input_id") not in queued or nxt.get("type") != "turn/start" or \
+                        (nxt.get("data") or {}).get("client_submit_id") != d.get("input_id"):
+                    self.problem(f"{s.id}: input/dequeued of {d.get('input_id')} at seq {e['seq']} is not "
+                                 f"right before the turn/start it became: {json.dumps(nxt)[:200]}")
+            elif e["type"] == "turn/start" and d.get("client_submit_id") in queued:
+                iid = d["client_submit_id"]
+                prev = evs[e["seq"] - 1]
+                if iid in started:
+                    self.problem(f"{s.id}: input {iid} started twice: turns {started[iid]} and {e['turn']}")
+                started[iid] = e["turn"]
+                if prev["type"] != "input/dequeued" or prev["data"].get("input_id") != iid:
+                    self.problem(f"{s.id}: turn {e['turn']} took input {iid} without its input/dequeued "
+                                 f"right before it")
+                if user.get(e["turn"]) not in (None, queued[iid]):
+                    self.problem(f"{s.id}: turn {e['turn']} took input {iid} but sent "
+                                 f"'{user.get(e['turn'])}', not '{queued[iid]}'")
+        for iid, text in queued.items():
+            if iid not in started and self.sent_prompts.get(text):
+                self.problem(f"{s.id}: '{text}' is still queued ({iid}) but was sent "
+                             f"{self.sent_prompts[text]} times")
+        s.queue = (len(queued), len(started))
+
     def check_bound(self, s, k, t):
         """The turn's logged answer: a prefix of what was sent, holding all
         that was sent more than BOUND before the kill."""
@@ -646,7 +781,8 @@ class Crash:
                 lost_from = tw
                 break
         lost = 0.0 if lost_from is None else k.t_kill - lost_from
-        self.lost_ms.append(lost * 1000)
+        if k.index == k.run.active:  # the reply the kill cut (those before it ended)
+            self.lost_ms.append(lost * 1000)
         if lost > BOUND:
             self.problem(f"{s.id}: turn {t['id']} ({k.phase}) lost text sent {lost * 1000:.0f} ms before "
                          f"the kill (bound {BOUND * 1000:.0f} ms): {len(logged)} characters logged")
@@ -659,6 +795,8 @@ class Crash:
         if not s.closed:
             self.close_and_continue(s, "on_open")
         self.sessions_done.append(s)
+        self.queued["queued"] = self.queued.get("queued", 0) + s.queue[0]
+        self.queued["started"] += s.queue[1]
 
     def final_checks(self):
         rc, out, err = self.cairn_run("sessions", "--json")
@@ -696,8 +834,10 @@ class Crash:
         t0 = time.monotonic()
         targets = ["start", "start", "first_byte", "first_byte", "stream", "stream", "stream", "stream",
                    "settle", "settle"]
+        allowed = set(targets) | {"between"}
         if os.environ.get("CRASH_TURN_TARGETS"):
             targets = os.environ["CRASH_TURN_TARGETS"].split(",")
+            allowed = set(targets)
         s = None
         group_first = 1
         group_torn = group_made = 0
@@ -709,17 +849,30 @@ class Crash:
                 s = Session("openai" if nsess % 2 == 0 else "anthropic")
                 nsess += 1
             before = self.kills
-            k = self.run_killed(s, self.rng.choice(targets))
-            if k is not None:
-                s.killed.append(k)
+            n, j, target = 1, 0, self.rng.choice(targets)
+            if target == "between" or self.rng.random() < QUEUED:
+                # Queued input: the kill in the turn of one of 2 or 3
+                # prompts, or between one and the next.
+                n = self.rng.choice([2, 3])
+                j = self.rng.randrange(1 if target == "between" else 0, n)
+                if j and "between" in allowed and (target == "start" or self.rng.random() < 0.5):
+                    target = "between"
+                elif j and target == "start":
+                    j = 0
+            run = self.run_killed(s, target, n, j)
+            if run is not None:
+                s.killed.extend(run.prompts)
+                if n > 1:
+                    self.queued["runs"] += 1
                 if self.kills > before:
-                    self.after_kill(s, k)
+                    self.after_kill(s, run)
                 elif s.id:
                     # Not killed (it finished first): its turn is checked with the next.
                     pass
             if self.kills > before and (self.kills % GROUP == 0 or self.kills == self.kills_wanted):
                 desc = (f"kills {group_first}-{self.kills}: every session reopens, no acknowledged "
-                        f"event lost, the stream within {BOUND * 1000:.0f} ms, the next turn well formed "
+                        f"event lost, the stream within {BOUND * 1000:.0f} ms, no queued prompt lost or sent twice, "
+                        "the next turn well formed "
                         f"({self.torn - group_torn} torn tails left by kills, {self.torn_made - group_made} "
                         "appended as a kill inside a write leaves them)")
                 tap(not self.problems, desc, self.problems)
@@ -737,7 +890,8 @@ class Crash:
         # BEFORE save lasts one sync: 1 kill in 100 landed in it on a loaded
         # machine), the long ones often.
         need = {"before_ack": 1, "first_byte": max(1, self.kills // 25),
-                "stream": max(1, self.kills // 10), "settle": max(1, self.kills // 25)}
+                "stream": max(1, self.kills // 10), "settle": max(1, self.kills // 25),
+                "between": max(1, self.kills // 50)}
         short = [f"{p}: {ph.get(p, 0)} < {n}" for p, n in need.items() if ph.get(p, 0) < n]
         tap(not short, "kills in every phase: " + ", ".join(f"{p} {n}" for p, n in sorted(ph.items())), short)
         lost = sorted(self.lost_ms)
@@ -745,7 +899,9 @@ class Crash:
         tap(not FAILED, f"crash summary (seed {self.seed}): {self.kills} kills of {self.runs} runs in "
             f"{secs:.0f}s, {nsess} sessions, repairs {self.repairs}, {self.torn} torn tails left by kills and {self.torn_made} appended; text lost "
             f"before a kill: median {q(0.5):.0f} ms, p90 {q(0.9):.0f} ms, max {q(1.0):.0f} ms "
-            f"(bound {BOUND * 1000:.0f})")
+            f"(bound {BOUND * 1000:.0f}); {self.queued['runs']} runs of 2-3 prompts: "
+            f"{self.queued['queued']} prompts queued, {self.queued['started']} of them started once, the others "
+            "still queued and never sent")
 
     def cleanup(self):
         self.fake.stop()
