@@ -31,17 +31,11 @@
 #include "base/xalloc.h"
 #include "bench/support_bench.h"
 #include "bench/support_chatsrv.h"
+#include "bench/support_turn.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
-#include <limits.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,103 +43,22 @@
 
 #define MAX_SIZES 4
 
-static char cairn_bin[PATH_MAX], aux_dir[PATH_MAX];
-static char *root, *data_dir, *out_path, *err_path, *cat_path, *fsync_log;
-static struct chatsrv *srv;
-static char base_url[64];
-
-/* ---- child processes ---------------------------------------------------- */
-
-struct run {
-	double wall_ms, cpu_ms, sys_ms, first_req_ms; /* first_req_ms < 0: no request */
-	long rss_kb;
-	uint64_t t0, arrived_ns;
-	size_t n_req;
-};
-
-/* Runs argv with a clean environment (env, NULL-terminated), stdin from
- * /dev/null, stdout to out_path and stderr to err_path; fills r with its
- * wall time (from just before the spawn to its exit), CPU time and peak
- * RSS from wait4, and what the server saw. Returns the wait status. */
-static int spawn_run(const char *const *argv, const char *const *env, struct run *r)
-{
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	pid_t pid;
-	struct chatsrv_request rq;
-	chatsrv_take(srv, &rq); /* nothing stale */
-	r->t0 = clock_mono_ns();
-	int e = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, (char *const *)env);
-	posix_spawn_file_actions_destroy(&fa);
-	if (e != 0)
-		die("cannot run %s: %s", argv[0], strerror(e));
-	int status;
-	struct rusage ru;
-	while (wait4(pid, &status, 0, &ru) < 0)
-		if (errno != EINTR)
-			die("wait4: %s", strerror(errno));
-	r->wall_ms = ms_since(r->t0);
-	r->cpu_ms = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
-		    (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
-	r->sys_ms = (double)ru.ru_stime.tv_sec * 1e3 + (double)ru.ru_stime.tv_usec / 1e3;
-	r->rss_kb = ru.ru_maxrss;
-	r->n_req = chatsrv_take(srv, &rq);
-	r->first_req_ms = -1;
-	if (r->n_req) {
-		if (!rq.ok)
-			die("%s sent a request the server refused: %s", argv[0], rq.why);
-		r->arrived_ns = rq.arrived_ns;
-		r->first_req_ms = (double)(rq.arrived_ns - r->t0) / 1e6;
-	}
-	return status;
-}
-
-static void read_file(const char *path, struct buf *b)
-{
-	buf_reset(b);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		die("cannot open %s: %s", path, strerror(errno));
-	char chunk[65536];
-	ssize_t n;
-	while ((n = read(fd, chunk, sizeof chunk)) > 0)
-		buf_add(b, chunk, (size_t)n);
-	close(fd);
-}
-
-static void env_add(const char **env, size_t *n, const char *kv)
-{
-	env[(*n)++] = kv;
-	env[*n] = NULL;
-}
+static struct turnb tb;
 
 /* ---- the two clients ---------------------------------------------------- */
 
 static const char prompt[] = "Write a long answer, please.";
 
-/* The session id from cairn's "cairn: session ID" line on stderr. */
-static void session_of(const struct buf *err, char id[32])
-{
-	const char *p = strstr(err->p ? err->p : "", "cairn: session ");
-	if (!p || sscanf(p + 15, "%31s", id) != 1)
-		die("cairn did not name its session; stderr: %s", err->p ? err->p : "");
-}
-
 /* `cairn log cat ID`: the saved text must be text and the turn completed,
  * after exactly one request/prepared. */
 static void check_log(const char *id, const struct buf *text)
 {
-	const char *argv[] = {cairn_bin, "--data-dir", data_dir, "log", "cat", id, NULL};
-	const char *env[] = {NULL};
+	const char *args[] = {"log", "cat", id, NULL};
 	struct run r;
-	int st = spawn_run(argv, env, &r);
+	struct buf cat = BUF_INIT, saved = BUF_INIT;
+	int st = turnb_cairn(&tb, args, false, &r, &cat, NULL);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		die("cairn log cat %s failed (status %d)", id, st);
-	struct buf cat = BUF_INIT, saved = BUF_INIT;
-	read_file(out_path, &cat);
 	const char *outcome = NULL;
 	int prepared = 0;
 	cJSON *last_end = NULL;
@@ -182,46 +95,28 @@ static void check_log(const char *id, const struct buf *text)
  * it completed with text on stdout, saved. */
 static void run_cairn(const struct buf *text, bool preload, struct run *r)
 {
-	const char *argv[] = {cairn_bin, "--data-dir", data_dir, "-p", prompt, NULL};
-	const char *env[8];
-	size_t n = 0;
-	char *home = xasprintf("HOME=%s/home", root), *xdg = xasprintf("XDG_CONFIG_HOME=%s/config", root);
-	char *url = xasprintf("OPENAI_BASE_URL=%s", base_url);
-	char *pre = xasprintf("LD_PRELOAD=%s/fsync_count.so", aux_dir);
-	char *flog = xasprintf("BENCH_FSYNC_LOG=%s", fsync_log);
-	env_add(env, &n, home);
-	env_add(env, &n, xdg);
-	env_add(env, &n, url);
-	env_add(env, &n, "PATH=/usr/bin:/bin");
-	if (preload) {
-		unlink(fsync_log);
-		env_add(env, &n, pre);
-		env_add(env, &n, flog);
-	}
-	int st = spawn_run(argv, env, r);
+	const char *args[] = {"-p", prompt, NULL};
 	struct buf out = BUF_INIT, err = BUF_INIT;
-	read_file(out_path, &out);
-	read_file(err_path, &err);
+	int st = turnb_cairn(&tb, args, preload, r, &out, &err);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || r->n_req != 1)
 		die("cairn -p: status %d after %zu requests; stderr: %s", st, r->n_req, err.p ? err.p : "");
 	if (out.len != text->len || memcmp(out.p, text->p, text->len) != 0)
 		die("cairn -p printed %zu bytes, not the %zu bytes sent", out.len, text->len);
 	char id[32];
-	session_of(&err, id);
+	turnb_session_of(&err, id);
 	check_log(id, text);
 	buf_release(&out);
 	buf_release(&err);
-	free(home), free(xdg), free(url), free(pre), free(flog);
 }
 
 static void run_baseline(const struct buf *text, struct run *r)
 {
-	char *bin = xasprintf("%s/baseline_turn", aux_dir);
-	const char *argv[] = {bin, base_url, prompt, NULL};
+	char *bin = xasprintf("%s/baseline_turn", tb.aux_dir);
+	const char *argv[] = {bin, tb.base_url, prompt, NULL};
 	const char *env[] = {"PATH=/usr/bin:/bin", NULL};
-	int st = spawn_run(argv, env, r);
+	int st = turnb_spawn(&tb, argv, env, r);
 	struct buf out = BUF_INIT;
-	read_file(out_path, &out);
+	turnb_read_file(tb.out_path, &out);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || r->n_req != 1)
 		die("baseline_turn: status %d after %zu requests", st, r->n_req);
 	if (out.len != text->len || memcmp(out.p, text->p, text->len) != 0)
@@ -233,76 +128,16 @@ static void run_baseline(const struct buf *text, struct run *r)
 /* The floor program's peak RSS (KiB); its wall time in *wall_ms. */
 static long run_floor(double *wall_ms)
 {
-	char *bin = xasprintf("%s/libs_floor", aux_dir);
+	char *bin = xasprintf("%s/libs_floor", tb.aux_dir);
 	const char *argv[] = {bin, NULL};
 	const char *env[] = {NULL};
 	struct run r;
-	int st = spawn_run(argv, env, &r);
+	int st = turnb_spawn(&tb, argv, env, &r);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		die("libs_floor failed (status %d)", st);
 	*wall_ms = r.wall_ms;
 	free(bin);
 	return r.rss_kb;
-}
-
-/* ---- fsyncs ------------------------------------------------------------- */
-
-struct syncs {
-	unsigned total, before;       /* all, and those done before the request arrived */
-	double total_ms, before_ms;   /* time spent in them */
-	uint64_t first_ns, last_ns;   /* the first started, the last before the request ended */
-	char list[400];               /* the calls before the request, in order, with their ms */
-};
-
-/* Reads the fsync counter's log of the last preloaded run. */
-static void read_syncs(const struct run *r, struct syncs *s)
-{
-	memset(s, 0, sizeof *s);
-	FILE *f = fopen(fsync_log, "r");
-	if (!f)
-		die("no fsync log at %s (was %s/fsync_count.so loaded?)", fsync_log, aux_dir);
-	char name[32], kind[8];
-	unsigned long long a, b;
-	while (fscanf(f, "%31s %llu %llu %7s", name, &a, &b, kind) == 4) {
-		if (strcmp(name, "overflow") == 0)
-			die("the fsync counter overflowed");
-		double ms = (double)(b - a) / 1e6;
-		s->total++;
-		s->total_ms += ms;
-		if (s->total == 1 || a < s->first_ns)
-			s->first_ns = a;
-		if (b <= r->arrived_ns) {
-			if (b > s->last_ns)
-				s->last_ns = b;
-			s->before++;
-			s->before_ms += ms;
-			size_t l = strlen(s->list);
-			snprintf(s->list + l, sizeof s->list - l, "%s%s(%s) %.2f", l ? ", " : "", name,
-				 kind, ms);
-		}
-	}
-	fclose(f);
-}
-
-/* The median time of a 512-byte O_APPEND write + fdatasync in dir (ms). */
-static void probe_fdatasync(const char *dir, double *v, size_t n)
-{
-	char *p = xasprintf("%s/fdatasync.probe", dir);
-	int fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		die("cannot create %s: %s", p, strerror(errno));
-	char block[512];
-	memset(block, 'x', sizeof block);
-	for (size_t i = 0; i < n + 3; i++) {
-		uint64_t t = clock_mono_ns();
-		if (write(fd, block, sizeof block) != (ssize_t)sizeof block || fdatasync(fd) < 0)
-			die("write + fdatasync %s: %s", p, strerror(errno));
-		if (i >= 3) /* three warm-up appends */
-			v[i - 3] = ms_since(t);
-	}
-	close(fd);
-	unlink(p);
-	free(p);
 }
 
 /* ---- one size ----------------------------------------------------------- */
@@ -317,17 +152,12 @@ struct size_result {
 	struct syncs sy;                      /* the median run of the counter's */
 };
 
-static void fmt_ms(char *o, size_t n, double ms)
-{
-	snprintf(o, n, ms < 10 ? "%.2f ms" : "%.1f ms", ms);
-}
-
 static void measure(size_t words, int rounds, int fsync_runs, struct size_result *res)
 {
 	struct buf body = BUF_INIT, text = BUF_INIT;
 	rng_seed(words);
 	chatsrv_render(&body, &text, words);
-	chatsrv_set_reply(srv, &body);
+	chatsrv_set_reply(tb.srv, &body);
 	fprintf(stderr, "[%zu words] %zu bytes of text, a %.2f MiB stream; %d rounds\n", words,
 		text.len, (double)body.len / 1048576.0, rounds);
 	size_t n = (size_t)rounds;
@@ -371,24 +201,13 @@ static void measure(size_t words, int rounds, int fsync_runs, struct size_result
 	for (int i = 0; i < fsync_runs; i++) {
 		struct run o;
 		run_cairn(&text, true, &o);
-		read_syncs(&o, &sy[i]);
-		fprintf(stderr, "    counted: %u syncs (%.2f ms), %u before the request (%.2f ms): %s\n"
-				"      from exec: first sync at %.2f ms, the last before the request done at "
-				"%.2f ms, request at %.2f ms\n",
-			sy[i].total, sy[i].total_ms, sy[i].before, sy[i].before_ms, sy[i].list,
-			(double)(sy[i].first_ns - o.t0) / 1e6, (double)(sy[i].last_ns - o.t0) / 1e6,
-			o.first_req_ms);
+		turnb_read_syncs(&tb, &o, &sy[i]);
+		turnb_print_syncs(&sy[i], &o);
 		if (i > 0 && sy[i].total != sy[0].total)
 			fprintf(stderr, "    note: %u syncs this run, %u in the first\n", sy[i].total,
 				sy[0].total);
 	}
-	for (int i = 1; i < fsync_runs; i++) /* sort by `before` for the median */
-		for (int k = i; k > 0 && sy[k].before < sy[k - 1].before; k--) {
-			struct syncs t = sy[k];
-			sy[k] = sy[k - 1];
-			sy[k - 1] = t;
-		}
-	res->sy = sy[fsync_runs / 2];
+	res->sy = turnb_median_syncs(sy, (size_t)fsync_runs);
 	free(sy);
 	free(c), free(cb), free(cr), free(w), free(wb), free(wd), free(q), free(qb), free(qd), free(m), free(mb), free(ss), free(syb);
 	buf_release(&body);
@@ -457,7 +276,7 @@ static int serve_only(size_t words)
 {
 	struct buf body = BUF_INIT, text = BUF_INIT;
 	chatsrv_render(&body, &text, words);
-	srv = chatsrv_start();
+	struct chatsrv *srv = chatsrv_start();
 	chatsrv_set_reply(srv, &body);
 	printf("OPENAI_BASE_URL=http://127.0.0.1:%d/v1\n", chatsrv_port(srv));
 	fflush(stdout);
@@ -478,31 +297,6 @@ static void parse_words(const char *s, size_t *w, size_t *n)
 		if (v < 1 || v > 10000000 || (*end && *end != ','))
 			die("--words: a list of counts, e.g. 2000,20000");
 		w[(*n)++] = (size_t)v;
-	}
-}
-
-static void locate(void)
-{
-	char self[PATH_MAX];
-	ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
-	if (sn <= 0)
-		die("cannot find this binary");
-	self[sn] = '\0';
-	const char *dir = dirname(self);
-	snprintf(aux_dir, sizeof aux_dir, "%s/aux", dir);
-	const char *env = getenv("CAIRN");
-	if (env && *env)
-		snprintf(cairn_bin, sizeof cairn_bin, "%s", env);
-	else
-		snprintf(cairn_bin, sizeof cairn_bin, "%s/../cairn", dir);
-	if (access(cairn_bin, X_OK) < 0)
-		die("no cairn binary at '%s' (make, or set CAIRN)", cairn_bin);
-	const char *need[] = {"baseline_turn", "libs_floor", "fsync_count.so"};
-	for (size_t i = 0; i < 3; i++) {
-		char p[PATH_MAX + 32];
-		snprintf(p, sizeof p, "%s/%s", aux_dir, need[i]);
-		if (access(p, R_OK) < 0)
-			die("no %s (make bench builds it)", p);
 	}
 }
 
@@ -529,29 +323,11 @@ int main(int argc, char **argv)
 		die("option out of range");
 	if (serve_words > 0)
 		return serve_only((size_t)serve_words);
-	locate();
-	umask(077);
-	root = temp_dir();
-	data_dir = xasprintf("%s/data", root);
-	out_path = xasprintf("%s/stdout", root);
-	err_path = xasprintf("%s/stderr", root);
-	cat_path = xasprintf("%s/logcat", root);
-	fsync_log = xasprintf("%s/fsyncs", root);
-	char *home = xasprintf("%s/home", root), *cfg = xasprintf("%s/config", root);
-	mkdir_p1(home);
-	mkdir_p1(cfg);
-	mkdir_p1(data_dir);
-	if (chdir(root) < 0) /* cairn's working directory: no AGENTS.md, no .git */
-		die("chdir %s: %s", root, strerror(errno));
-	char machine[256];
-	describe_machine(machine, sizeof machine, root);
-	fprintf(stderr, "bench_turn: %s\n", machine);
+	turnb_start(&tb, "bench_turn");
 
 	enum { PROBES = 41 };
 	double fds[2 * PROBES];
-	probe_fdatasync(data_dir, fds, PROBES);
-	srv = chatsrv_start();
-	snprintf(base_url, sizeof base_url, "http://127.0.0.1:%d/v1", chatsrv_port(srv));
+	turnb_probe_fdatasync(tb.data_dir, fds, PROBES);
 	double *floor_rss = xcalloc((size_t)rounds, sizeof *floor_rss), *floor_ms = xcalloc((size_t)rounds, sizeof *floor_ms);
 	for (int r = 0; r < rounds; r++)
 		floor_rss[r] = (double)run_floor(&floor_ms[r]);
@@ -561,7 +337,7 @@ int main(int argc, char **argv)
 	struct size_result res[MAX_SIZES];
 	for (size_t i = 0; i < n_sizes; i++)
 		measure(words[i], rounds, fsync_runs, &res[i]);
-	probe_fdatasync(data_dir, fds + PROBES, PROBES); /* the disk before and after */
+	turnb_probe_fdatasync(tb.data_dir, fds + PROBES, PROBES); /* the disk before and after */
 	double fds_ms = median(fds, 2 * PROBES);
 	fprintf(stderr, "fdatasync (512-byte append): median %.3f ms\n", fds_ms);
 
@@ -583,9 +359,7 @@ int main(int argc, char **argv)
 	fmt_ms(o, sizeof o, floor_wall);
 	add_row("wall of the floor program: exec, load, init, exit", o, "", 0, false, "(info)", "-");
 	print_table("baseline", 50, 8, 8);
-	chatsrv_stop(srv);
-	temp_dir_done(root, keep);
-	free(floor_rss), free(floor_ms), free(home), free(cfg);
-	free(data_dir), free(out_path), free(err_path), free(cat_path), free(fsync_log), free(root);
+	turnb_stop(&tb, keep);
+	free(floor_rss), free(floor_ms);
 	return 0;
 }

@@ -118,6 +118,8 @@ static void check_request(const char *head, const char *body, size_t len,
 	}
 	cJSON *j = cJSON_ParseWithLength(body, len);
 	const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(j, "messages");
+	rq->body_len = len;
+	rq->messages = cJSON_GetArraySize(msgs);
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "stream")) ||
 	    !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "model")) ||
 	    cJSON_GetArraySize(msgs) < 1)

@@ -23,6 +23,8 @@ struct chatsrv;
 struct chatsrv_request {
 	uint64_t arrived_ns; /* clock_mono_ns() once the whole request was read */
 	bool ok;             /* POST /v1/chat/completions, a JSON body asking to stream */
+	size_t body_len;     /* the request body's bytes */
+	int messages;        /* the messages it carries (the system prompt included) */
 	char why[128];       /* when not ok: what was wrong */
 };
 
