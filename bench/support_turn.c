@@ -113,7 +113,7 @@ int turnb_spawn(struct turnb *tb, const char *const *argv, const char *const *en
 int turnb_cairn(struct turnb *tb, const char *const *args, bool preload, struct run *r,
 		struct buf *out, struct buf *err)
 {
-	const char *argv[96] = {tb->cairn_bin, "--data-dir", tb->data_dir};
+	const char *argv[160] = {tb->cairn_bin, "--data-dir", tb->data_dir};
 	size_t na = 3;
 	for (; *args; args++) {
 		if (na + 1 >= sizeof argv / sizeof *argv)
