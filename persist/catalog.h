@@ -163,6 +163,14 @@ int catalog_set_durable(struct catalog *c, const char *id, uint64_t version,
 /* content_version of id; *found false when the catalog has no row. */
 int catalog_get_version(struct catalog *c, const char *id, uint64_t *version, bool *found,
 			struct cerr *err);
+/* Whether id's row is the projection of the log file `file` names
+ * (identity, length, next_seq) with ctime ctime_ns: live, under project
+ * ref->key, at content version file->next_seq, recorded for that file by
+ * catalog_set_durable — what catalog_sync takes for unchanged (any write
+ * changes the ctime). *current false when unsure. */
+int catalog_row_current(struct catalog *c, const struct session_ref *ref,
+			const struct revision *file, int64_t ctime_ns, bool *current,
+			struct cerr *err);
 /* The scan options that read a log with watermark wm (none: NULL or
  * unknown). */
 struct scan_opts catalog_scan_opts(const struct cat_watermark *wm);

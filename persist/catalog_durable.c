@@ -127,6 +127,32 @@ int catalog_get_version(struct catalog *c, const char *id, uint64_t *version, bo
 	return rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, "load session version");
 }
 
+int catalog_row_current(struct catalog *c, const struct session_ref *ref,
+			const struct revision *file, int64_t ctime_ns, bool *current,
+			struct cerr *err)
+{
+	*current = false;
+	if (file->len == 0 || ctime_ns == 0)
+		return 0;
+	sqlite3_stmt *st = cat_prepare(c, "SELECT 1 FROM sessions WHERE id = ?1 AND project_key = ?2"
+					  " AND deleted_at IS NULL AND content_version = ?3"
+					  " AND proj_dev = ?4 AND proj_ino = ?5 AND proj_len = ?6"
+					  " AND proj_ctime = ?7", err);
+	if (!st)
+		return -1;
+	cat_bind_str(st, 1, ref->id);
+	cat_bind_str(st, 2, ref->key);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)file->next_seq);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)file->dev);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)file->ino);
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)file->len);
+	sqlite3_bind_int64(st, 7, ctime_ns);
+	int rc = sqlite3_step(st);
+	*current = rc == SQLITE_ROW;
+	cat_done(c, st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : cat_fail(c, err, rc, "load the durable log");
+}
+
 void cat_read_watermark(sqlite3_stmt *st, int col, struct cat_watermark *wm)
 {
 	memset(wm, 0, sizeof *wm);

@@ -84,7 +84,7 @@ void fifo_hold_open(struct fifo *f, struct fifo_item *it)
 	struct cerr e;
 	/* Repaired and held by us: no turn runs, whatever the row said (a
 	 * dead process's `running`, or `unsaved`). */
-	if (fifo_sess_reproject(f, w, &e) == 0 && catalog_set_status(f->cat, w->id, NULL, &e) == 0) {
+	if (fifo_sess_refresh(f, w, &e) == 0 && catalog_set_status(f->cat, w->id, NULL, &e) == 0) {
 		w->failed = false; /* the row is the log's again: nothing to recover */
 		w->behind = false;
 	} else {

@@ -201,6 +201,10 @@ int fifo_sess_ensure_log(struct fifo *f, struct fifo_sess *w, const struct fifo_
 /* Project the session whole from its log read again (its row lags the
  * log, is missing, or may hold writes that failed). */
 int fifo_sess_reproject(struct fifo *f, struct fifo_sess *w, struct cerr *err);
+/* The same, unless the row already is the projection of the whole durable
+ * log as it was just read (catalog_row_current): opening a session writes
+ * nothing to the catalog for an unchanged log. */
+int fifo_sess_refresh(struct fifo *f, struct fifo_sess *w, struct cerr *err);
 /* A conflict or a failed write leaves a gap the session must not write
  * past until a full save recovers it (the first reason is kept). */
 void fifo_sess_fail(struct fifo_sess *w, const struct cerr *err);

@@ -9,7 +9,8 @@
  * helpers; sessions forgotten once idle; sessions held open (fifo_open
  * repairs, holds the lock through a handle cache of 4 under 200 sessions,
  * fifo_release lets go); the running status set with an append and
- * cleared by a full save, a stale one not blocking a delete; a created
+ * cleared by a full save, a stale one not blocking a delete; an open
+ * rebuilding the row only for a changed log; a created
  * session's header. Each test ends with uv_loop_close() == 0. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,8 +25,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
 #include <uv.h>
 
 #include "base/clock.h"
@@ -653,6 +656,73 @@ static void test_open_in_a_batch_with_other_writes(void **state)
 	assert_int_equal(try_lock(x, "A"), CERR_LOCKED);
 }
 
+/* Set the catalog's last_prompt of id behind the FIFO's back (a row the
+ * log does not say), then return what the row says after an open and a
+ * release. */
+static char *prompt_after_open(struct lx *x, const char *id, const char *set)
+{
+	char *db = xasprintf("%s/index.db", x->root), *sql = NULL;
+	sqlite3 *h;
+	assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+	sql = sqlite3_mprintf("UPDATE sessions SET last_prompt = %Q WHERE id = %Q", set, id);
+	assert_int_equal(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_free(sql);
+	sqlite3_close(h);
+	free(db);
+	struct rec c;
+	post_wait(x, fifo_open(id), &c);
+	prepared_free(c.prepared);
+	post_wait(x, fifo_release(id), &c);
+	struct store *st;
+	struct catalog *cat;
+	struct cat_session row;
+	struct cerr err = {0};
+	if (store_open(x->root, false, &st, &err) < 0 || catalog_open(st, &cat, &err) < 0 ||
+	    catalog_get(cat, id, &row, &err) < 0)
+		fail_msg("catalog row of %s: %s", id, err.msg);
+	char *prompt = xstrdup(row.last_prompt ? row.last_prompt : "");
+	cat_session_release(&row);
+	catalog_close(cat);
+	store_close(st);
+	return prompt;
+}
+
+/* An open rebuilds the session's row only when it is not the projection of
+ * the log file as read (identity, length, ctime, version): for an
+ * unchanged log it writes nothing but the status (rebuilding a long
+ * session's row and search index whole was most of the cost of opening
+ * it). A log whose file changed in any way (here only its ctime, by a
+ * chmod) is projected again, and a status left running is cleared either
+ * way. */
+static void test_open_rebuilds_the_row_only_for_a_changed_log(void **state)
+{
+	struct lx *x = *state;
+	struct rec c;
+	post_wait(x, hist("A", 1, true), &c);
+	post_wait(x, fifo_release("A"), &c);
+	char *p = prompt_after_open(x, "A", "not in the log");
+	assert_string_equal(p, "not in the log"); /* the row was left alone */
+	free(p);
+	char *path = session_path(x->root, "sessions", NULL, "A", "session.jsonl.zst");
+	assert_int_equal(chmod(path, 0640), 0);
+	p = prompt_after_open(x, "A", "not in the log either");
+	assert_string_equal(p, "hello"); /* projected again from the log */
+	free(p);
+	struct store *st;
+	struct catalog *cat;
+	struct cerr err = {0};
+	if (store_open(x->root, false, &st, &err) < 0 || catalog_open(st, &cat, &err) < 0 ||
+	    catalog_set_status(cat, "A", "running", &err) < 0)
+		fail_msg("catalog: %s", err.msg);
+	catalog_close(cat);
+	store_close(st);
+	free(prompt_after_open(x, "A", "hello"));
+	char *status = row_status(x, "A");
+	assert_string_equal(status, "idle");
+	free(status);
+	free(path);
+}
+
 /* A session that does not exist cannot be held. */
 static void test_open_missing_session_fails(void **state)
 {
@@ -782,6 +852,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_no_helpers_syncs_on_the_writer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_sessions_out_of_the_cache_are_forgotten, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_cuts_torn_tail_and_closes_open_turn, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_rebuilds_the_row_only_for_a_changed_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_missing_session_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_in_a_batch_with_other_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_held_session_survives_handle_cache, setup, teardown),
