@@ -32,7 +32,7 @@ HELPER_SRC := $(wildcard tests/crash/*.c)
 HELPER_BIN := $(HELPER_SRC:tests/crash/%.c=$(BUILD)/tests/%)
 BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
-# Programs bench_turn runs beside cairn (a baseline client, a program that
+# Programs bench_turn and bench_continue run beside cairn (a baseline client, a program that
 # only loads the libraries, an LD_PRELOAD counter of fsyncs); bench/run.sh
 # runs only the files directly in BUILD/bench/.
 BENCH_AUX := $(BUILD)/bench/aux/baseline_turn $(BUILD)/bench/aux/libs_floor \

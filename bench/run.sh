@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Run every bench binary built into BUILD/bench/ (make bench does this):
 # bench_log, bench_cli, bench_catalog, bench_fifo, bench_load, bench_stall,
-# bench_turn, bench_render. The programs in BUILD/bench/aux/ are what bench_turn runs
-# beside cairn, not benches: only files directly in BUILD/bench/ are run.
+# bench_turn, bench_continue, bench_render. The programs in BUILD/bench/aux/
+# are what bench_turn and bench_continue run beside cairn, not benches: only
+# files directly in BUILD/bench/ are run.
 # Usage: bench/run.sh [BUILD] [args for the binaries...]
 # The temp files go under $BENCH_DIR (default /tmp): point it at the disk
 # you want measured. Benches are informational: they exit 0 whatever the

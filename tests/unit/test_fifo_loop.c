@@ -567,8 +567,9 @@ static enum cerr_class try_lock(struct lx *x, const char *id)
 	return rc == 0 ? CERR_OK : err.cls;
 }
 
-/* The catalog's status of session id; the caller frees it. */
-static char *row_status(struct lx *x, const char *id)
+/* The catalog's status (or, with prompt, last prompt) of session id; the
+ * caller frees it. */
+static char *row_field(struct lx *x, const char *id, bool prompt)
 {
 	struct store *st;
 	struct catalog *cat;
@@ -577,11 +578,17 @@ static char *row_status(struct lx *x, const char *id)
 	if (store_open(x->root, false, &st, &err) < 0 || catalog_open(st, &cat, &err) < 0 ||
 	    catalog_get(cat, id, &row, &err) < 0)
 		fail_msg("catalog row of %s: %s", id, err.msg);
-	char *status = xstrdup(row.status ? row.status : "");
+	const char *v = prompt ? row.last_prompt : row.status;
+	char *out = xstrdup(v ? v : "");
 	cat_session_release(&row);
 	catalog_close(cat);
 	store_close(st);
-	return status;
+	return out;
+}
+
+static char *row_status(struct lx *x, const char *id)
+{
+	return row_field(x, id, false);
 }
 
 /* An open takes the lock and reads the log whatever the catalog says: a
@@ -673,18 +680,7 @@ static char *prompt_after_open(struct lx *x, const char *id, const char *set)
 	post_wait(x, fifo_open(id), &c);
 	prepared_free(c.prepared);
 	post_wait(x, fifo_release(id), &c);
-	struct store *st;
-	struct catalog *cat;
-	struct cat_session row;
-	struct cerr err = {0};
-	if (store_open(x->root, false, &st, &err) < 0 || catalog_open(st, &cat, &err) < 0 ||
-	    catalog_get(cat, id, &row, &err) < 0)
-		fail_msg("catalog row of %s: %s", id, err.msg);
-	char *prompt = xstrdup(row.last_prompt ? row.last_prompt : "");
-	cat_session_release(&row);
-	catalog_close(cat);
-	store_close(st);
-	return prompt;
+	return row_field(x, id, true);
 }
 
 /* An open rebuilds the session's row only when it is not the projection of
