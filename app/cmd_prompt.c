@@ -503,15 +503,10 @@ int cmd_prompt(struct cli *c, int argc, char **argv)
 		goto out;
 	if (build_prompts(h, &err) < 0 || parts_open(&h->p, c, &h->o, h->cont, &err) < 0)
 		goto fail;
-	if (h->session_opt) {
+	if (h->session_opt)
 		snprintf(h->id, sizeof h->id, "%s", h->session_opt);
-	} else if (h->cont) {
-		if (!*h->p.latest) {
-			cerr_set(&err, CERR_MISSING, 0, "no session to continue in %s", h->p.cwd);
-			goto fail;
-		}
+	else if (h->cont)
 		snprintf(h->id, sizeof h->id, "%s", h->p.latest);
-	}
 	signal(SIGPIPE, SIG_IGN);
 	struct outq_hooks oh = {on_drain, on_out_error, h};
 	h->out = outq_new(&h->p.loop, 1, &oh);
@@ -524,9 +519,14 @@ int cmd_prompt(struct cli *c, int argc, char **argv)
 		uv_unref((uv_handle_t *)sigs[i]);
 	}
 	sink_read_start(h->p.sink, read_cb, h);
-	if (start(h, &err) < 0)
+	if (h->cont && !*h->id) {
+		/* The parts are open: they close through the loop like any run's. */
+		cerr_set(&err, CERR_MISSING, 0, "no session to continue in %s", h->p.cwd);
 		fail_run(h, &err);
-	else if (host_recover_interrupted(h->p.host, recovered, h, &err) < 0)
+	} else if (start(h, &err) < 0) {
+		fail_run(h, &err);
+	}
+	if (!h->finished && host_recover_interrupted(h->p.host, recovered, h, &err) < 0)
 		cli_printf(stderr, "cairn: %s\n", err.msg);
 	uv_run(&h->p.loop, UV_RUN_DEFAULT);
 	code = h->fail.cls != CERR_OK ? cli_fail(&h->fail) : h->rep.exit_code;
