@@ -47,7 +47,7 @@ test fails unless every phase above was hit.
 Environment:
   CAIRN             the binary (tests/run.sh sets it)
   CRASH_TURN_KILLS  kills (default 100: about 90 s on two cores); the long
-                    run is CRASH_TURN_KILLS=1000 (about 15 minutes)
+                    run is CRASH_TURN_KILLS=1000 (15-21 minutes)
   CRASH_TURN_SEED   the random seed (default: from the clock; every TAP
                     summary names it, so a failing run can be replayed)
   CRASH_TURN_KEEP   a directory: the data of a failing run is copied there
