@@ -35,7 +35,7 @@ static void line_insert(struct cline *l, size_t at, const char *s, size_t n)
 	memmove(l->p + at + n, l->p + at, l->len - at);
 	memcpy(l->p + at, s, n);
 	l->len += n;
-	composer_line_changed(l);
+	composer_line_edited(l, at, 0, n);
 }
 
 static void line_erase(struct cline *l, size_t at, size_t n)
@@ -44,18 +44,13 @@ static void line_erase(struct cline *l, size_t at, size_t n)
 		return;
 	memmove(l->p + at, l->p + at + n, l->len - at - n);
 	l->len -= n;
-	composer_line_changed(l);
+	composer_line_edited(l, at, n, 0);
 }
 
 static void line_release(struct cline *l)
 {
 	free(l->p);
 	free(l->rows);
-}
-
-void composer_line_changed(struct cline *l)
-{
-	l->rows_width = -1;
 }
 
 /* Make room for k new (empty) lines at index at. */
@@ -70,7 +65,7 @@ static void lines_open(struct composer *c, size_t at, size_t k)
 	}
 	memmove(c->lines + at + k, c->lines + at, (c->n_lines - at) * sizeof *c->lines);
 	for (size_t i = at; i < at + k; i++)
-		c->lines[i] = (struct cline){.rows_width = -1};
+		c->lines[i] = (struct cline){.rows_width = -1, .dirty = SIZE_MAX};
 	c->n_lines += k;
 }
 
@@ -334,6 +329,10 @@ static void erase_range(struct composer *c, size_t l1, size_t o1, size_t l2, siz
 	c->cl = l1;
 	c->co = o1;
 	c->edited = true;
+	/* what was on either side may now be one cluster (a ZWJ before an
+	 * emoji): the cursor goes to its start, not inside it */
+	struct cline *l = &c->lines[l1];
+	c->co = grapheme_floor(l->p, l->len, c->co);
 }
 
 /* One step back / forward over a cluster or a line break, from (*l, *o);

@@ -5,6 +5,9 @@
 #define CAIRN_TUI_COMPOSER_INT_H
 
 #include "base/buf.h"
+
+#include <stddef.h>
+#include <stdint.h>
 #include "tui/composer.h"
 
 /* One logical line (no LF inside) and its rows at the width laid out last. */
@@ -14,6 +17,13 @@ struct cline {
 	int rows_width;	  /* the width rows[] is for; -1: not laid out */
 	size_t *rows;	  /* byte offset where each visual row starts; rows[0] 0 */
 	size_t n_rows, rows_cap;
+	/* Edits since the rows were laid out: rows before the first changed
+	 * byte stay; with one edit, rows after it are the old ones shifted
+	 * once the wrap meets them again. */
+	size_t dirty;	  /* first byte changed; SIZE_MAX: none */
+	size_t edit_end;  /* one edit: where it ends in the new text */
+	ptrdiff_t delta;  /* one edit: bytes added minus bytes removed */
+	bool one_edit;
 };
 
 struct composer {
@@ -36,8 +46,9 @@ struct composer {
 
 /* The line's rows at width (0: one row), laid out if needed. */
 void composer_line_rows(struct composer *c, struct cline *l, int width);
-/* Mark line l changed: its rows are laid out again when next needed. */
-void composer_line_changed(struct cline *l);
+/* Line l lost removed bytes and gained added ones at offset at: its rows
+ * from there are laid out again when next needed. */
+void composer_line_edited(struct cline *l, size_t at, size_t removed, size_t added);
 /* Called by every command that is not a kill or a vertical move: ends a
  * run of kills and forgets the goal column. */
 void composer_plain_command(struct composer *c);

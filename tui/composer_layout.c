@@ -25,41 +25,93 @@ static int cells_at(const char *s, size_t n, int col, int width)
 	return w;
 }
 
-static void push_row(struct cline *l, size_t off)
+static void push_row(size_t **rows, size_t *n, size_t *cap, size_t off)
 {
-	if (l->n_rows == l->rows_cap) {
-		l->rows_cap = l->rows_cap ? 2 * l->rows_cap : 4;
-		l->rows = xreallocarray(l->rows, l->rows_cap, sizeof *l->rows);
+	if (*n == *cap) {
+		*cap = *cap ? 2 * *cap : 4;
+		*rows = xreallocarray(*rows, *cap, sizeof **rows);
 	}
-	l->rows[l->n_rows++] = off;
+	(*rows)[(*n)++] = off;
 }
+
+void composer_line_edited(struct cline *l, size_t at, size_t removed, size_t added)
+{
+	if (l->rows_width < 0)
+		return; /* laid out whole when next needed anyway */
+	if (l->dirty == SIZE_MAX) {
+		l->dirty = at;
+		l->edit_end = at + added;
+		l->delta = (ptrdiff_t)added - (ptrdiff_t)removed;
+		l->one_edit = true;
+	} else {
+		l->one_edit = false;
+		if (at < l->dirty)
+			l->dirty = at;
+	}
+}
+
+/* The last row of l starting at or before o. */
+static size_t row_of(const struct cline *l, size_t o);
 
 void composer_line_rows(struct composer *c, struct cline *l, int width)
 {
 	(void)c;
-	if (l->rows_width == width)
+	if (l->rows_width == width && l->dirty == SIZE_MAX)
 		return;
-	l->n_rows = 0;
-	l->rows_width = width;
-	push_row(l, 0);
-	if (width <= 0)
-		return;
-	size_t off = 0;
+	size_t *old = l->rows, n_old = l->n_rows;
+	size_t *rows = NULL, n = 0, cap = 0;
+	size_t k = 0; /* the row laying out starts at */
+	bool resync = false;
+	if (l->rows_width == width && width > 0) {
+		/* Rows before the one holding the byte before the edit are as
+		 * they were; the row before that too, but a cluster that shrank
+		 * could now fit on it: start there. */
+		k = row_of(l, l->dirty > 0 ? l->dirty - 1 : 0);
+		if (k > 0)
+			k--;
+		resync = l->one_edit;
+	}
+	cap = n_old > k + 4 ? n_old : k + 4;
+	rows = xreallocarray(NULL, cap, sizeof *rows);
+	if (k > 0)
+		memcpy(rows, old, k * sizeof *rows);
+	n = k;
+	push_row(&rows, &n, &cap, k < n_old ? old[k] : 0);
+	size_t off = rows[n - 1], j = k + 1;
 	int col = 0;
-	while (off < l->len) {
+	bool done = width <= 0;
+	while (!done && off < l->len) {
 		size_t g = grapheme_next(l->p + off, l->len - off);
 		int w = cells_at(l->p + off, g, col, width);
 		if (col > 0 && col + w > width) {
-			push_row(l, off);
+			push_row(&rows, &n, &cap, off);
 			col = 0;
 			w = cells_at(l->p + off, g, col, width);
+			if (resync && off >= l->edit_end) {
+				/* past the edit, a row starting where an old one did
+				 * (shifted) is followed by the old rows */
+				while (j < n_old && (ptrdiff_t)old[j] + l->delta < (ptrdiff_t)off)
+					j++;
+				if (j < n_old && (ptrdiff_t)old[j] + l->delta == (ptrdiff_t)off) {
+					for (size_t i = j + 1; i < n_old; i++)
+						push_row(&rows, &n, &cap, (size_t)((ptrdiff_t)old[i] + l->delta));
+					done = true;
+					break;
+				}
+			}
 		}
 		col += w;
 		off += g;
 	}
 	/* a full last row: the cursor after it goes on a row of its own */
-	if (col >= width)
-		push_row(l, l->len);
+	if (!done && width > 0 && col >= width)
+		push_row(&rows, &n, &cap, l->len);
+	free(old);
+	l->rows = rows;
+	l->n_rows = n;
+	l->rows_cap = cap;
+	l->rows_width = width;
+	l->dirty = SIZE_MAX;
 }
 
 static size_t row_end(const struct cline *l, size_t r)
@@ -67,7 +119,6 @@ static size_t row_end(const struct cline *l, size_t r)
 	return r + 1 < l->n_rows ? l->rows[r + 1] : l->len;
 }
 
-/* The row of line l that holds byte offset o. */
 static size_t row_of(const struct cline *l, size_t o)
 {
 	size_t lo = 0, hi = l->n_rows; /* the last row starting at or before o */

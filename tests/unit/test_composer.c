@@ -447,6 +447,73 @@ static void test_layout_every_width_cursor_inside(void **state)
 	composer_free(c);
 }
 
+/* All rows of c at width, as text with '/' between rows and '|' between
+ * lines, and the cursor. */
+static char *all_rows(struct composer *c, int width, struct composer_view *v)
+{
+	static struct composer_row rows[4096];
+	composer_layout(c, width, 4096, rows, v);
+	struct buf b = BUF_INIT;
+	buf_adds(&b, "");
+	for (size_t i = 0; i < v->shown; i++) {
+		buf_add(&b, rows[i].text, rows[i].len);
+		buf_printf(&b, "%d%c", rows[i].cells, rows[i].wrapped ? '/' : '|');
+	}
+	return buf_detach(&b, NULL);
+}
+
+static uint64_t rnd_state = 88172645463325252ull;
+static unsigned rnd(unsigned n)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return (unsigned)(rnd_state % n);
+}
+
+/* Rows kept from before an edit, or taken back shifted after it, are the
+ * rows a fresh layout of the same text gives: random edits of long lines
+ * (clusters that grow and shrink, wide characters, tabs) at several widths. */
+static void test_layout_after_edits_matches_fresh(void **state)
+{
+	(void)state;
+	static const char *const pieces[] = {"a", "bc ", "\xcc\x81", ZHONG, FAMILY, "\xe2\x80\x8d", "\t",
+					     "\xf0\x9f\x91\xa7", "word ", FLAG_FR, "\n", "xyz"};
+	static const int widths[] = {1, 2, 3, 7, 20, 80};
+	struct composer *c = composer_new();
+	for (size_t i = 0; i < 400; i++)
+		type(c, pieces[rnd(sizeof pieces / sizeof pieces[0] - 1)] /* no newline */);
+	for (int round = 0; round < 600; round++) {
+		int width = widths[rnd(sizeof widths / sizeof widths[0])];
+		struct composer_view v1, v2;
+		free(all_rows(c, width, &v1)); /* laid out: the next edit is incremental */
+		size_t len;
+		char *t = composer_text(c, &len);
+		composer_set_cursor(c, rnd((unsigned)len + 1));
+		switch (rnd(4)) {
+		case 0: composer_backspace(c); break;
+		case 1: composer_delete(c); break;
+		default: type(c, pieces[rnd(sizeof pieces / sizeof pieces[0])]); break;
+		}
+		free(t);
+		char *got = all_rows(c, width, &v1);
+		t = composer_text(c, &len);
+		struct composer *fresh = with(t);
+		composer_set_cursor(fresh, composer_cursor(c));
+		char *want = all_rows(fresh, width, &v2);
+		if (strcmp(got, want) != 0)
+			fail_msg("round %d width %d: rows after the edit differ from a fresh layout", round, width);
+		assert_int_equal(v1.rows, v2.rows);
+		assert_int_equal(v1.top + v1.cursor_y, v2.top + v2.cursor_y);
+		assert_int_equal(v1.cursor_x, v2.cursor_x);
+		free(got);
+		free(want);
+		free(t);
+		composer_free(fresh);
+	}
+	composer_free(c);
+}
+
 static void test_paste_of_one_megabyte(void **state)
 {
 	(void)state;
@@ -500,6 +567,7 @@ int main(void)
 		cmocka_unit_test(test_up_down_keep_the_goal_column),
 		cmocka_unit_test(test_layout_rows),
 		cmocka_unit_test(test_layout_every_width_cursor_inside),
+		cmocka_unit_test(test_layout_after_edits_matches_fresh),
 		cmocka_unit_test(test_paste_of_one_megabyte),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
