@@ -69,6 +69,12 @@ static size_t put_utf8(uint32_t cp, char *out)
 size_t key_label(struct key k, char *out, size_t cap)
 {
 	struct buf b = BUF_INIT;
+	/* letters with Ctrl or Alt are named by their capital, as keyboards
+	 * show them; Alt with a capital is Alt-Shift */
+	if (k.sym == KEYSYM_CHAR && (k.mods & KEYMOD_ALT) && k.cp >= 'A' && k.cp <= 'Z') {
+		k.mods |= KEYMOD_SHIFT;
+		k.cp += 'a' - 'A';
+	}
 	if (k.mods & KEYMOD_CTRL)
 		buf_adds(&b, "Ctrl-");
 	if (k.mods & KEYMOD_ALT)
@@ -82,7 +88,7 @@ size_t key_label(struct key k, char *out, size_t cap)
 			buf_printf(&b, "U+%04X", (unsigned)k.cp);
 		} else {
 			char u[4];
-			uint32_t cp = (k.mods & KEYMOD_CTRL) && k.cp >= 'a' && k.cp <= 'z' ? k.cp - 32 : k.cp;
+			uint32_t cp = (k.mods & (KEYMOD_CTRL | KEYMOD_ALT)) && k.cp >= 'a' && k.cp <= 'z' ? k.cp - 32 : k.cp;
 			buf_add(&b, u, put_utf8(cp, u));
 		}
 	} else if (k.sym < KEYSYM_COUNT && sym_names[k.sym]) {

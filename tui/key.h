@@ -76,9 +76,10 @@ struct key {
 struct key key_char(uint32_t cp, unsigned mods);
 struct key key_sym(enum keysym sym, unsigned mods);
 bool key_equal(struct key a, struct key b);
-/* Append the key's name as the help screen and docs/keys.md show it
- * ("Ctrl-A", "Alt-Enter", "PgUp", "F1", "?", "Space") to out, NUL-ended;
- * returns its length (snprintf style: truncated to cap). */
+/* Write the key's name as the help screen and docs/keys.md show it
+ * ("Ctrl-A", "Alt-B", "Alt-Enter", "PgUp", "F1", "?", "Space"; a letter
+ * with Ctrl or Alt by its capital) to out, NUL-ended; returns its length
+ * (snprintf style: truncated to cap). */
 size_t key_label(struct key k, char *out, size_t cap);
 
 /* ---- the decoder ---- */

@@ -97,7 +97,7 @@ static void test_controls_enter_tab_backspace(void **state)
 static void test_alt_by_esc_prefix(void **state)
 {
 	(void)state;
-	decode("\x1b" "b\x1b" "f", "Alt-b Alt-f");
+	decode("\x1b" "b\x1b" "f", "Alt-B Alt-F");
 	decode("\x1b\r", "Alt-Enter");
 	decode("\x1b\x7f", "Alt-Backspace");
 	decode("\x1b\x01", "Ctrl-Alt-A");
@@ -263,6 +263,8 @@ static void test_labels(void **state)
 	f.cp = 1;
 	key_label(f, s, sizeof s);
 	assert_string_equal(s, "F1");
+	key_label(key_char('B', KEYMOD_ALT), s, sizeof s);
+	assert_string_equal(s, "Alt-Shift-B");
 	key_label(key_char(' ', 0), s, sizeof s);
 	assert_string_equal(s, "Space");
 	/* truncated like snprintf */
@@ -336,7 +338,7 @@ static void test_real_ncurses_passes_paste_and_alt_up(void **state)
 		{"\x1b[200~one\rtwo\x1b[3~\x1b[201~", "PasteBegin Paste[one\ntwo\x1b[3~]"},
 		{"\x1b[1;3A\x1b[A\x1b[3;5~", "Alt-Up Up Ctrl-Delete"},
 		{"\r\n\x01", "Enter Ctrl-J Ctrl-A"},
-		{"\x1b" "b", "Alt-b"},
+		{"\x1b" "b", "Alt-B"},
 		{"\x1b", "Esc"},
 		{"\xe4\xb8\xad\xc3\xa9", "\xe4\xb8\xad \xc3\xa9"},
 	};
