@@ -370,26 +370,34 @@ static bool step_fwd(const struct composer *c, size_t *l, size_t *o, uint32_t *c
 	return true;
 }
 
-bool composer_backspace(struct composer *c)
+static bool step(const struct composer *c, size_t *l, size_t *o, uint32_t *cp, bool back)
+{
+	return back ? step_back(c, l, o, cp) : step_fwd(c, l, o, cp);
+}
+
+/* Backspace (back) or Delete. */
+static bool erase_one(struct composer *c, bool back)
 {
 	composer_plain_command(c);
 	size_t l = c->cl, o = c->co;
 	uint32_t cp;
-	if (!step_back(c, &l, &o, &cp))
+	if (!step(c, &l, &o, &cp, back))
 		return false;
-	erase_range(c, l, o, c->cl, c->co, NULL);
+	if (back)
+		erase_range(c, l, o, c->cl, c->co, NULL);
+	else
+		erase_range(c, c->cl, c->co, l, o, NULL);
 	return true;
+}
+
+bool composer_backspace(struct composer *c)
+{
+	return erase_one(c, true);
 }
 
 bool composer_delete(struct composer *c)
 {
-	composer_plain_command(c);
-	size_t l = c->cl, o = c->co;
-	uint32_t cp;
-	if (!step_fwd(c, &l, &o, &cp))
-		return false;
-	erase_range(c, c->cl, c->co, l, o, NULL);
-	return true;
+	return erase_one(c, false);
 }
 
 /* Kill (l1, o1)..(l2, o2); forward kills add after what a run of kills
@@ -451,24 +459,14 @@ static bool is_word(uint32_t cp)
 	       (k >= UTF8PROC_CATEGORY_MN && k <= UTF8PROC_CATEGORY_ME);
 }
 
-/* Back over clusters while want(cp) == in, from (*l, *o). */
-static void back_while(const struct composer *c, size_t *l, size_t *o, bool (*want)(uint32_t), bool in)
+/* Step back (or forward) over clusters while want(cp) == in, from (*l, *o). */
+static void skip_while(const struct composer *c, size_t *l, size_t *o, bool (*want)(uint32_t), bool in,
+		       bool back)
 {
 	for (;;) {
 		size_t l2 = *l, o2 = *o;
 		uint32_t cp;
-		if (!step_back(c, &l2, &o2, &cp) || want(cp) != in)
-			return;
-		*l = l2, *o = o2;
-	}
-}
-
-static void fwd_while(const struct composer *c, size_t *l, size_t *o, bool (*want)(uint32_t), bool in)
-{
-	for (;;) {
-		size_t l2 = *l, o2 = *o;
-		uint32_t cp;
-		if (!step_fwd(c, &l2, &o2, &cp) || want(cp) != in)
+		if (!step(c, &l2, &o2, &cp, back) || want(cp) != in)
 			return;
 		*l = l2, *o = o2;
 	}
@@ -477,8 +475,8 @@ static void fwd_while(const struct composer *c, size_t *l, size_t *o, bool (*wan
 bool composer_kill_word_back(struct composer *c)
 {
 	size_t l = c->cl, o = c->co;
-	back_while(c, &l, &o, is_space, true);
-	back_while(c, &l, &o, is_space, false);
+	skip_while(c, &l, &o, is_space, true, true);
+	skip_while(c, &l, &o, is_space, false, true);
 	return kill_range(c, l, o, c->cl, c->co, true);
 }
 
@@ -523,16 +521,16 @@ bool composer_right(struct composer *c)
 bool composer_word_left(struct composer *c)
 {
 	size_t l = c->cl, o = c->co;
-	back_while(c, &l, &o, is_word, false);
-	back_while(c, &l, &o, is_word, true);
+	skip_while(c, &l, &o, is_word, false, true);
+	skip_while(c, &l, &o, is_word, true, true);
 	return move_to(c, l, o);
 }
 
 bool composer_word_right(struct composer *c)
 {
 	size_t l = c->cl, o = c->co;
-	fwd_while(c, &l, &o, is_word, false);
-	fwd_while(c, &l, &o, is_word, true);
+	skip_while(c, &l, &o, is_word, false, false);
+	skip_while(c, &l, &o, is_word, true, false);
 	return move_to(c, l, o);
 }
 
