@@ -125,7 +125,9 @@ struct composer_view {
 };
 
 /* Lay the text out at width cells (>= 1) and return the height rows
- * (>= 1) around the cursor in rows[0..view->shown): rows break between
+ * (>= 1) around the cursor in rows[0..view->shown) (rows has room for
+ * height; their text is the composer's, valid until its next call): rows
+ * break between
  * clusters, so a wide character is never split, and a line that fills a
  * row exactly gets one more (empty) row so the cursor at its end stays
  * inside the width. The window scrolls only as far as needed to keep the

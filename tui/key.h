@@ -23,8 +23,9 @@
  *		keydec_feed(d, rc == KEY_CODE_YES, wc);
  *		keypad(win, !keydec_pasting(d));
  *	}
- *	if (keydec_waiting(d)) arm a timer for ESCDELAY; when it fires and
- *	    nothing came, keydec_expire(d) (a lone Esc is then an Esc)
+ *	if (keydec_waiting(d)) keydec_expire(d);   a lone Esc is the Esc key:
+ *	    with keypad on, ncurses has already waited ESCDELAY after an ESC
+ *	    for the rest of a sequence before returning it and then ERR
  *	while (keydec_next(d, &k)) act on k (text of a paste: keydec_text). */
 #ifndef CAIRN_TUI_KEY_H
 #define CAIRN_TUI_KEY_H
