@@ -91,16 +91,19 @@ static void clean(struct buf *out, const char *s, size_t n)
 		size_t bad = n - i;
 		if (utf8_valid(s + i, n - i, &bad))
 			bad = n - i;
-		size_t end = i + bad;
+		size_t end = i + bad, run = i; /* s[run..j) is copied as it is */
 		for (size_t j = i; j < end; j++) {
 			char ch = s[j];
+			if (ch != '\0' && ch != '\r')
+				continue;
+			buf_add(&t, s + run, j - run);
 			if (ch == '\0')
 				buf_adds(&t, "\xef\xbf\xbd");
-			else if (ch == '\r' && !(j + 1 < n && s[j + 1] == '\n'))
+			else if (!(j + 1 < n && s[j + 1] == '\n'))
 				buf_addc(&t, '\n');
-			else if (ch != '\r')
-				buf_addc(&t, ch);
+			run = j + 1;
 		}
+		buf_add(&t, s + run, end - run);
 		if (end < n) {
 			buf_adds(&t, "\xef\xbf\xbd");
 			end++;

@@ -14,6 +14,11 @@ static utf8proc_int32_t cp_at(const char *s, size_t n, size_t *len)
 
 size_t grapheme_next(const char *s, size_t n)
 {
+	/* ASCII followed by ASCII (or the end) is a cluster of its own, CR LF
+	 * aside: most text, without asking utf8proc */
+	unsigned char a = (unsigned char)s[0];
+	if (a < 0x80 && a != '\r' && (n == 1 || (unsigned char)s[1] < 0x80))
+		return 1;
 	size_t len;
 	utf8proc_int32_t prev = cp_at(s, n, &len);
 	utf8proc_int32_t state = 0;
@@ -65,6 +70,8 @@ int grapheme_cells(const char *s, size_t n, int col)
 {
 	if (n == 1 && s[0] == '\t')
 		return GRAPHEME_TAB - col % GRAPHEME_TAB;
+	if (n == 1 && s[0] >= 0x20 && s[0] < 0x7f)
+		return 1;
 	int w = 0;
 	size_t off = 0, len;
 	while (off < n) {
