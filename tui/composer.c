@@ -9,6 +9,7 @@
 #include "base/utf8.h"
 #include "base/xalloc.h"
 #include "tui/grapheme.h"
+#include "tui/keytab.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -598,4 +599,37 @@ void composer_history_show(struct composer *c, size_t i, bool at_end)
 		c->cl = 0;
 		c->co = 0;
 	}
+}
+
+/* ---- keys ---- */
+
+bool composer_apply(struct composer *c, int act)
+{
+	switch ((enum keyact)act) {
+	case KEYACT_NEWLINE: composer_newline(c); return true;
+	case KEYACT_LEFT: composer_left(c); return true;
+	case KEYACT_RIGHT: composer_right(c); return true;
+	case KEYACT_WORD_LEFT: composer_word_left(c); return true;
+	case KEYACT_WORD_RIGHT: composer_word_right(c); return true;
+	case KEYACT_LINE_START: composer_line_start(c); return true;
+	case KEYACT_LINE_END: composer_line_end(c); return true;
+	case KEYACT_UP: composer_up(c); return true;
+	case KEYACT_DOWN: composer_down(c); return true;
+	case KEYACT_BACKSPACE: composer_backspace(c); return true;
+	case KEYACT_DELETE: composer_delete(c); return true;
+	case KEYACT_KILL_TO_END: composer_kill_to_end(c); return true;
+	case KEYACT_KILL_TO_START: composer_kill_to_start(c); return true;
+	case KEYACT_KILL_WORD_BACK: composer_kill_word_back(c); return true;
+	case KEYACT_YANK: composer_yank(c); return true;
+	default: return false;
+	}
+}
+
+bool composer_type(struct composer *c, struct key k)
+{
+	if (k.sym != KEYSYM_CHAR || (k.mods & (KEYMOD_CTRL | KEYMOD_ALT)))
+		return false;
+	char u[8];
+	size_t n = key_utf8(k.cp, u);
+	return composer_insert(c, u, n);
 }

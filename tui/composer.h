@@ -28,6 +28,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "tui/key.h"
+
 struct composer;
 
 /* ---- lifecycle ---- */
@@ -97,6 +99,17 @@ bool composer_line_end(struct composer *c);
  * repeated presses keep walking). */
 bool composer_up(struct composer *c);
 bool composer_down(struct composer *c);
+
+/* ---- keys ---- */
+
+/* Do what the key table's action act (enum keyact, tui/keytab.h) does to
+ * the composer: the editing and moving actions call the functions above.
+ * Returns false, doing nothing, for an action that is not the composer's
+ * (send, search, scrolling, ...), which the screen handles. */
+bool composer_apply(struct composer *c, int act);
+/* Insert the character of a key the table does not bind (a KEYSYM_CHAR
+ * without Ctrl or Alt: text typed). False, doing nothing, for any other. */
+bool composer_type(struct composer *c, struct key k);
 
 /* ---- history ---- */
 

@@ -39,8 +39,7 @@ static const char *const sym_names[KEYSYM_COUNT] = {
 	[KEYSYM_MOUSE] = "Mouse",
 };
 
-/* UTF-8 for cp into out (4 bytes room); U+FFFD for what is not a scalar. */
-static size_t put_utf8(uint32_t cp, char *out)
+size_t key_utf8(uint32_t cp, char *out)
 {
 	if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
 		cp = 0xfffd;
@@ -89,7 +88,7 @@ size_t key_label(struct key k, char *out, size_t cap)
 		} else {
 			char u[4];
 			uint32_t cp = (k.mods & (KEYMOD_CTRL | KEYMOD_ALT)) && k.cp >= 'a' && k.cp <= 'z' ? k.cp - 32 : k.cp;
-			buf_add(&b, u, put_utf8(cp, u));
+			buf_add(&b, u, key_utf8(cp, u));
 		}
 	} else if (k.sym < KEYSYM_COUNT && sym_names[k.sym]) {
 		buf_adds(&b, sym_names[k.sym]);
@@ -436,7 +435,7 @@ static void paste_add(struct keydec *d, uint32_t c)
 	d->paste_cr = c == '\r';
 	if (c == '\r')
 		c = '\n';
-	buf_add(&d->paste, u, put_utf8(c, u));
+	buf_add(&d->paste, u, key_utf8(c, u));
 }
 
 static void paste_char(struct keydec *d, uint32_t c)

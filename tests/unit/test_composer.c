@@ -15,6 +15,8 @@
 #include "base/utf8.h"
 #include "tui/composer.h"
 #include "tui/grapheme.h"
+#include "tui/key.h"
+#include "tui/keytab.h"
 
 #define E_ACUTE "e\xcc\x81"                                                 /* e + U+0301 */
 #define FAMILY "\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x91\xa7" /* 👩‍👩‍👧 */
@@ -553,6 +555,68 @@ static void test_paste_of_one_megabyte(void **state)
 	composer_free(c);
 }
 
+/* The screen's dispatch in small: bytes from the terminal, decoded, looked
+ * up in the key table, applied to the composer. */
+static void drive(struct composer *c, const char *bytes)
+{
+	struct keydec *d = keydec_new();
+	for (const char *p = bytes; *p; p++)
+		keydec_feed(d, false, (unsigned char)*p);
+	keydec_expire(d);
+	struct key k;
+	while (keydec_next(d, &k)) {
+		if (k.sym == KEYSYM_PASTE_END) {
+			size_t n;
+			const char *t = keydec_text(d, &n);
+			composer_insert(c, t, n);
+			continue;
+		}
+		const struct keybinding *b = keytab_find(k, KEYCTX_BIT(KEYCTX_COMPOSER) | KEYCTX_BIT(KEYCTX_GLOBAL));
+		if (b)
+			composer_apply(c, b->act);
+		else
+			composer_type(c, k);
+	}
+	keydec_free(d);
+}
+
+static void test_keys_drive_the_composer(void **state)
+{
+	(void)state;
+	struct composer *c = composer_new();
+	/* Alt-B, Ctrl-K, 2, Ctrl-Y, Ctrl-A, Alt-Enter, x, a paste, Ctrl-E, Ctrl-W */
+	drive(c, "one two\x1b" "b\x0b" "2\x19\x01\x1b\r" "x\x1b[200~p\rq\x1b[201~");
+	expect_at(c, "\nxp\nq|one 2two");
+	/* Ctrl-E, Ctrl-W, Left, Ctrl-Left, Backspace (joins the lines) */
+	drive(c, "\x05\x17\x1b[D\x1b[1;5D\x7f");
+	expect_at(c, "\nxp|qone ");
+	/* Ctrl-C is not the composer's; Esc alone neither; nothing typed */
+	drive(c, "\x03\x1b");
+	expect_at(c, "\nxp|qone ");
+	composer_free(c);
+}
+
+/* composer_apply takes exactly the composer's actions of the key table:
+ * all but sending, completing and the external editor, which are the
+ * screen's. */
+static void test_apply_takes_the_composer_actions(void **state)
+{
+	(void)state;
+	size_t n;
+	const struct keybinding *t = keytab_entries(&n);
+	struct composer *c = with("some text");
+	for (size_t i = 0; i < n; i++) {
+		bool screen = t[i].act == KEYACT_SEND || t[i].act == KEYACT_COMPLETE || t[i].act == KEYACT_EDITOR;
+		bool composer = t[i].ctx == KEYCTX_COMPOSER && !screen;
+		if (composer_apply(c, t[i].act) != composer)
+			fail_msg("composer_apply of '%s' (%s)", t[i].help, keytab_ctx_title(t[i].ctx));
+	}
+	assert_false(composer_type(c, key_char('a', KEYMOD_CTRL)));
+	assert_false(composer_type(c, key_sym(KEYSYM_ENTER, 0)));
+	assert_true(composer_type(c, key_char(0x4e2d, 0)));
+	composer_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -569,6 +633,8 @@ int main(void)
 		cmocka_unit_test(test_layout_every_width_cursor_inside),
 		cmocka_unit_test(test_layout_after_edits_matches_fresh),
 		cmocka_unit_test(test_paste_of_one_megabyte),
+		cmocka_unit_test(test_keys_drive_the_composer),
+		cmocka_unit_test(test_apply_takes_the_composer_actions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
