@@ -65,8 +65,9 @@ static void lines_open(struct composer *c, size_t at, size_t k)
 		c->lines_cap = cap;
 	}
 	memmove(c->lines + at + k, c->lines + at, (c->n_lines - at) * sizeof *c->lines);
+	/* every line has storage, so that p + offset is never NULL + 0 */
 	for (size_t i = at; i < at + k; i++)
-		c->lines[i] = (struct cline){.rows_width = -1, .dirty = SIZE_MAX};
+		c->lines[i] = (struct cline){.p = xmalloc(16), .cap = 16, .rows_width = -1, .dirty = SIZE_MAX};
 	c->n_lines += k;
 }
 
