@@ -243,6 +243,12 @@ void composer_set(struct composer *c, const char *s, size_t n)
 	composer_plain_command(c);
 }
 
+void composer_restore(struct composer *c, const char *s, size_t n)
+{
+	composer_set(c, s, n);
+	c->edited = true;
+}
+
 bool composer_empty(const struct composer *c)
 {
 	return c->n_lines == 1 && c->lines[0].len == 0;

@@ -50,6 +50,10 @@ char *composer_take(struct composer *c, size_t *len);
  * the composer counts as not edited. Pulling a queued prompt back should
  * first check composer_edited, or the user's draft is lost. */
 void composer_set(struct composer *c, const char *s, size_t n);
+/* composer_set for a draft the user typed earlier (the one saved for the
+ * project, back after a restart): it counts as edited, so nothing pulled
+ * back over it goes unnoticed. */
+void composer_restore(struct composer *c, const char *s, size_t n);
 /* True when the text is empty. */
 bool composer_empty(const struct composer *c);
 /* True when the user has unsent edits: the text was changed by editing

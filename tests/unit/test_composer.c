@@ -305,6 +305,12 @@ static void test_set_take_and_edited(void **state)
 	assert_true(composer_edited(c));
 	composer_set(c, "", 0);
 	assert_false(composer_edited(c));
+	/* a draft saved before a restart is the user's text */
+	composer_restore(c, "draft", 5);
+	assert_true(composer_edited(c));
+	expect_at(c, "draft|");
+	composer_restore(c, "", 0);
+	assert_false(composer_edited(c));
 	type(c, "x");
 	composer_backspace(c);
 	assert_false(composer_edited(c)); /* edited, but nothing is unsent */
