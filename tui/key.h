@@ -19,9 +19,9 @@
  *
  * Calling sequence (the screen's read loop):
  *	keydec_bind_terminfo(d, code_of, arg);       once, after keypad()
- *	while ((rc = get_wch(&wc)) != ERR) {
+ *	while ((rc = uiloop_getkey(u, &wc)) != ERR) {      get_wch
  *		keydec_feed(d, rc == KEY_CODE_YES, wc);
- *		keypad(win, !keydec_pasting(d));
+ *		uiloop_keypad(u, !keydec_pasting(d));      keypad()
  *	}
  *	if (keydec_waiting(d)) keydec_expire(d);   a lone Esc is the Esc key:
  *	    with keypad on, ncurses has already waited ESCDELAY after an ESC
