@@ -4,6 +4,8 @@
 
 #include <utf8proc.h>
 
+#include "tui/wrap.h"
+
 static utf8proc_int32_t cp_at(const char *s, size_t n, size_t *len)
 {
 	utf8proc_int32_t cp = 0xfffd;
@@ -72,12 +74,7 @@ int grapheme_cells(const char *s, size_t n, int col)
 		return GRAPHEME_TAB - col % GRAPHEME_TAB;
 	if (n == 1 && s[0] >= 0x20 && s[0] < 0x7f)
 		return 1;
-	int w = 0;
-	size_t off = 0, len;
-	while (off < n) {
-		w += utf8proc_charwidth(cp_at(s + off, n - off, &len));
-		off += len;
-	}
+	int w = wrap_cells(s, n);
 	return w > 0 ? w : 1;
 }
 
@@ -89,13 +86,7 @@ int grapheme_show(struct buf *out, const char *s, size_t n, int col)
 			buf_addc(out, ' ');
 		return w;
 	}
-	int sum = 0;
-	size_t off = 0, len;
-	while (off < n) {
-		sum += utf8proc_charwidth(cp_at(s + off, n - off, &len));
-		off += len;
-	}
-	if (sum == 0)
+	if (wrap_cells(s, n) == 0)
 		buf_adds(out, "\xe2\x97\x8c"); /* U+25CC, to carry the mark */
 	buf_add(out, s, n);
 	return w;

@@ -1,8 +1,8 @@
 /* grapheme.h — user-perceived characters (UAX #29 extended grapheme
  * clusters, by utf8proc) in valid UTF-8 text, and the terminal cells each
- * takes. The cells of a cluster are the sum of its code points' widths
- * (utf8proc_charwidth): the cell model ncurses uses when it draws the same
- * text, so a cursor placed by these counts lands where ncurses drew. A
+ * takes. The cells of a cluster are what wrap_cells (tui/wrap.h) gives
+ * for it, so the composer and the transcript measure alike: its widest
+ * code point, 2 for an emoji presentation selector or a flag. A
  * cluster of zero width (a lone combining mark, a lone ZWJ) is shown after
  * U+25CC DOTTED CIRCLE and takes one cell, so the cursor can stand on it.
  * A tab takes the cells up to the next multiple of GRAPHEME_TAB. */

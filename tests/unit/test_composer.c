@@ -17,6 +17,7 @@
 #include "tui/grapheme.h"
 #include "tui/key.h"
 #include "tui/keytab.h"
+#include "tui/wrap.h"
 
 #define E_ACUTE "e\xcc\x81"                                                 /* e + U+0301 */
 #define FAMILY "\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x91\xa7" /* 👩‍👩‍👧 */
@@ -388,6 +389,11 @@ static void test_layout_rows(void **state)
 	expect_rows(c, 4, (const char *[]){"a   ", "b"}, 2, 1, 1);
 	composer_set(c, "\xcc\x81x", 3); /* a mark with nothing to carry it */
 	expect_rows(c, 80, (const char *[]){"\xe2\x97\x8c\xcc\x81x"}, 1, 0, 2);
+	/* an emoji sequence, a flag and a heart with its presentation selector
+	 * take two cells each, as the transcript draws them */
+	composer_set(c, FAMILY FLAG_FR "\xe2\x9d\xa4\xef\xb8\x8f", strlen(FAMILY FLAG_FR "\xe2\x9d\xa4\xef\xb8\x8f"));
+	expect_rows(c, 80, (const char *[]){FAMILY FLAG_FR "\xe2\x9d\xa4\xef\xb8\x8f"}, 1, 0, 6);
+	expect_rows(c, 4, (const char *[]){FAMILY FLAG_FR, "\xe2\x9d\xa4\xef\xb8\x8f"}, 2, 1, 2);
 	composer_set(c, E_ACUTE FAMILY "\n\nz", strlen(E_ACUTE FAMILY "\n\nz"));
 	composer_set_cursor(c, 3);
 	expect_rows(c, 80, (const char *[]){E_ACUTE FAMILY, "", "z"}, 3, 0, 1);
@@ -426,6 +432,8 @@ static void test_layout_every_width_cursor_inside(void **state)
 			buf_adds(&back, "");
 			for (size_t i = 0; i < v.shown; i++) {
 				assert_true(valid_row_text(&rows[i]));
+				/* measured as the transcript measures */
+				assert_int_equal(rows[i].cells, wrap_cells(rows[i].text, rows[i].len));
 				if (rows[i].cells > width) /* one cluster wider than the row */
 					assert_int_equal(grapheme_next(rows[i].text, rows[i].len), rows[i].len);
 				buf_add(&back, rows[i].text, rows[i].len);
