@@ -392,11 +392,12 @@ bool transcript_apply_event(struct transcript *tr, enum vocab_type type, const c
 	struct transcript_turn *t = NULL;
 	switch (type) {
 	case VT_SESSION_HEADER:
-		return session_field(&tr->provider, data, "provider") |
-		       session_field(&tr->model, data, "model");
-	case VT_SESSION_SETTINGS:
-		return session_field(&tr->provider, data, "provider") |
-		       session_field(&tr->model, data, "model");
+	case VT_SESSION_SETTINGS: {
+		/* Both fields are read, whichever changed. */
+		bool p = session_field(&tr->provider, data, "provider");
+		bool m = session_field(&tr->model, data, "model");
+		return p || m;
+	}
 	case VT_SESSION_META:
 		return session_field(&tr->title, data, "title");
 	case VT_INPUT_QUEUED:
