@@ -460,7 +460,7 @@ static void opened(void *ctx, const struct host_result *r, const struct cerr *er
 		finish(h);
 		return;
 	}
-	if (parts_select_call(&h->p, h->id, &set, &e) < 0 || send_all(h, &e) < 0)
+	if (parts_select_call(&h->p, h->id, &set, NULL, &e) < 0 || send_all(h, &e) < 0)
 		fail_run(h, &e);
 }
 
@@ -476,7 +476,7 @@ static int start(struct hl *h, struct cerr *err)
 	if (*h->id)
 		return host_open(h->p.host, h->id, opened, h, err);
 	if (host_create(h->p.host, h->p.cwd, NULL, h->id, created, h, err) < 0 ||
-	    parts_select_call(&h->p, h->id, NULL, err) < 0)
+	    parts_select_call(&h->p, h->id, NULL, NULL, err) < 0)
 		return -1;
 	return send_all(h, err);
 }

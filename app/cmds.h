@@ -69,6 +69,9 @@ int sessions_json(struct catalog *cat, bool all, bool trash, const char *project
 /* The `inspect --json` object of a scan; path may be NULL. Caller frees. */
 cJSON *inspect_json(const struct scan *s, const char *path);
 
+/* cairn with no command, on a terminal: the chat screen (cmd_chat.c);
+ * argv holds only its options. */
+int cmd_chat(struct cli *c, int argc, char **argv);
 /* cairn -p: one turn headless (cmd_prompt.c); argv is main's, whole. */
 int cmd_prompt(struct cli *c, int argc, char **argv);
 

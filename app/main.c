@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int cmd_help(struct cli *c, int argc, char **argv);
 static int cmd_version(struct cli *c, int argc, char **argv);
@@ -129,14 +130,37 @@ static bool headless(int argc, char **argv)
 	return prompt;
 }
 
+/* Options of the chat screen (cmd_chat.c), and whether they take a value. */
+static int chat_option(const char *a)
+{
+	static const char *const flags[] = {"-c", "--continue", NULL};
+	static const char *const valued[] = {"-r", "--resume", "--provider", "--model", "--system",
+					     "--approve", NULL};
+	for (const char *const *f = flags; *f; f++)
+		if (strcmp(a, *f) == 0)
+			return 1;
+	for (const char *const *v = valued; *v; v++)
+		if (strcmp(a, *v) == 0)
+			return 2;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli c = {0};
 	if (headless(argc, argv))
 		return cmd_prompt(&c, argc, argv);
-	int i = 1;
+	char **chat_argv = xcalloc((size_t)argc + 1, sizeof *chat_argv);
+	int chat_argc = 0, i = 1, code;
 	for (; i < argc; i++) {
 		const char *a = argv[i];
+		int k = chat_option(a);
+		if (k) {
+			chat_argv[chat_argc++] = argv[i];
+			if (k == 2 && i + 1 < argc)
+				chat_argv[chat_argc++] = argv[++i];
+			continue;
+		}
 		if (strcmp(a, "--data-dir") == 0) {
 			if (i + 1 >= argc)
 				return cli_usage(NULL, "--data-dir needs a directory");
@@ -156,8 +180,21 @@ int main(int argc, char **argv)
 	}
 	if (c.data_dir && !*c.data_dir)
 		return cli_usage(NULL, "--data-dir needs a directory");
-	if (i == argc)
-		return overview(&c);
+	if (i == argc) {
+		/* No command: the chat screen on a terminal, else (a script,
+		 * a pipe) the overview, unless chat options ask for the screen. */
+		if (chat_argc || (isatty(0) && isatty(1)))
+			code = cmd_chat(&c, chat_argc, chat_argv);
+		else
+			code = overview(&c);
+		free(chat_argv);
+		return code;
+	}
+	if (chat_argc) {
+		free(chat_argv);
+		return cli_usage(NULL, "'%s' goes with the chat screen, not with a command", argv[1]);
+	}
+	free(chat_argv);
 	const struct command *cmd = cli_find(argv[i]);
 	if (!cmd)
 		return cli_usage(NULL, "unknown command '%s' (see 'cairn --help')", argv[i]);

@@ -65,6 +65,9 @@ int parts_open(struct parts *p, struct cli *c, const struct parts_opts *o, bool 
 		return -1;
 	p->root = xstrdup(store_root(st));
 	int rc = latest ? latest_here(p, st, err) : 0;
+	struct session_ref ref;
+	if (rc == 0 && o && o->resume && (rc = store_resolve(st, o->resume, &ref, err)) == 0)
+		snprintf(p->resolved, sizeof p->resolved, "%s", ref.id);
 	store_close(st);
 	if (rc < 0)
 		return -1;
@@ -86,7 +89,7 @@ int parts_open(struct parts *p, struct cli *c, const struct parts_opts *o, bool 
 }
 
 int parts_select_call(struct parts *p, const char *id, const struct host_settings *set,
-		      struct cerr *err)
+		      struct config_selection *out, struct cerr *err)
 {
 	struct config_selection sel;
 	if (config_select(&p->cfg, p->o.provider, p->o.model, set ? set->provider : NULL,
@@ -127,6 +130,8 @@ int parts_select_call(struct parts *p, const char *id, const struct host_setting
 	};
 	if (host_set_call(p->host, id, &call, err) < 0)
 		return -1;
+	if (out)
+		*out = sel;
 	/* --approve holds for this run only: never saved into the session */
 	return p->o.approve_set ? host_set_approval(p->host, id, p->o.approve, err) : 0;
 }

@@ -36,6 +36,7 @@ struct parts_opts {
 	const char *provider, *model, *system; /* --provider, --model, --system (NULL: none) */
 	bool approve_set;                        /* --approve given: for this run only */
 	enum approval_policy approve;
+	const char *resume;                      /* an id or a unique id prefix to resolve (NULL: none) */
 };
 
 struct parts {
@@ -45,6 +46,7 @@ struct parts {
 	char *root;                            /* the data root */
 	char cwd[PATH_MAX];
 	char latest[SESSION_ID_MAX + 1];       /* latest: this directory's last session, or "" */
+	char resolved[SESSION_ID_MAX + 1];     /* opts.resume resolved to a session's id, or "" */
 	struct fifo *fifo;
 	struct sink *sink;
 	struct http *http;                     /* NULL until a network provider is selected */
@@ -60,7 +62,8 @@ struct parts {
 };
 
 /* Load the configuration, open the data root (created when missing),
- * find this directory's latest session when latest is true, and start the
+ * find this directory's latest session when latest is true, resolve
+ * opts.resume (no match: CERR_MISSING; several: CERR_USAGE), and start the
  * loop's parts. On failure everything made is released (parts_release is
  * still safe). */
 int parts_open(struct parts *p, struct cli *c, const struct parts_opts *o, bool latest,
@@ -68,9 +71,10 @@ int parts_open(struct parts *p, struct cli *c, const struct parts_opts *o, bool 
 /* What session id's turns are sent with: the options, the session's
  * stored choice (set: NULL for a new session), the configuration, the
  * environment; the system prompt is the session's own unless --system is
- * given. Makes the HTTP engine for a network provider. */
+ * given. Makes the HTTP engine for a network provider. *sel (may be NULL)
+ * gets the provider and model chosen (borrowed from p's configuration). */
 int parts_select_call(struct parts *p, const char *id, const struct host_settings *set,
-		      struct cerr *err);
+		      struct config_selection *sel, struct cerr *err);
 /* Close the host (it drains: turns canceled and joined, saves flushed),
  * then call cb (close your own handles there), then the HTTP engine, the
  * sink and the FIFO. A deadline that passes is said on stderr and waited

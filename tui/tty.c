@@ -6,6 +6,7 @@
 
 #include <curses.h>
 #include <errno.h>
+#include <locale.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,6 +155,8 @@ struct tty *tty_open(int infd, int outfd, struct cerr *err)
 		cerr_set(err, CERR_IO, errno, "cannot open the terminal");
 		goto fail;
 	}
+	/* ncursesw draws UTF-8 (and line drawing) only in a UTF-8 locale. */
+	setlocale(LC_CTYPE, "");
 	const char *type = getenv("TERM");
 	t->scr = newterm(type && *type ? type : "xterm", t->out, t->in);
 	if (!t->scr) {
@@ -201,12 +204,25 @@ void tty_close(struct tty *t)
 	free(t);
 }
 
-void tty_suspend(struct tty *t)
+void tty_release(struct tty *t)
 {
 	def_prog_mode();
 	endwin();
 	write_all(t->outfd, PASTE_OFF MOUSE_OFF, strlen(PASTE_OFF MOUSE_OFF));
 	restore_armed = 0;
+}
+
+void tty_retake(struct tty *t)
+{
+	reset_prog_mode();
+	modes(t);
+	restore_armed = 1;
+	clearok(curscr, TRUE); /* what was on the terminal is gone */
+}
+
+void tty_suspend(struct tty *t)
+{
+	tty_release(t);
 	/* Stop the whole job as the shell expects (the default action of
 	 * SIGTSTP); execution continues here once it is resumed. */
 	struct sigaction dfl, old;
@@ -216,10 +232,7 @@ void tty_suspend(struct tty *t)
 	sigaction(SIGTSTP, &dfl, &old);
 	kill(0, SIGTSTP);
 	sigaction(SIGTSTP, &old, NULL);
-	reset_prog_mode();
-	modes(t);
-	restore_armed = 1;
-	clearok(curscr, TRUE); /* what was on the terminal is gone */
+	tty_retake(t);
 }
 
 void tty_resize(struct tty *t)

@@ -33,6 +33,10 @@ struct tty *tty_open(int infd, int outfd, struct cerr *err);
  * t. NULL is fine. */
 void tty_close(struct tty *t);
 
+/* Give the terminal to another program (an editor) as it was before
+ * tty_open, and take it back with everything to be redrawn. */
+void tty_release(struct tty *t);
+void tty_retake(struct tty *t);
 /* Ctrl-Z: restore the terminal, stop the process group, and once it is
  * continued take the terminal again with everything to be redrawn. */
 void tty_suspend(struct tty *t);

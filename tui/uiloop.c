@@ -21,7 +21,7 @@ struct uiloop {
 	uv_poll_t poll;
 	uv_timer_t timer;
 	uv_signal_t sig[N_SIGNALS];
-	bool polling, dirty, closing;
+	bool polling, dirty, closing, paused;
 	uint64_t last_ms, frames;
 	unsigned open_handles;
 	void (*closed)(void *ctx);
@@ -30,7 +30,7 @@ struct uiloop {
 
 static void draw(struct uiloop *u)
 {
-	if (!u->tty || u->closing)
+	if (!u->tty || u->closing || u->paused)
 		return;
 	u->dirty = false;
 	u->hk.draw(u->hk.ctx);
@@ -141,6 +141,19 @@ void uiloop_suspend(struct uiloop *u)
 		return;
 	tty_suspend(u->tty);
 	uiloop_dirty(u);
+}
+
+void uiloop_pause(struct uiloop *u, bool paused)
+{
+	u->paused = paused;
+	if (!u->polling)
+		return;
+	if (paused)
+		uv_poll_stop(&u->poll);
+	else
+		uv_poll_start(&u->poll, UV_READABLE, poll_cb);
+	if (!paused)
+		uiloop_dirty(u);
 }
 
 uint64_t uiloop_frames(const struct uiloop *u)

@@ -52,6 +52,9 @@ int uiloop_getkey(struct uiloop *u, wint_t *ch);
 /* Let ncurses turn key sequences into KEY_* codes (on) or not (off: while
  * a bracketed paste lasts, so pasted bytes stay text). */
 void uiloop_keypad(struct uiloop *u, bool on);
+/* Another program has the terminal (paused: no keys read, no frames
+ * drawn) or gave it back (a full frame drawn). */
+void uiloop_pause(struct uiloop *u, bool paused);
 /* Something changed: draw a frame soon (at once when the last frame is
  * older than a frame's time, else when it is due). */
 void uiloop_dirty(struct uiloop *u);

@@ -1,0 +1,76 @@
+/* chat.h — the chat screen: one session's transcript, its queued prompts,
+ * the composer and the status line, on the engine's loop. It is one more
+ * consumer of the sink and client of the host, exactly like headless
+ * mode: it applies the sink's items in order to its transcript model
+ * (tui/transcript.h), and only once everything before a turn's completion
+ * marker is applied does it tell the host (host_applied). It never reads
+ * the log or the catalog.
+ *
+ * Calling sequence (app/cmd_chat.c):
+ *	c = chat_new(&deps);                 signals handled from here on
+ *	chat_start(c, &err);                 the terminal taken, first frame;
+ *	                                     keys typed now are kept in order
+ *	host_open_history(host, id, chat_history, chat_history_ctx(c), opened, ...)
+ *	  or host_create(...); then, the session ready:
+ *	chat_ready(c, id, &settings);        an Enter typed meanwhile sends now
+ *	... deps.quit(ctx) when the user quits or SIGTERM/SIGHUP came ...
+ *	chat_close(c, closed_cb, ctx);       the terminal given back, then cb
+ *	chat_free(c); */
+#ifndef CAIRN_CHAT_H
+#define CAIRN_CHAT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+#include <uv.h>
+
+#include "base/err.h"
+#include "engine/host.h"
+#include "sink/sink.h"
+
+struct chat_deps {
+	uv_loop_t *loop;
+	struct host *host;  /* borrowed; outlives the screen */
+	struct sink *sink;  /* borrowed; the screen reads it */
+	const char *root;   /* the data root: clipboard.txt goes there (copied) */
+	bool ring_bell;     /* ring when a turn ends or an approval waits and nobody typed for a while */
+	/* /new and /model (arg: the name, NULL to show it): what the
+	 * application does. 0, or -1 with err (shown on the status line). */
+	int (*command)(void *ctx, const char *name, const char *arg, struct cerr *err);
+	/* The user asked to quit (or SIGTERM, SIGHUP): the caller closes the
+	 * screen (chat_close), then what it runs on. Called once. */
+	void (*quit)(void *ctx);
+	void *ctx;
+};
+
+struct chat;
+
+/* A new screen (owned by the caller: chat_free after chat_close). */
+struct chat *chat_new(const struct chat_deps *d);
+/* Take the terminal on descriptors 0 and 1 and draw the first frame. -1
+ * with err when they are not a terminal. */
+int chat_start(struct chat *c, struct cerr *err);
+/* For host_open_history: feeds the model being loaded (on the worker). */
+void chat_history(void *ctx, enum vocab_type type, const char *turn, uint64_t seq, int64_t t_ms,
+		  const cJSON *data);
+void *chat_history_ctx(struct chat *c, const char *id);
+/* The session is open (or created): its id and what its turns are sent
+ * with, for the status line. A note for the status line may be given
+ * (NULL: none), e.g. "no session here yet: a new one". */
+void chat_ready(struct chat *c, const char *id, const char *provider, const char *model,
+		const char *note);
+/* Opening failed: say so on the screen; the screen stays until quit. */
+void chat_failed(struct chat *c, const struct cerr *err);
+/* A message on the status line (copied). */
+void chat_say(struct chat *c, bool error, const char *msg);
+/* The session shown ("" before chat_ready); borrowed. */
+const char *chat_id(const struct chat *c);
+/* Give the terminal back; cb runs once the screen's handles are closed. */
+void chat_close(struct chat *c, void (*cb)(void *ctx), void *ctx);
+/* The last answer's text, for printing to the normal screen on exit
+ * (NULL: none); borrowed from c until chat_free. */
+const char *chat_last_answer(const struct chat *c);
+void chat_free(struct chat *c);
+
+#endif

@@ -1,0 +1,100 @@
+/* chat_int.h — what chat.c (keys, the sink, the host) and chatview.c (the
+ * rendering and the frame) share of the chat screen. */
+#ifndef CAIRN_CHAT_INT_H
+#define CAIRN_CHAT_INT_H
+
+#include "base/buf.h"
+#include "persist/pathkey.h"
+#include "tui/chat.h"
+#include "tui/composer.h"
+#include "tui/key.h"
+#include "tui/textmsg.h"
+#include "tui/transcript.h"
+#include "tui/tty.h"
+#include "tui/uiloop.h"
+
+/* A block as rendered: a head (the prompt, the answer, a tool's title
+ * line, an outcome) and a body (a tool's output, expanded reasoning), each
+ * a textmsg laid out at the screen's width less the gutter. */
+struct bview {
+	uint64_t version;   /* the block's clock when rendered */
+	size_t head_src;    /* bytes of the head's source appended so far */
+	struct textmsg *head, *body;
+	bool collapsed;     /* body shown only in part */
+};
+
+/* A turn as rendered: one view per block. */
+struct tview {
+	uint64_t version; /* the turn's clock when rendered */
+	int width;
+	size_t n;
+	struct bview *v;
+	size_t lines; /* display lines of the whole turn */
+};
+
+/* One display line of the transcript, as drawn. */
+struct vline {
+	const char *gutter;       /* drawn first (constant, ASCII or box drawing) */
+	unsigned gutter_style;
+	struct tline line;        /* n == 0: an empty line, or literal */
+	const char *literal;      /* constant text instead of line (NULL: none) */
+	unsigned style;           /* the literal's style */
+};
+
+struct chat {
+	struct chat_deps d;
+	char *root;
+	struct uiloop *ui;
+	struct tty *tty;
+	struct transcript *tr;      /* what the screen shows */
+	struct transcript *loading; /* the opened log's model, filled on the worker */
+	struct composer *comp;
+	struct keydec *kd;
+	char id[SESSION_ID_MAX + 1];
+	char *provider, *model;
+	bool ready, failed, closing, quit_asked;
+	bool send_pending;   /* Enter typed before the session was ready */
+	char note[512];      /* a message for the status line ("" none) */
+	bool note_error;
+	/* the transcript's views, by absolute turn index */
+	struct tview *views;
+	size_t nviews;
+	int width;           /* the transcript's text width */
+	/* scrolling: following the end, or a top line anchored at a turn */
+	bool follow;
+	size_t top_turn, top_line;
+	bool help;           /* the help screen is shown */
+	int help_top;
+	uint64_t last_ctrl_c_ms;
+	int64_t rung_at;     /* the last bell */
+	char *last_answer;
+	/* an approval's note being typed (deny with a note), or a search */
+	bool noting, searching;
+	char *noting_request;
+	struct buf typed;
+	bool pulling;           /* a queued prompt is being taken back */
+	uint64_t batch;         /* input batches read so far */
+	uint64_t asked_at_batch; /* the batch during which the approval came */
+	bool ring_bell;
+	int64_t last_key_ms;
+	/* the external editor */
+	bool editing;
+	char *edit_path;
+	uv_process_t editor;
+};
+
+/* chatview.c */
+void chatview_draw(struct chat *c);
+/* Lines of turn k (rendered as needed). */
+size_t chatview_turn_lines(struct chat *c, size_t k);
+/* Page the view by delta lines (negative: up); stops at the ends. */
+void chatview_scroll(struct chat *c, long delta);
+void chatview_home(struct chat *c);
+/* The transcript's height in rows for the current layout. */
+int chatview_area(const struct chat *c);
+/* Drop every rendered view (a width change or a new model). */
+void chatview_reset(struct chat *c);
+/* The latest tool or reasoning block: toggle its body. */
+void chatview_toggle_expand(struct chat *c);
+
+#endif
