@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole suite: every cmocka unit binary (TAP output), every CLI script in
-# tests/cli/ (TAP lines too), each in its own process with a timeout. Ends
+# tests/cli/ and every chat-screen script in tests/tui/ (TAP lines too), each in its own process with a timeout. Ends
 # with "N passed, N failed"; exits non-zero when anything failed.
 set -u
 BUILD=${BUILD:-build}
@@ -36,7 +36,7 @@ for src in tests/unit/test_*.c; do
 	out=$(cd "$(mktemp -d)" && CMOCKA_MESSAGE_OUTPUT=TAP timeout 900 "$OLDPWD/$t" 2>&1)
 	count "$(basename "$t")" $? "$out"
 done
-for s in tests/cli/test_*.sh; do
+for s in tests/cli/test_*.sh tests/tui/test_*.sh; do
 	[ -f "$s" ] || continue
 	out=$(timeout 900 bash "$s" 2>&1)
 	count "$(basename "$s")" $? "$out"

@@ -5,7 +5,7 @@ set -eu
 PKGS="build-essential pkg-config clang libclang-rt-14-dev libncurses-dev libsqlite3-dev
       libzstd-dev libcjson-dev libuv1-dev libcurl4-openssl-dev libssl-dev libcmocka-dev
       libutf8proc-dev libcmark-gfm-dev libcmark-gfm-extensions-dev python3 zstd openssl
-      util-linux"
+      util-linux tmux"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||

@@ -107,7 +107,8 @@ static void input_cb(void *ctx, const struct host_result *r, const struct cerr *
 		composer_history_add(c->comp, r->text, strlen(r->text));
 	}
 	c->pulling = false;
-	uiloop_dirty(c->ui);
+	if (c->ui)
+		uiloop_dirty(c->ui);
 }
 
 static void queued_op(struct chat *c, enum keyact act)
@@ -541,15 +542,18 @@ static void keys_cb(void *ctx)
 	c->batch++;
 	wint_t ch;
 	int rc;
-	while ((rc = uiloop_getkey(c->ui, &ch)) != ERR) {
+	/* A key may close the screen (quit): then nothing more is read. */
+	while (!c->closing && (rc = uiloop_getkey(c->ui, &ch)) != ERR) {
 		keydec_feed(c->kd, rc == KEY_CODE_YES, (uint32_t)ch);
 		uiloop_keypad(c->ui, !keydec_pasting(c->kd));
 		drain_keys(c);
 	}
+	if (c->closing)
+		return;
 	if (keydec_waiting(c->kd))
 		keydec_expire(c->kd);
 	drain_keys(c);
-	if (c->ui)
+	if (!c->closing)
 		uiloop_dirty(c->ui);
 }
 
@@ -585,6 +589,14 @@ static void read_cb(struct sink *s, const struct sink_item *it, void *ctx)
 	struct chat *c = ctx;
 	if (transcript_apply_sink(c->tr, it, clock_unix_ms()) && c->ui)
 		uiloop_dirty(c->ui);
+	if (c->closing) {
+		if (it->kind == SINK_MARKER && strcmp(it->name, "turn_done") == 0) {
+			struct cerr err;
+			keep_last_answer(c);
+			(void)host_applied(c->d.host, it, &err); /* nobody to tell: the screen is gone */
+		}
+		return;
+	}
 	if (it->kind == SINK_NOTICE && strcmp(it->name, "interaction") == 0) {
 		c->asked_at_batch = c->batch;
 		ring(c);
@@ -646,6 +658,23 @@ int chat_start(struct chat *c, struct cerr *err)
 	if (!(c->tty = tty_open(0, 1, err)))
 		return -1;
 	keydec_bind_terminfo(c->kd, code_of, NULL);
+	/* What was typed before the screen came first, in order. */
+	size_t n;
+	const unsigned char *p = (const unsigned char *)tty_typeahead(c->tty, &n);
+	for (size_t i = 0; i < n;) {
+		uint32_t cp = p[i];
+		size_t len = cp < 0x80 ? 1 : cp >= 0xf0 ? 4 : cp >= 0xe0 ? 3 : cp >= 0xc0 ? 2 : 1;
+		if (len > 1 && i + len <= n) {
+			cp &= 0xffu >> (len + 1);
+			for (size_t k = 1; k < len; k++)
+				cp = (cp << 6) | (p[i + k] & 0x3f);
+		} else {
+			len = 1;
+		}
+		keydec_feed(c->kd, false, cp);
+		i += len;
+	}
+	drain_keys(c);
 	sink_read_start(c->d.sink, read_cb, c);
 	c->last_key_ms = clock_unix_ms();
 	return uiloop_start(c->ui, c->tty, err);
@@ -697,7 +726,8 @@ void chat_ready(struct chat *c, const char *id, const char *provider, const char
 		c->send_pending = false;
 		send_composer(c);
 	}
-	uiloop_dirty(c->ui);
+	if (c->ui)
+		uiloop_dirty(c->ui);
 }
 
 void chat_failed(struct chat *c, const struct cerr *err)
@@ -740,7 +770,8 @@ void chat_close(struct chat *c, void (*cb)(void *ctx), void *ctx)
 	if (c->closing)
 		return;
 	c->closing = true;
-	sink_read_stop(c->d.sink);
+	/* The sink is still read and applied until the host has closed: a
+	 * canceled turn's completion marker must be handled for its save. */
 	struct close_wait *w = xcalloc(1, sizeof *w);
 	*w = (struct close_wait){c, cb, ctx};
 	struct uiloop *u = c->ui;

@@ -118,9 +118,15 @@ static void editor_exit(uv_process_t *p, int64_t status, int sig)
 {
 	struct chat *c = p->data;
 	uv_close((uv_handle_t *)p, editor_closed);
+	c->editing = false;
+	if (c->closing) { /* quit while editing: the screen is gone */
+		unlink(c->edit_path);
+		free(c->edit_path);
+		c->edit_path = NULL;
+		return;
+	}
 	tty_retake(c->tty);
 	uiloop_pause(c->ui, false);
-	c->editing = false;
 	/* A small file the editor just wrote, read back on the loop. */
 	int fd = open(c->edit_path, O_RDONLY | O_CLOEXEC);
 	struct buf b = BUF_INIT;

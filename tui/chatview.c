@@ -565,19 +565,13 @@ static void state_words(struct chat *c, const struct transcript_state *st, struc
 	}
 }
 
+/* The state first: on a narrow terminal the end is what is cut. */
 static void draw_status(struct chat *c, int y)
 {
 	struct transcript_state st;
 	transcript_state(c->tr, &st);
 	struct buf b = BUF_INIT;
-	buf_printf(&b, " %s", st.title ? st.title : *c->id ? "new session" : "cairn");
-	const char *prov = c->provider ? c->provider : st.provider;
-	const char *model = c->model ? c->model : st.model;
-	if (prov && strcmp(prov, "offline") == 0)
-		buf_adds(&b, " | offline (built-in model, no network)");
-	else if (prov)
-		buf_printf(&b, " | %s %s", prov, model ? model : "");
-	buf_adds(&b, " | ");
+	buf_adds(&b, " ");
 	state_words(c, &st, &b);
 	if (st.queued)
 		buf_printf(&b, " | queued %zu", st.queued);
@@ -587,6 +581,13 @@ static void draw_status(struct chat *c, int y)
 		buf_adds(&b, " | interrupted");
 	if (*c->note)
 		buf_printf(&b, " | %s", c->note);
+	buf_printf(&b, " | %s", st.title ? st.title : *c->id ? "new session" : "cairn");
+	const char *prov = c->provider ? c->provider : st.provider;
+	const char *model = c->model ? c->model : st.model;
+	if (prov && strcmp(prov, "offline") == 0)
+		buf_adds(&b, " | offline (built-in model, no network)");
+	else if (prov)
+		buf_printf(&b, " | %s %s", prov, model ? model : "");
 	attr_t a = A_REVERSE;
 	if (c->note_error && tty_colors(c->tty))
 		a |= COLOR_PAIR(PAIR_ERROR);

@@ -16,6 +16,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "base/xalloc.h"
 
 #define ESCDELAY_MS 25 /* a lone Esc acts at once; slower links split sequences */
@@ -25,6 +26,7 @@
 
 struct tty {
 	int infd, outfd;
+	struct buf ahead; /* keys typed before the terminal was taken */
 	FILE *in, *out; /* ncurses' streams on duplicates of the descriptors */
 	SCREEN *scr;
 	bool colors;
@@ -134,6 +136,26 @@ static void modes(struct tty *t)
 	write_all(t->outfd, PASTE_ON, strlen(PASTE_ON));
 }
 
+/* Keys typed before the screen existed went through the terminal's
+ * cooked mode, where Enter (CR) became LF: take them now, whole lines and
+ * the unfinished one alike, with LF back to CR, so an Enter among them
+ * sends as the user meant. */
+static void read_ahead(struct tty *t, const struct termios *saved)
+{
+	struct termios raw = *saved;
+	raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+	raw.c_iflag &= ~(tcflag_t)ICRNL;
+	raw.c_cc[VMIN] = 0;
+	raw.c_cc[VTIME] = 0;
+	if (tcsetattr(t->infd, TCSANOW, &raw) < 0)
+		return;
+	char chunk[4096];
+	ssize_t r;
+	while ((r = read(t->infd, chunk, sizeof chunk)) > 0)
+		for (ssize_t i = 0; i < r; i++)
+			buf_addc(&t->ahead, chunk[i] == '\n' && (saved->c_iflag & ICRNL) ? '\r' : chunk[i]);
+}
+
 struct tty *tty_open(int infd, int outfd, struct cerr *err)
 {
 	if (!isatty(infd) || !isatty(outfd)) {
@@ -148,6 +170,7 @@ struct tty *tty_open(int infd, int outfd, struct cerr *err)
 	struct tty *t = xcalloc(1, sizeof *t);
 	t->infd = infd;
 	t->outfd = outfd;
+	read_ahead(t, &saved);
 	int din = dup(infd), dout = dup(outfd);
 	t->in = din >= 0 ? fdopen(din, "r") : NULL;
 	t->out = dout >= 0 ? fdopen(dout, "w") : NULL;
@@ -186,6 +209,8 @@ fail:
 		fclose(t->out);
 	else if (dout >= 0)
 		close(dout);
+	tcsetattr(infd, TCSANOW, &saved);
+	buf_release(&t->ahead);
 	free(t);
 	return NULL;
 }
@@ -201,7 +226,14 @@ void tty_close(struct tty *t)
 	delscreen(t->scr);
 	fclose(t->in);
 	fclose(t->out);
+	buf_release(&t->ahead);
 	free(t);
+}
+
+const char *tty_typeahead(const struct tty *t, size_t *n)
+{
+	*n = t->ahead.len;
+	return t->ahead.p;
 }
 
 void tty_release(struct tty *t)

@@ -43,6 +43,9 @@ void tty_suspend(struct tty *t);
 /* The window changed size: read it and resize ncurses' screens. */
 void tty_resize(struct tty *t);
 
+/* The bytes typed before tty_open took the terminal (Enter as CR), for
+ * the screen to handle before any key read after; borrowed from t. */
+const char *tty_typeahead(const struct tty *t, size_t *n);
 /* The input descriptor tty_open was given. */
 int tty_infd(const struct tty *t);
 /* Colours are in use: the terminal has them and NO_COLOR is unset or
