@@ -40,10 +40,14 @@ const struct command cli_commands[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: cairn [--data-dir DIR] COMMAND [ARGS]\n"
+	fprintf(f, "usage: cairn [--data-dir DIR] [-c | -r ID] [--provider P] [--model M]\n"
+		   "             [--approve ask|read-only|all] [--system FILE]\n"
+		   "       cairn [--data-dir DIR] COMMAND [ARGS]\n"
 		   "       cairn [--data-dir DIR] -p PROMPT|- [--session ID] [--json] [--provider P]\n"
 		   "             [--model M] [--system FILE]\n\n"
 		   "cairn keeps every chat session as a durable, append-only event log.\n"
+		   "With no command, on a terminal, it opens the chat screen: a new session,\n"
+		   "-c this directory's latest, -r one session (F1 shows every key).\n"
 		   "-p runs one turn headless: the answer on stdout, notices on stderr.\n\n"
 		   "commands:\n");
 	for (const struct command *c = cli_commands; c->name; c++)
