@@ -47,6 +47,7 @@ static void defaults(struct config *cfg)
 					.model = xstrdup("offline"), .model_from = "default", .timeouts = t};
 	cfg->pace_ms = CONFIG_PACE_MS;
 	cfg->max_steps = 50;
+	cfg->bell = true;
 	cfg->tools.result_max = CONFIG_TOOL_RESULT_MAX;
 	cfg->tools.output_max = CONFIG_TOOL_OUTPUT_MAX;
 	cfg->tools.env_strip = xcalloc(2, sizeof *cfg->tools.env_strip);
@@ -288,7 +289,7 @@ char **config_tool_strip(const struct config *cfg)
 static int read_tree(struct config *cfg, const cJSON *root, struct cerr *err)
 {
 	static const char *const top[] = {"provider", "system_prompt", "system_prompt_file",
-					  "timeouts", "providers", "max_steps", "tools", NULL};
+					  "timeouts", "providers", "max_steps", "tools", "bell", NULL};
 	static const char *const names[] = {"openai", "anthropic", "offline", NULL};
 	if (!cJSON_IsObject(root))
 		return cerr_set(err, CERR_USAGE, 0, "config '%s': not a JSON object", cfg->path);
@@ -296,6 +297,11 @@ static int read_tree(struct config *cfg, const cJSON *root, struct cerr *err)
 	    get_str(cfg, root, "", "system_prompt", &cfg->system_prompt, err) < 0 ||
 	    get_str(cfg, root, "", "system_prompt_file", &cfg->system_prompt_file, err) < 0)
 		return -1;
+	const cJSON *bell = cJSON_GetObjectItemCaseSensitive(root, "bell");
+	if (bell && !cJSON_IsBool(bell))
+		return bad(cfg, err, "bell", "must be true or false");
+	if (bell)
+		cfg->bell = cJSON_IsTrue(bell);
 	if (get_int(cfg, root, "max_steps", "max_steps", 1, 1000, &cfg->max_steps, err) < 0 ||
 	    read_tools(cfg, cJSON_GetObjectItemCaseSensitive(root, "tools"), err) < 0)
 		return -1;

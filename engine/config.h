@@ -66,6 +66,7 @@ struct config {
 	int64_t pace_ms;        /* the offline provider's pace per token */
 	int64_t max_steps;      /* model calls per turn ("max_steps", 50) */
 	struct config_tools tools;
+	bool bell;              /* the chat screen rings when a turn ends or waits ("bell", true) */
 	struct config_provider providers[CONFIG_N_PROVIDERS]; /* openai, anthropic, offline */
 };
 

@@ -165,6 +165,7 @@ static void test_file_values_override_defaults_and_name_their_source(void **stat
 		     " \"env_strip\": [\"SECRET_*\", \"TOKEN\"]}}");
 	assert_int_equal(config_load(&cfg, &err), 0);
 	assert_int_equal(cfg.tools.result_max, 2048);
+	assert_true(cfg.bell);
 	assert_int_equal(cfg.tools.output_max, 4096);
 	strip = config_tool_strip(&cfg);
 	assert_string_equal(strip[0], "SECRET_*"); /* the list replaces the default */
@@ -222,6 +223,7 @@ static void test_malformed_config_is_refused_with_line_and_key(void **state)
 	expect_refused("{\"tools\": {\"env_strip\": [\"A=B\"]}}", CERR_USAGE, "'tools.env_strip' must hold");
 	expect_refused("{\"tools\": {\"timeout\": 3}}", CERR_USAGE, "'tools.timeout' is not a known key");
 	expect_refused("{\"tools\": []}", CERR_USAGE, "'tools' must be an object");
+	expect_refused("{\"bell\": \"off\"}", CERR_USAGE, "'bell' must be true or false");
 	expect_refused("{\"providers\": {\"anthropic\": 1}}", CERR_USAGE, "'providers.anthropic' must be an object");
 }
 
