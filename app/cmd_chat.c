@@ -219,7 +219,7 @@ int cmd_chat(struct cli *c, int argc, char **argv)
 		goto out;
 	}
 	struct chat_deps d = {.loop = &h->p.loop, .host = h->p.host, .sink = h->p.sink,
-			      .root = h->p.root, .ring_bell = h->p.cfg.bell, .command = command,
+			      .root = h->p.root, .cwd = h->p.cwd, .draft = h->p.draft, .ring_bell = h->p.cfg.bell, .command = command,
 			      .quit = quit, .ctx = h};
 	h->chat = chat_new(&d);
 	if (chat_start(h->chat, &err) < 0) {

@@ -12,6 +12,7 @@
 #include "engine/http.h"
 #include "engine/tool.h"
 #include "persist/catalog.h"
+#include "persist/draft.h"
 #include "persist/fifo.h"
 #include "persist/store.h"
 #include "sink/sink.h"
@@ -68,6 +69,9 @@ int parts_open(struct parts *p, struct cli *c, const struct parts_opts *o, bool 
 	struct session_ref ref;
 	if (rc == 0 && o && o->resume && (rc = store_resolve(st, o->resume, &ref, err)) == 0)
 		snprintf(p->resolved, sizeof p->resolved, "%s", ref.id);
+	struct cerr derr;
+	if (draft_read(st, p->cwd, &p->draft, &derr) < 0)
+		p->draft = xstrdup(""); /* a damaged draft is not worth refusing to start */
 	store_close(st);
 	if (rc < 0)
 		return -1;
@@ -187,6 +191,7 @@ void parts_release(struct parts *p)
 		config_release(&p->cfg);
 	tool_env_free(p->strip); /* after the host: it borrowed it */
 	cJSON_Delete(p->tools);
+	free(p->draft);
 	free(p->root);
 	memset(p, 0, sizeof *p);
 }

@@ -47,6 +47,7 @@ struct parts {
 	char cwd[PATH_MAX];
 	char latest[SESSION_ID_MAX + 1];       /* latest: this directory's last session, or "" */
 	char resolved[SESSION_ID_MAX + 1];     /* opts.resume resolved to a session's id, or "" */
+	char *draft;                           /* this directory's composer draft ("" none; owned) */
 	struct fifo *fifo;
 	struct sink *sink;
 	struct http *http;                     /* NULL until a network provider is selected */
@@ -63,7 +64,8 @@ struct parts {
 
 /* Load the configuration, open the data root (created when missing),
  * find this directory's latest session when latest is true, resolve
- * opts.resume (no match: CERR_MISSING; several: CERR_USAGE), and start the
+ * opts.resume (no match: CERR_MISSING; several: CERR_USAGE), read this
+ * directory's draft (one that cannot be read is left: ""), and start the
  * loop's parts. On failure everything made is released (parts_release is
  * still safe). */
 int parts_open(struct parts *p, struct cli *c, const struct parts_opts *o, bool latest,

@@ -211,6 +211,12 @@ int host_set_approval(struct host *h, const char *id, enum approval_policy p, st
  * (else CERR_BUSY: it cannot wait behind a turn). */
 int host_update_settings(struct host *h, const char *id, const struct host_settings *s,
 			 host_cb cb, void *ctx, struct cerr *err);
+/* Replace the composer's draft of project cwd (NULL: none) with text
+ * (empty: remove it) through the FIFO (persist/draft.h), so it survives a
+ * restart. cb (may be NULL) runs once it is durable or failed. Allowed
+ * while the host closes, so a quitting screen can save its draft. */
+int host_save_draft(struct host *h, const char *cwd, const char *text, host_cb cb, void *ctx,
+		    struct cerr *err);
 /* Title (NULL: none) and pin: session/meta. */
 int host_rename(struct host *h, const char *id, const char *title, host_cb cb, void *ctx,
 		struct cerr *err);

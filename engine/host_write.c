@@ -393,3 +393,33 @@ int host_pin(struct host *h, const char *id, bool pinned, host_cb cb, void *ctx,
 	cJSON_AddBoolToObject(d, "pinned", pinned);
 	return meta(h, id, d, cb, ctx, err);
 }
+
+/* ---- the composer's draft ---- */
+
+struct draft_wait {
+	host_cb cb;
+	void *ctx;
+};
+
+static void draft_saved(struct fifo_item *it, void *ctx, const struct fifo_receipt *r,
+			const struct cerr *err)
+{
+	(void)it;
+	(void)r;
+	struct draft_wait *w = ctx;
+	if (w->cb)
+		w->cb(w->ctx, NULL, err);
+	free(w);
+}
+
+int host_save_draft(struct host *h, const char *cwd, const char *text, host_cb cb, void *ctx,
+		    struct cerr *err)
+{
+	struct draft_wait *w = xcalloc(1, sizeof *w);
+	*w = (struct draft_wait){cb, ctx};
+	if (fifo_post(h->d.fifo, fifo_draft(cwd, text ? text : ""), draft_saved, w, err) < 0) {
+		free(w);
+		return -1;
+	}
+	return 0;
+}

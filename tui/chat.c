@@ -536,6 +536,42 @@ static void drain_keys(struct chat *c)
 		on_key(c, k);
 }
 
+/* ---- the draft ---- */
+
+#define DRAFT_DELAY_MS 700 /* after the last edit; typing never waits on it */
+
+static void save_draft(struct chat *c)
+{
+	size_t n;
+	char *text = composer_text(c->comp, &n);
+	if (c->draft_saved && strcmp(text, c->draft_saved) == 0) {
+		free(text);
+		return;
+	}
+	struct cerr err;
+	if (host_save_draft(c->d.host, c->cwd, text, NULL, NULL, &err) < 0) {
+		free(text);
+		return; /* closing: the draft stays as last saved */
+	}
+	free(c->draft_saved);
+	c->draft_saved = text;
+}
+
+static void draft_cb(uv_timer_t *t)
+{
+	save_draft(t->data);
+}
+
+static void draft_touch(struct chat *c)
+{
+	size_t n;
+	char *text = composer_text(c->comp, &n);
+	bool changed = !c->draft_saved || strcmp(text, c->draft_saved) != 0;
+	free(text);
+	if (changed)
+		uv_timer_start(&c->draft_timer, draft_cb, DRAFT_DELAY_MS, 0);
+}
+
 static void keys_cb(void *ctx)
 {
 	struct chat *c = ctx;
@@ -553,8 +589,10 @@ static void keys_cb(void *ctx)
 	if (keydec_waiting(c->kd))
 		keydec_expire(c->kd);
 	drain_keys(c);
-	if (!c->closing)
+	if (!c->closing) {
+		draft_touch(c);
 		uiloop_dirty(c->ui);
+	}
 }
 
 /* ---- the sink ---- */
@@ -633,8 +671,15 @@ struct chat *chat_new(const struct chat_deps *d)
 	struct chat *c = xcalloc(1, sizeof *c);
 	c->d = *d;
 	c->root = xstrdup(d->root ? d->root : ".");
+	c->cwd = d->cwd ? xstrdup(d->cwd) : NULL;
+	uv_timer_init(d->loop, &c->draft_timer);
+	c->draft_timer.data = c;
 	c->tr = transcript_new("");
 	c->comp = composer_new();
+	if (d->draft && *d->draft) {
+		composer_set(c->comp, d->draft, strlen(d->draft));
+		c->draft_saved = xstrdup(d->draft);
+	}
 	c->kd = keydec_new();
 	c->follow = true;
 	c->ring_bell = d->ring_bell;
@@ -770,6 +815,9 @@ void chat_close(struct chat *c, void (*cb)(void *ctx), void *ctx)
 	if (c->closing)
 		return;
 	c->closing = true;
+	uv_timer_stop(&c->draft_timer);
+	save_draft(c);
+	uv_close((uv_handle_t *)&c->draft_timer, NULL);
 	/* The sink is still read and applied until the host has closed: a
 	 * canceled turn's completion marker must be handled for its save. */
 	struct close_wait *w = xcalloc(1, sizeof *w);
@@ -793,6 +841,8 @@ void chat_free(struct chat *c)
 	free(c->model);
 	free(c->last_answer);
 	free(c->noting_request);
+	free(c->draft_saved);
+	free(c->cwd);
 	free(c->root);
 	free(c);
 }

@@ -34,6 +34,8 @@ struct chat_deps {
 	struct host *host;  /* borrowed; outlives the screen */
 	struct sink *sink;  /* borrowed; the screen reads it */
 	const char *root;   /* the data root: clipboard.txt goes there (copied) */
+	const char *cwd;    /* the project: its composer draft is saved (copied) */
+	const char *draft;  /* the draft to start with (NULL: none; copied) */
 	bool ring_bell;     /* ring when a turn ends or an approval waits and nobody typed for a while */
 	/* /new and /model (arg: the name, NULL to show it): what the
 	 * application does. 0, or -1 with err (shown on the status line). */

@@ -77,6 +77,10 @@ struct chat {
 	uint64_t asked_at_batch; /* the batch during which the approval came */
 	bool ring_bell;
 	int64_t last_key_ms;
+	/* the draft: saved a moment after the last edit, and on quit */
+	char *cwd;
+	char *draft_saved;      /* the text last saved */
+	uv_timer_t draft_timer;
 	/* the external editor */
 	bool editing;
 	char *edit_path;
