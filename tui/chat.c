@@ -73,6 +73,10 @@ static void send_composer(struct chat *c)
 	size_t n;
 	if (composer_empty(c->comp))
 		return;
+	if (c->view_only) {
+		say(c, true, "view-only: nothing is sent");
+		return;
+	}
 	if (!c->ready) {
 		/* Typed before the session was open: it goes once it is. */
 		c->send_pending = true;
@@ -771,6 +775,22 @@ void chat_ready(struct chat *c, const char *id, const char *provider, const char
 		c->send_pending = false;
 		send_composer(c);
 	}
+	if (c->ui)
+		uiloop_dirty(c->ui);
+}
+
+void chat_view_only(struct chat *c, const char *id, const struct cerr *why)
+{
+	snprintf(c->id, sizeof c->id, "%s", id);
+	transcript_free(c->tr);
+	c->tr = c->loading ? c->loading : transcript_new(id);
+	c->loading = NULL;
+	chatview_reset(c);
+	c->follow = true;
+	c->view_only = true;
+	snprintf(c->banner, sizeof c->banner, "view-only: %s",
+		 why->cls == CERR_LOCKED ? "the session is open in another cairn" : why->msg);
+	keep_last_answer(c);
 	if (c->ui)
 		uiloop_dirty(c->ui);
 }

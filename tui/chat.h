@@ -62,6 +62,10 @@ void *chat_history_ctx(struct chat *c, const char *id);
  * (NULL: none), e.g. "no session here yet: a new one". */
 void chat_ready(struct chat *c, const char *id, const char *provider, const char *model,
 		const char *note);
+/* The session cannot be written (held by another process, damaged): the
+ * model fed through chat_history_ctx is shown with a banner saying why,
+ * and nothing is sent or written. */
+void chat_view_only(struct chat *c, const char *id, const struct cerr *why);
 /* Opening failed: say so on the screen; the screen stays until quit. */
 void chat_failed(struct chat *c, const struct cerr *err);
 /* A message on the status line (copied). */

@@ -53,6 +53,8 @@ struct chat {
 	char id[SESSION_ID_MAX + 1];
 	char *provider, *model;
 	bool ready, failed, closing, quit_asked;
+	bool view_only;      /* shown, never written (the banner says why) */
+	char banner[600];
 	bool send_pending;   /* Enter typed before the session was ready */
 	char note[512];      /* a message for the status line ("" none) */
 	bool note_error;

@@ -572,7 +572,10 @@ static void draw_status(struct chat *c, int y)
 	transcript_state(c->tr, &st);
 	struct buf b = BUF_INIT;
 	buf_adds(&b, " ");
-	state_words(c, &st, &b);
+	if (c->view_only)
+		buf_adds(&b, c->banner);
+	else
+		state_words(c, &st, &b);
 	if (st.queued)
 		buf_printf(&b, " | queued %zu", st.queued);
 	if (st.unsaved)

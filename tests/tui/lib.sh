@@ -14,17 +14,17 @@ mkdir -p "$T/config/cairn" "$T/work"
 DATA="$T/data"
 
 # start NAME ARGS...: cairn's chat screen in a new 80x24 window NAME, in
-# $T/work; when it exits, its status and output stay in $T/NAME.out.
+# $T/work; when it exits, its status goes to $T/NAME.exit.
 start() {
 	local name=$1
 	shift
-	local cmd="cd '$T/work' && '$CAIRN' --data-dir '$DATA' $*; echo \"exit=\$?\" >'$T/$name.exit'"
+	# The pane stays after cairn exits (its last screen is read back).
+	local cmd="cd '$T/work' && '$CAIRN' --data-dir '$DATA' $*; echo \"exit=\$?\" >'$T/$name.exit'; sleep 600"
 	if ! TM has-session 2>/dev/null; then
 		TM new-session -d -s main -n "$name" -x 80 -y 24 "$cmd"
 	else
 		TM new-window -d -n "$name" "$cmd"
 	fi
-	TM set-option -t "$name" remain-on-exit on >/dev/null
 }
 screen() { TM capture-pane -p -t "$1"; }
 # wait_for NAME PATTERN [SECONDS]: until the screen matches (grep -E).

@@ -3,7 +3,8 @@
 # (tmux pipe-pane records the pane's output bytes from the first frame
 # on): the screen is never cleared while streaming; the bytes written
 # stay a small multiple of the characters streamed (differential updates,
-# not redraws). Also `cairn -r PREFIX` opens a session by a unique prefix.
+# not redraws). Also `cairn -r PREFIX` opens a session by a unique prefix,
+# and one that another cairn holds opens view-only.
 . "$(dirname "$0")/lib.sh"
 printf '{"providers": {"offline": {"pace_ms": 5}}}\n' >"$T/config/cairn/config.json"
 start f
@@ -31,6 +32,20 @@ start r -r "${ID:0:12}"
 check "cairn -r with a unique id prefix opens that session" wait_for r "cairn config"
 keys r C-d
 wait_exit r >/dev/null
+start v -r "$ID"
+wait_for v "^ idle" >/dev/null
+start w -r "$ID"
+check "a session open in another cairn opens view-only, said on the status line" \
+	wait_for w "^ view-only: the session is open in another cairn"
+check "... its transcript is shown" wait_for w "cairn config"
+keys w "not to be sent" Enter
+check "... Enter sends nothing, and says so" wait_for w "nothing is sent"
+keys w C-c
+keys w C-c
+wait_exit w >/dev/null
+check "... the log did not change" bash -c "[ \$('$CAIRN' --data-dir '$DATA' log cat $ID | grep -c user/message) = 1 ]"
+keys v C-d
+wait_exit v >/dev/null
 start x -r NOSUCHSESSION
 check "cairn -r with an unknown id: exit 3, said" test "$(wait_exit x)" = 3
 check "... the message names it" grep -q "NOSUCHSESSION" <(screen x)
