@@ -25,6 +25,28 @@ static void done_cb(void *ctx, const struct host_result *r, const struct cerr *e
 		chat_say(c, true, err->msg);
 }
 
+/* The rename is durable: the screen shows the title it asked for. */
+static void renamed_cb(void *ctx, const struct host_result *r, const struct cerr *err)
+{
+	struct chat *c = ctx;
+	if (err || !r) {
+		chat_say(c, true, err ? err->msg : "not renamed");
+		free(c->renaming);
+		c->renaming = NULL;
+		return;
+	}
+	cJSON *d = cJSON_CreateObject();
+	if (c->renaming)
+		cJSON_AddStringToObject(d, "title", c->renaming);
+	else
+		cJSON_AddNullToObject(d, "title");
+	transcript_apply_event(c->tr, VT_SESSION_META, NULL, 0, 0, d);
+	cJSON_Delete(d);
+	free(c->renaming);
+	c->renaming = NULL;
+	chat_say(c, false, "renamed");
+}
+
 static void saved_cb(void *ctx, const struct host_result *r, const struct cerr *err)
 {
 	(void)r;
@@ -54,7 +76,9 @@ void chat_cmd_run(struct chat *c, const char *line)
 	} else if (strcmp(name, "/save") == 0) {
 		rc = host_save(c->d.host, c->id, saved_cb, c, &err);
 	} else if (strcmp(name, "/title") == 0) {
-		rc = host_rename(c->d.host, c->id, a, done_cb, c, &err);
+		free(c->renaming);
+		c->renaming = a ? xstrdup(a) : NULL;
+		rc = host_rename(c->d.host, c->id, a, renamed_cb, c, &err);
 	} else if (strcmp(name, "/approve") == 0) {
 		enum approval_policy p;
 		if (!a)

@@ -61,6 +61,7 @@ struct chat {
 	/* the transcript's views, by absolute turn index */
 	struct tview *views;
 	size_t nviews;
+	size_t evicted;      /* views below this turn were released */
 	int width;           /* the transcript's text width */
 	/* scrolling: following the end, or a top line anchored at a turn */
 	bool follow;
@@ -75,6 +76,7 @@ struct chat {
 	char *noting_request;
 	struct buf typed;
 	bool pulling;           /* a queued prompt is being taken back */
+	char *renaming;         /* /title's title until it is durable */
 	uint64_t batch;         /* input batches read so far */
 	uint64_t asked_at_batch; /* the batch during which the approval came */
 	bool ring_bell;

@@ -202,6 +202,7 @@ void chatview_reset(struct chat *c)
 	free(c->views);
 	c->views = NULL;
 	c->nviews = 0;
+	c->evicted = 0;
 }
 
 static struct tview *render_turn(struct chat *c, size_t k)
@@ -442,6 +443,21 @@ static void draw_vline(struct chat *c, int y, const struct vline *l)
 	clrtoeol();
 }
 
+/* Rendered lines are kept only near the view: turns well above it are
+ * laid out again if the user scrolls back to them. */
+#define KEEP_TURNS 16
+
+static void evict(struct chat *c)
+{
+	size_t below = c->top_turn > KEEP_TURNS ? c->top_turn - KEEP_TURNS : 0;
+	for (size_t k = c->evicted; k < below && k < c->nviews; k++)
+		tview_release(&c->views[k]);
+	if (below > c->evicted)
+		c->evicted = below;
+	else if (below < c->evicted)
+		c->evicted = below; /* scrolled back: these are rendered again as drawn */
+}
+
 static void draw_transcript(struct chat *c, int area)
 {
 	if (c->follow)
@@ -462,6 +478,7 @@ static void draw_transcript(struct chat *c, int area)
 		move(y, 0);
 		clrtoeol();
 	}
+	evict(c);
 }
 
 static void draw_help(struct chat *c, int area)
