@@ -104,11 +104,15 @@ static void input_cb(void *ctx, const struct host_result *r, const struct cerr *
 		transcript_input_removed(c->tr, r->input_id);
 	/* Pulled back: into the composer, never over unsent text. */
 	if (r && r->text && c->pulling) {
-		if (composer_edited(c->comp) || !composer_empty(c->comp))
+		if (composer_edited(c->comp) || !composer_empty(c->comp)) {
 			say(c, true, "the composer has unsent text: the queued prompt was put in history");
-		else
+		} else {
 			composer_set(c->comp, r->text, strlen(r->text));
+			say(c, false, "pulled back from the queue");
+		}
 		composer_history_add(c->comp, r->text, strlen(r->text));
+	} else if (r) {
+		say(c, false, "removed from the queue");
 	}
 	c->pulling = false;
 	if (c->ui)
@@ -236,7 +240,9 @@ static void search_step(struct chat *c, bool back)
 
 static void copy_last(struct chat *c)
 {
-	const char *text = c->last_answer;
+	const char *sel = chatview_selected_text(c);
+	const char *text = sel ? sel : c->last_answer;
+	const char *what = sel ? "the selected message" : "the last answer";
 	if (!text) {
 		say(c, true, "nothing to copy yet");
 		return;
@@ -267,7 +273,7 @@ static void copy_last(struct chat *c)
 	if (fd >= 0)
 		close(fd);
 	if (ok)
-		say(c, false, "copied the last answer (and to %s)", path);
+		say(c, false, "copied %s (and to %s)", what, path);
 	else
 		say(c, true, "copied through the terminal; cannot write %s: %s", path, strerror(errno));
 	free(path);
@@ -403,10 +409,10 @@ static void act(struct chat *c, enum keyact a)
 		c->follow = true;
 		break;
 	case KEYACT_SELECT_PREV:
-		chatview_scroll(c, -1);
+		chatview_select(c, true);
 		break;
 	case KEYACT_SELECT_NEXT:
-		chatview_scroll(c, 1);
+		chatview_select(c, false);
 		break;
 	case KEYACT_COPY:
 		copy_last(c);

@@ -67,6 +67,8 @@ struct chat {
 	bool follow;
 	size_t top_turn, top_line;
 	bool help;           /* the help screen is shown */
+	bool selected;       /* a message is selected (for copy): sel_turn, sel_block */
+	size_t sel_turn, sel_block;
 	int help_top;
 	uint64_t last_ctrl_c_ms;
 	int64_t rung_at;     /* the last bell */
@@ -104,5 +106,10 @@ int chatview_area(const struct chat *c);
 void chatview_reset(struct chat *c);
 /* The latest tool or reasoning block: toggle its body. */
 void chatview_toggle_expand(struct chat *c);
+/* Select the message (a prompt or an answer) before or after the selected
+ * one (none selected: the last), and scroll it into view. */
+void chatview_select(struct chat *c, bool back);
+/* The selected message's text, NULL when none; owned by the model. */
+const char *chatview_selected_text(struct chat *c);
 
 #endif
