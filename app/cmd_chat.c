@@ -23,6 +23,10 @@
 #include <string.h>
 #include <unistd.h>
 
+/* A quit exits within 5 s: past this, what still saves is said (and
+ * waited for, never cut). */
+#define DRAIN_MS 4500
+
 struct ch {
 	struct cli *c;
 	struct parts p;
@@ -212,7 +216,7 @@ static void screen_closed(void *ctx)
 	if (h->have_log || (answer && *h->id))
 		cli_printf(stdout, "resume: cairn -r %s\n", h->id);
 	fflush(stdout);
-	parts_close(&h->p, NULL, NULL);
+	parts_close(&h->p, DRAIN_MS, NULL, NULL);
 }
 
 static void quit(void *ctx)

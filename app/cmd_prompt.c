@@ -35,6 +35,7 @@
 
 #define PROMPT_MAX (64u * 1024u * 1024u)
 #define PROMPTS_MAX 64
+#define DRAIN_MS 60000 /* how long a closing run waits before it says it still waits */
 
 struct hl {
 	struct cli *c;
@@ -314,7 +315,7 @@ static void finish(struct hl *h)
 			cli_printf(stderr, "cairn: %zu prompt%s still queued in session %s\n", n,
 				   n == 1 ? "" : "s", h->id);
 	}
-	parts_close(&h->p, own_closed, h);
+	parts_close(&h->p, DRAIN_MS, own_closed, h);
 }
 
 static void fail_run(struct hl *h, const struct cerr *err)

@@ -17,7 +17,6 @@
 #include "persist/store.h"
 #include "sink/sink.h"
 
-#define DRAIN_MS 60000 /* how long a close waits before it says it still waits */
 
 struct latest {
 	const char *cwd;
@@ -149,7 +148,7 @@ static void fifo_closed(struct fifo *f, void *ctx, enum fifo_close_status st, ui
 	if (st == FIFO_TIMED_OUT) {
 		/* Still writing: keep ownership and wait again, saying so. */
 		fprintf(stderr, "cairn: still saving (%llu items); waiting\n", (unsigned long long)n);
-		fifo_close(p->fifo, clock_mono_ns() / 1000000 + DRAIN_MS, fifo_closed, p);
+		fifo_close(p->fifo, clock_mono_ns() / 1000000 + p->drain_ms, fifo_closed, p);
 		return;
 	}
 	p->fifo = NULL;
@@ -161,7 +160,7 @@ static void host_closed(struct host *host, void *ctx, enum host_close_status st)
 	if (st == HOST_TIMED_OUT) {
 		/* Never close what the host still uses: wait again. */
 		fprintf(stderr, "cairn: still settling; waiting\n");
-		host_close(host, clock_mono_ns() / 1000000 + DRAIN_MS, host_closed, p);
+		host_close(host, clock_mono_ns() / 1000000 + p->drain_ms, host_closed, p);
 		return;
 	}
 	host_free(host);
@@ -171,14 +170,15 @@ static void host_closed(struct host *host, void *ctx, enum host_close_status st)
 	if (p->http)
 		http_close(p->http, NULL, NULL);
 	sink_close(p->sink, NULL, NULL);
-	fifo_close(p->fifo, clock_mono_ns() / 1000000 + DRAIN_MS, fifo_closed, p);
+	fifo_close(p->fifo, clock_mono_ns() / 1000000 + p->drain_ms, fifo_closed, p);
 }
 
-void parts_close(struct parts *p, void (*cb)(void *ctx), void *ctx)
+void parts_close(struct parts *p, unsigned drain_ms, void (*cb)(void *ctx), void *ctx)
 {
+	p->drain_ms = drain_ms;
 	p->closed = cb;
 	p->closed_ctx = ctx;
-	host_close(p->host, clock_mono_ns() / 1000000 + DRAIN_MS, host_closed, p);
+	host_close(p->host, clock_mono_ns() / 1000000 + p->drain_ms, host_closed, p);
 }
 
 void parts_release(struct parts *p)

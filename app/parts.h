@@ -60,6 +60,7 @@ struct parts {
 	cJSON *tools;
 	void (*closed)(void *ctx);
 	void *closed_ctx;
+	unsigned drain_ms;
 };
 
 /* Load the configuration, open the data root (created when missing),
@@ -79,9 +80,9 @@ int parts_select_call(struct parts *p, const char *id, const struct host_setting
 		      struct config_selection *sel, struct cerr *err);
 /* Close the host (it drains: turns canceled and joined, saves flushed),
  * then call cb (close your own handles there), then the HTTP engine, the
- * sink and the FIFO. A deadline that passes is said on stderr and waited
- * again: nothing still in use is closed. */
-void parts_close(struct parts *p, void (*cb)(void *ctx), void *ctx);
+ * sink and the FIFO. Each is given drain_ms; a deadline that passes is
+ * said on stderr and waited again: nothing still in use is closed. */
+void parts_close(struct parts *p, unsigned drain_ms, void (*cb)(void *ctx), void *ctx);
 /* After the loop returned: free what is left. */
 void parts_release(struct parts *p);
 
