@@ -93,6 +93,24 @@ struct chat {
 	uv_process_t editor;
 };
 
+/* chat.c */
+/* A message on the status line. */
+void chat_sayf(struct chat *c, bool error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The composer changed (maybe): its draft is saved a moment later. */
+void chat_draft_touch(struct chat *c);
+
+/* chat_keys.c */
+/* uiloop's input hook: read, decode and act on every key waiting. */
+void chat_keys_cb(void *ctx);
+/* Act on every key the decoder has ready. */
+void chat_keys_drain(struct chat *c);
+/* Enter: the composer's text sent, queued, or run as a slash command. */
+void chat_send_composer(struct chat *c);
+/* Ctrl-C (and SIGINT): cancel a running turn; a second within 2 s quits. */
+void chat_interrupt(struct chat *c);
+/* Ask the application to quit (once). */
+void chat_quit(struct chat *c);
+
 /* chatview.c */
 void chatview_draw(struct chat *c);
 /* Lines of turn k (rendered as needed). */
