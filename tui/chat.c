@@ -180,20 +180,8 @@ int chat_start(struct chat *c, struct cerr *err)
 	keydec_bind_terminfo(c->kd, code_of, NULL);
 	/* What was typed before the screen came first, in order. */
 	size_t n;
-	const unsigned char *p = (const unsigned char *)tty_typeahead(c->tty, &n);
-	for (size_t i = 0; i < n;) {
-		uint32_t cp = p[i];
-		size_t len = cp < 0x80 ? 1 : cp >= 0xf0 ? 4 : cp >= 0xe0 ? 3 : cp >= 0xc0 ? 2 : 1;
-		if (len > 1 && i + len <= n) {
-			cp &= 0xffu >> (len + 1);
-			for (size_t k = 1; k < len; k++)
-				cp = (cp << 6) | (p[i + k] & 0x3f);
-		} else {
-			len = 1;
-		}
-		keydec_feed(c->kd, false, cp);
-		i += len;
-	}
+	const char *ahead = tty_typeahead(c->tty, &n);
+	chat_keys_feed(c, ahead, n);
 	chat_keys_drain(c);
 	sink_read_start(c->d.sink, read_cb, c);
 	c->last_key_ms = clock_unix_ms();

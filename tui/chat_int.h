@@ -78,6 +78,8 @@ struct chat {
 	char *noting_request;
 	struct buf typed;
 	bool pulling;           /* a queued prompt is being taken back */
+	char paste_carry[4];    /* an unfinished character between two paste reads */
+	size_t paste_carry_len;
 	char *renaming;         /* /title's title until it is durable */
 	uint64_t batch;         /* input batches read so far */
 	uint64_t asked_at_batch; /* the batch during which the approval came */
@@ -102,6 +104,10 @@ void chat_draft_touch(struct chat *c);
 /* chat_keys.c */
 /* uiloop's input hook: read, decode and act on every key waiting. */
 void chat_keys_cb(void *ctx);
+/* Feed the key decoder bytes read from the terminal (UTF-8, sequences
+ * parsed by the decoder); returns the bytes used: all but an unfinished
+ * last character. */
+size_t chat_keys_feed(struct chat *c, const char *s, size_t n);
 /* Act on every key the decoder has ready. */
 void chat_keys_drain(struct chat *c);
 /* Enter: the composer's text sent, queued, or run as a slash command. */

@@ -6,6 +6,7 @@
 #include <curses.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -526,6 +527,48 @@ void chat_keys_drain(struct chat *c)
 		on_key(c, k);
 }
 
+size_t chat_keys_feed(struct chat *c, const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+	while (i < n) {
+		uint32_t cp = p[i];
+		size_t len = cp < 0xc0 ? 1 : cp >= 0xf0 ? 4 : cp >= 0xe0 ? 3 : 2;
+		if (len > 1 && i + len > n)
+			break; /* the rest of this character comes with the next read */
+		if (len > 1) {
+			cp &= 0xffu >> (len + 1);
+			for (size_t k = 1; k < len; k++)
+				cp = (cp << 6) | (p[i + k] & 0x3f);
+		}
+		keydec_feed(c->kd, false, cp);
+		i += len;
+	}
+	return i;
+}
+
+/* A bracketed paste is read straight from the terminal in large chunks:
+ * through ncurses it would be one read(2) per byte. ncurses holds nothing
+ * read ahead (it reads a byte at a time), so nothing is skipped. True
+ * when bytes were read. */
+static bool read_paste(struct chat *c)
+{
+	struct pollfd pfd = {.fd = tty_infd(c->tty), .events = POLLIN};
+	if (poll(&pfd, 1, 0) != 1)
+		return false;
+	char chunk[65536];
+	size_t have = c->paste_carry_len;
+	memcpy(chunk, c->paste_carry, have);
+	ssize_t r = read(pfd.fd, chunk + have, sizeof chunk - have);
+	if (r <= 0)
+		return false;
+	have += (size_t)r;
+	size_t used = chat_keys_feed(c, chunk, have);
+	c->paste_carry_len = have - used;
+	memcpy(c->paste_carry, chunk + used, c->paste_carry_len);
+	return true;
+}
+
 void chat_keys_cb(void *ctx)
 {
 	struct chat *c = ctx;
@@ -533,8 +576,15 @@ void chat_keys_cb(void *ctx)
 	wint_t ch;
 	int rc;
 	/* A key may close the screen (quit): then nothing more is read. */
-	while (!c->closing && (rc = uiloop_getkey(c->ui, &ch)) != ERR) {
-		keydec_feed(c->kd, rc == KEY_CODE_YES, (uint32_t)ch);
+	while (!c->closing) {
+		if (keydec_pasting(c->kd)) {
+			if (!read_paste(c))
+				break;
+		} else {
+			if ((rc = uiloop_getkey(c->ui, &ch)) == ERR)
+				break;
+			keydec_feed(c->kd, rc == KEY_CODE_YES, (uint32_t)ch);
+		}
 		uiloop_keypad(c->ui, !keydec_pasting(c->kd));
 		chat_keys_drain(c);
 	}
