@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole suite: every cmocka unit binary (TAP output), every CLI script in
-# tests/cli/ and every chat-screen script in tests/tui/ (TAP lines too), each in its own process with a timeout. Ends
+# tests/cli/ and every chat-screen script in tests/tui/ (TAP lines too),
+# each in its own process with a timeout. Ends
 # with "N passed, N failed"; exits non-zero when anything failed.
 set -u
 BUILD=${BUILD:-build}
