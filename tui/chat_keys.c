@@ -595,7 +595,7 @@ void chat_keys_cb(void *ctx)
 	chat_keys_drain(c);
 	if (!c->closing) {
 		chat_draft_touch(c);
-		uiloop_dirty(c->ui);
+		uiloop_draw_now(c->ui); /* a key is answered at once; the stream is paced */
 	}
 }
 

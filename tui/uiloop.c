@@ -22,6 +22,7 @@ struct uiloop {
 	uv_timer_t timer;
 	uv_signal_t sig[N_SIGNALS];
 	bool polling, dirty, closing, paused;
+	bool keypad_off; /* keypad(FALSE) in effect (a paste) */
 	uint64_t last_ms, frames;
 	unsigned open_handles;
 	void (*closed)(void *ctx);
@@ -59,6 +60,14 @@ void uiloop_dirty(struct uiloop *u)
 	uv_timer_start(&u->timer, timer_cb, due > now ? due - now : 0, 0);
 }
 
+void uiloop_draw_now(struct uiloop *u)
+{
+	if (u->closing || !u->tty)
+		return;
+	uv_timer_stop(&u->timer);
+	draw(u);
+}
+
 static void poll_cb(uv_poll_t *p, int status, int events)
 {
 	struct uiloop *u = p->data;
@@ -77,8 +86,12 @@ int uiloop_getkey(struct uiloop *u, wint_t *ch)
 
 void uiloop_keypad(struct uiloop *u, bool on)
 {
-	if (u->keys)
+	/* Only on a change: ncurses writes the terminal's keypad mode each
+	 * time it is set. */
+	if (u->keys && u->keypad_off == on) {
 		keypad(u->keys, on ? TRUE : FALSE);
+		u->keypad_off = !on;
+	}
 }
 
 static void signal_cb(uv_signal_t *s, int signum)

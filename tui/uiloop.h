@@ -52,6 +52,9 @@ int uiloop_getkey(struct uiloop *u, wint_t *ch);
 /* Let ncurses turn key sequences into KEY_* codes (on) or not (off: while
  * a bracketed paste lasts, so pasted bytes stay text). */
 void uiloop_keypad(struct uiloop *u, bool on);
+/* Draw a frame now, outside the pacing: for what the user typed, so a key
+ * never waits for the stream's next frame. */
+void uiloop_draw_now(struct uiloop *u);
 /* Another program has the terminal (paused: no keys read, no frames
  * drawn) or gave it back (a full frame drawn). */
 void uiloop_pause(struct uiloop *u, bool paused);
