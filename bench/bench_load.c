@@ -111,31 +111,6 @@ static struct scan *strict(const char *path)
 	return s;
 }
 
-/* Write a log through log_append (syncs skipped while building, one real
- * fsync at the end); gen adds one turn. Returns its path (caller frees). */
-static char *build(size_t events, void (*gen)(struct batcher *, unsigned, struct buf *))
-{
-	const struct fsops *saved = fsops;
-	fsops = fsops_nosync();
-	struct log *lg;
-	struct cerr e;
-	if (log_create(st, NULL, "/home/dev/project", NULL, &lg, &e) < 0)
-		die_err("log_create", &e);
-	struct batcher bt = {.lg = lg, .total = 1, .target = events};
-	struct buf tmp = BUF_INIT;
-	for (unsigned t = 1; !bt.done; t++)
-		gen(&bt, t, &tmp);
-	fsops = saved;
-	buf_release(&tmp);
-	char *path = xstrdup(log_path(lg));
-	log_close(lg);
-	int fd = open_ro(path);
-	if (fsync(fd) < 0)
-		die("fsync %s: %s", path, strerror(errno));
-	close(fd);
-	return path;
-}
-
 static uint64_t size_of(const char *path)
 {
 	struct stat sb;
@@ -195,7 +170,7 @@ static void bench_full(void)
 	size_t target = opt.events;
 	fprintf(stderr, "[1] loading a %zu-event log: load_fd vs raw zstd + cJSON kept\n", target);
 	uint64_t t0 = clock_mono_ns();
-	char *path = build(target, gen_turn);
+	char *path = sessionlog_build(st, "/home/dev/project", target, gen_turn, NULL, NULL);
 	uint64_t len = size_of(path);
 
 	/* Validate once (and warm the page cache). */
@@ -295,51 +270,12 @@ static void bench_full(void)
 
 /* ---- 3. the last screenful of a 1,000,000-event session --------------- */
 
-/* A turn of small events (mean ~200 bytes a line): a prompt, streamed
- * text, a small tool call and result, 1 to 3 events a frame. */
-static void small_turn(struct batcher *bt, unsigned turn_no, struct buf *tmp)
-{
-	char turn[24], call[32];
-	snprintf(turn, sizeof turn, "t%07u", turn_no);
-	batcher_add(bt, "turn/start", turn, cJSON_CreateObject());
-	gen_text(tmp, rnd_in(20, 330));
-	cJSON *d = cJSON_CreateObject();
-	cJSON_AddStringToObject(d, "text", tmp->p);
-	batcher_add(bt, "user/message", turn, d);
-	batcher_flush(bt);
-	for (unsigned k = rnd_in(2, 8); k > 0 && !bt->done; k--) {
-		gen_text(tmp, rnd_in(30, 215));
-		d = cJSON_CreateObject();
-		cJSON_AddStringToObject(d, "text", tmp->p);
-		batcher_add(bt, "assistant/text", turn, d);
-		if (rnd_in(0, 2) == 0)
-			batcher_flush(bt);
-	}
-	snprintf(call, sizeof call, "call_%u", turn_no);
-	d = cJSON_CreateObject();
-	cJSON_AddStringToObject(d, "call_id", call);
-	cJSON_AddStringToObject(d, "name", "read_file");
-	cJSON_AddItemToObject(d, "args", cJSON_CreateObject());
-	batcher_add(bt, "tool/call", turn, d);
-	batcher_flush(bt);
-	d = cJSON_CreateObject();
-	cJSON_AddStringToObject(d, "call_id", call);
-	cJSON_AddStringToObject(d, "status", "ok");
-	gen_text(tmp, rnd_in(30, 270));
-	cJSON_AddStringToObject(d, "output", tmp->p);
-	batcher_add(bt, "tool/result", turn, d);
-	d = cJSON_CreateObject();
-	cJSON_AddStringToObject(d, "outcome", "completed");
-	batcher_add(bt, "turn/end", turn, d);
-	batcher_flush(bt);
-}
-
 static void bench_tail(void)
 {
 	size_t target = opt.tail_events, screen = 100;
 	fprintf(stderr, "[3] the last %zu events of a %zu-event session: load_tail\n", screen, target);
 	uint64_t t0 = clock_mono_ns();
-	char *path = build(target, small_turn);
+	char *path = sessionlog_build(st, "/home/dev/project", target, gen_small_turn, NULL, NULL);
 	uint64_t len = size_of(path);
 	struct load *full = compact(path); /* validates, warms the page cache */
 	if (load_scan(full)->status != SCAN_OK || load_count(full) != target)

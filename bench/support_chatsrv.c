@@ -27,6 +27,7 @@ struct chatsrv {
 	atomic_int stop;
 	pthread_mutex_t mu;
 	const struct buf *reply; /* under mu */
+	unsigned pace;           /* HTTP chunks a second, 0: at once; under mu */
 	size_t n_req;            /* under mu */
 	struct chatsrv_request first;
 };
@@ -157,6 +158,31 @@ static size_t read_request(int fd, struct buf *in)
 	}
 }
 
+/* Writes the chunked body at pace HTTP chunks a second: every chunk due
+ * by now, then a sleep of a millisecond (so a client sees a steady stream,
+ * not one burst). Stops, false, when the client went away. */
+static bool write_paced(int fd, const struct buf *body, unsigned pace)
+{
+	uint64_t t0 = clock_mono_ns();
+	size_t at = 0, sent = 0;
+	while (at < body->len) {
+		uint64_t due = (clock_mono_ns() - t0) * pace / 1000000000u + 1;
+		size_t from = at;
+		for (; sent < due && at < body->len; sent++) {
+			size_t n = strtoull(body->p + at, NULL, 16);
+			const char *data = strstr(body->p + at, "\r\n");
+			at = (size_t)(data - body->p) + 2 + n + 2;
+			if (n == 0)
+				at = body->len; /* the last chunk and its CRLF */
+		}
+		if (at > from && !write_all(fd, body->p + from, at - from))
+			return false;
+		if (at < body->len)
+			usleep(1000);
+	}
+	return true;
+}
+
 static void serve(struct chatsrv *s, int fd)
 {
 	static const char ok_head[] = "HTTP/1.1 200 OK\r\n"
@@ -175,9 +201,11 @@ static void serve(struct chatsrv *s, int fd)
 		if (s->n_req++ == 0)
 			s->first = rq;
 		const struct buf *reply = s->reply;
+		unsigned pace = s->pace;
 		pthread_mutex_unlock(&s->mu);
 		bool sent = rq.ok && reply ? write_all(fd, ok_head, sizeof ok_head - 1) &&
-						     write_all(fd, reply->p, reply->len)
+						     (pace ? write_paced(fd, reply, pace)
+							   : write_all(fd, reply->p, reply->len))
 					   : write_all(fd, bad, sizeof bad - 1);
 		if (!sent)
 			break;
@@ -228,6 +256,13 @@ void chatsrv_set_reply(struct chatsrv *s, const struct buf *body)
 {
 	pthread_mutex_lock(&s->mu);
 	s->reply = body;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void chatsrv_set_pace(struct chatsrv *s, unsigned per_sec)
+{
+	pthread_mutex_lock(&s->mu);
+	s->pace = per_sec;
 	pthread_mutex_unlock(&s->mu);
 }
 

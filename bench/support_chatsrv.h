@@ -46,6 +46,11 @@ int chatsrv_port(const struct chatsrv *s);
  * body is borrowed until the next call or chatsrv_stop. */
 void chatsrv_set_reply(struct chatsrv *s, const struct buf *body);
 
+/* From now on the reply is written at per_sec HTTP chunks (one word each,
+ * from chatsrv_render) a second instead of at once; 0 goes back to at
+ * once. */
+void chatsrv_set_pace(struct chatsrv *s, unsigned per_sec);
+
 /* The number of requests since the last take, the first of them in *first
  * (untouched when none), and resets the count. */
 size_t chatsrv_take(struct chatsrv *s, struct chatsrv_request *first);

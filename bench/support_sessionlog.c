@@ -193,6 +193,88 @@ void gen_turn(struct batcher *bt, unsigned turn_no, struct buf *tmp)
 	batcher_flush(bt);
 }
 
+/* A turn of small events (mean ~200 bytes a line): a prompt, streamed
+ * text, a small tool call and result, 1 to 3 events a frame. */
+void gen_small_turn(struct batcher *bt, unsigned turn_no, struct buf *tmp)
+{
+	char turn[24], call[32];
+	snprintf(turn, sizeof turn, "t%07u", turn_no);
+	batcher_add(bt, "turn/start", turn, cJSON_CreateObject());
+	gen_text(tmp, rnd_in(20, 330));
+	cJSON *d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "text", tmp->p);
+	batcher_add(bt, "user/message", turn, d);
+	batcher_flush(bt);
+	for (unsigned k = rnd_in(2, 8); k > 0 && !bt->done; k--) {
+		gen_text(tmp, rnd_in(30, 215));
+		d = cJSON_CreateObject();
+		cJSON_AddStringToObject(d, "text", tmp->p);
+		batcher_add(bt, "assistant/text", turn, d);
+		if (rnd_in(0, 2) == 0)
+			batcher_flush(bt);
+	}
+	snprintf(call, sizeof call, "call_%u", turn_no);
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "call_id", call);
+	cJSON_AddStringToObject(d, "name", "read_file");
+	cJSON_AddItemToObject(d, "args", cJSON_CreateObject());
+	batcher_add(bt, "tool/call", turn, d);
+	batcher_flush(bt);
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "call_id", call);
+	cJSON_AddStringToObject(d, "status", "ok");
+	gen_text(tmp, rnd_in(30, 270));
+	cJSON_AddStringToObject(d, "output", tmp->p);
+	batcher_add(bt, "tool/result", turn, d);
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "outcome", "completed");
+	batcher_add(bt, "turn/end", turn, d);
+	batcher_flush(bt);
+}
+
+char *sessionlog_build(struct store *st, const char *project, size_t events,
+		       void (*gen)(struct batcher *, unsigned, struct buf *), const char *last,
+		       char id[64])
+{
+	const struct fsops *saved = fsops;
+	fsops = fsops_nosync();
+	struct log *lg;
+	struct cerr e;
+	if (log_create(st, NULL, project, NULL, &lg, &e) < 0)
+		die_err("log_create", &e);
+	struct batcher bt = {.lg = lg, .total = 1, .target = events};
+	struct buf tmp = BUF_INIT;
+	for (unsigned t = 1; !bt.done; t++)
+		gen(&bt, t, &tmp);
+	if (last) {
+		cJSON *d[4] = {cJSON_CreateObject(), cJSON_CreateObject(), cJSON_CreateObject(),
+			       cJSON_CreateObject()};
+		cJSON_AddStringToObject(d[1], "text", "the last prompt");
+		cJSON_AddStringToObject(d[2], "text", last);
+		cJSON_AddStringToObject(d[3], "outcome", "completed");
+		const struct log_event evs[4] = {
+			{.type = "turn/start", .turn = "tlast", .data = d[0]},
+			{.type = "user/message", .turn = "tlast", .data = d[1]},
+			{.type = "assistant/text", .turn = "tlast", .data = d[2]},
+			{.type = "turn/end", .turn = "tlast", .data = d[3]},
+		};
+		append_or_die(lg, evs, 4);
+		for (int i = 0; i < 4; i++)
+			cJSON_Delete(d[i]);
+	}
+	fsops = saved;
+	buf_release(&tmp);
+	char *path = xstrdup(log_path(lg));
+	if (id)
+		snprintf(id, 64, "%s", log_id(lg));
+	log_close(lg);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) < 0)
+		die("fsync %s: %s", path, strerror(errno));
+	close(fd);
+	return path;
+}
+
 /* Baseline: what any reader of these bytes must at least do — decompress
  * each frame (checksum verified by zstd) and cJSON-parse each line, keeping
  * the results as a load does. Returns the number of lines parsed. */

@@ -35,6 +35,18 @@ void batcher_add(struct batcher *bt, const char *type, const char *turn, cJSON *
 void batcher_flush(struct batcher *bt);
 /* One turn of the mix, numbered turn_no; tmp is scratch. */
 void gen_turn(struct batcher *bt, unsigned turn_no, struct buf *tmp);
+/* One turn of small events (a line ~200 bytes on average: a prompt,
+ * streamed text, a small tool call and result), 1 to 3 events a frame. */
+void gen_small_turn(struct batcher *bt, unsigned turn_no, struct buf *tmp);
+
+/* Writes a session of about `events` events for project in st through
+ * log_append (syncs skipped while building, one real fsync at the end);
+ * gen adds one turn; with last, a final turn of 4 events follows whose
+ * answer is that text. Its id goes into id when not NULL. Returns the
+ * log's path (the caller frees). */
+char *sessionlog_build(struct store *st, const char *project, size_t events,
+		       void (*gen)(struct batcher *, unsigned, struct buf *), const char *last,
+		       char id[64]);
 
 /* Baseline: what any reader of these bytes must at least do — decompress
  * each frame (checksum verified by zstd) and cJSON-parse each line, keeping
