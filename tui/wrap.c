@@ -255,7 +255,10 @@ static void add_safe(struct wrap *w, const char *s, size_t n, unsigned style)
 				g->cells = 1;
 			}
 			w->col += k;
-			w->prev_cp = -1;
+			/* What follows is measured after a space, as wrap_cells will
+			 * measure the line's text: a lone combining mark or emoji
+			 * modifier joins the tab's last space. */
+			w->prev_cp = ' ';
 			w->gstate = 0;
 			i += (size_t)r;
 			continue;

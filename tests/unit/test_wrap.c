@@ -129,6 +129,24 @@ static void test_wide_char_never_split(void **state)
 	textlines_free(tl);
 }
 
+/* A combining mark or an emoji modifier right after a tab has no base of
+ * its own: it joins the tab's last space, and every span's cells are what
+ * wrap_cells measures of its text (the fuzzer found a tab's spaces and a
+ * lone U+1F3FD counted as two clusters here and as one there). */
+static void test_mark_after_a_tab(void **state)
+{
+	(void)state;
+	static const char *const in[] = {"x\t\xf0\x9f\x8f\xbd end", "\t\xcc\x81" "a", "ab\t\xf0\x9f\x8f\xbd\t\xcc\x81"};
+	for (size_t k = 0; k < sizeof in / sizeof *in; k++)
+		for (int width = 2; width <= 20; width++)
+			for (int mode = 0; mode < 2; mode++) {
+				struct textlines *tl = wrap_str(in[k], strlen(in[k]), width,
+								mode ? WRAP_CODE : WRAP_WORDS);
+				check_lines(tl, width);
+				textlines_free(tl);
+			}
+}
+
 static void test_code_cut_with_mark_and_padded(void **state)
 {
 	(void)state;
@@ -259,6 +277,7 @@ int main(void)
 		cmocka_unit_test(test_long_word_broken_by_graphemes),
 		cmocka_unit_test(test_display_widths),
 		cmocka_unit_test(test_wide_char_never_split),
+		cmocka_unit_test(test_mark_after_a_tab),
 		cmocka_unit_test(test_code_cut_with_mark_and_padded),
 		cmocka_unit_test(test_prefixes_and_hanging_indent),
 		cmocka_unit_test(test_hostile_bytes_inert),
