@@ -154,15 +154,18 @@ int main(int argc, char **argv)
 	struct cli c = {0};
 	if (headless(argc, argv))
 		return cmd_prompt(&c, argc, argv);
-	char **chat_argv = xcalloc((size_t)argc + 1, sizeof *chat_argv);
-	int chat_argc = 0, i = 1, code;
+	/* The chat screen's options are gathered at the front of argv, in
+	 * place (only slots already read are written): argv[1..chat_argc]. */
+	int chat_argc = 0, i = 1;
 	for (; i < argc; i++) {
 		const char *a = argv[i];
 		int k = chat_option(a);
 		if (k) {
-			chat_argv[chat_argc++] = argv[i];
-			if (k == 2 && i + 1 < argc)
-				chat_argv[chat_argc++] = argv[++i];
+			argv[1 + chat_argc++] = argv[i];
+			if (k == 2 && i + 1 < argc) {
+				i++;
+				argv[1 + chat_argc++] = argv[i];
+			}
 			continue;
 		}
 		if (strcmp(a, "--data-dir") == 0) {
@@ -188,17 +191,11 @@ int main(int argc, char **argv)
 		/* No command: the chat screen on a terminal, else (a script,
 		 * a pipe) the overview, unless chat options ask for the screen. */
 		if (chat_argc || (isatty(0) && isatty(1)))
-			code = cmd_chat(&c, chat_argc, chat_argv);
-		else
-			code = overview(&c);
-		free(chat_argv);
-		return code;
+			return cmd_chat(&c, chat_argc, argv + 1);
+		return overview(&c);
 	}
-	if (chat_argc) {
-		free(chat_argv);
+	if (chat_argc)
 		return cli_usage(NULL, "'%s' goes with the chat screen, not with a command", argv[1]);
-	}
-	free(chat_argv);
 	const struct command *cmd = cli_find(argv[i]);
 	if (!cmd)
 		return cli_usage(NULL, "unknown command '%s' (see 'cairn --help')", argv[i]);
