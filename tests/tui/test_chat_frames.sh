@@ -48,5 +48,5 @@ keys v C-d
 wait_exit v >/dev/null
 start x -r NOSUCHSESSION
 check "cairn -r with an unknown id: exit 3, said" test "$(wait_exit x)" = 3
-check "... the message names it" grep -q "NOSUCHSESSION" <(screen x)
+check "... the message names it" wait_for x "NOSUCHSESSION"
 finish

@@ -22,6 +22,6 @@ check "a tool's output with an OSC sequence: shown inert" wait_for h 'x\^\[\]0;P
 check "... the title did not change" test "$(TM display -p -t h '#{pane_title}')" = "$TITLE"
 keys h C-d
 check "quit: exit 0" test "$(wait_exit h)" = 0
-check "... the last answer printed to the normal screen" grep -q "^tool done" <(screen h)
+check "... the last answer printed to the normal screen" wait_for h "^tool done"
 stop_fake
 finish

@@ -21,7 +21,7 @@ check "... Home shows the start: the prompt" wait_for a "^> hello screen"
 keys a End
 keys a C-d
 check "Ctrl-D on an empty composer quits (exit 0)" test "$(wait_exit a)" = 0
-check "... the normal screen says how to resume" grep -q "resume: cairn -r " <(screen a)
+check "... the normal screen says how to resume" wait_for a "resume: cairn -r "
 ID=$(last_id)
 check "... the turn is saved: its log ends with turn/end completed" \
 	bash -c "'$CAIRN' --data-dir '$DATA' log cat $ID | tail -1 | grep -q '\"outcome\":\"completed\"'"
