@@ -179,6 +179,8 @@ int tool_write_atomic(struct tool_job *j, const char *path, const char *data, si
 			goto out;
 		}
 	}
+	/* On a libuv worker (tool_files.c queues every file job), never the
+	 * loop thread: this write and fsync may wait on the disk. */
 	if (write_all(fd, data, n) < 0 || fsync(fd) < 0) {
 		tool_files_fail(j, "cannot write '%s': %s", j->shown, strerror(errno));
 		goto out;
@@ -199,7 +201,8 @@ int tool_write_atomic(struct tool_job *j, const char *path, const char *data, si
 	free(tmp);
 	tmp = NULL;
 	j->wrote = true;
-	/* The rename is durable only once the directory is synced. */
+	/* The rename is durable only once the directory is synced (still on
+	 * the worker). */
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0 || fsync(dfd) < 0) {
 		tool_files_fail(j, "wrote '%s', but cannot sync its directory: %s (the file may not "
