@@ -31,7 +31,7 @@ struct ch {
 	struct cli *c;
 	struct parts p;
 	struct parts_opts o;
-	const char *approve_opt, *resume_opt;
+	const char *resume_opt;
 	bool cont;
 	struct chat *chat;
 	char id[SESSION_ID_MAX + 1];
@@ -50,15 +50,7 @@ static int parse_args(struct ch *h, int argc, char **argv)
 			h->cont = true;
 		else if (strcmp(a, "-r") == 0 || strcmp(a, "--resume") == 0)
 			slot = &h->resume_opt;
-		else if (strcmp(a, "--provider") == 0)
-			slot = &h->o.provider;
-		else if (strcmp(a, "--model") == 0)
-			slot = &h->o.model;
-		else if (strcmp(a, "--system") == 0)
-			slot = &h->o.system;
-		else if (strcmp(a, "--approve") == 0)
-			slot = &h->approve_opt;
-		else
+		else if (!(slot = parts_opts_slot(&h->o, a)))
 			return cli_usage(NULL, "unknown option '%s' (see 'cairn --help')", a);
 		if (slot) {
 			if (i + 1 >= argc || !*argv[i + 1])
@@ -69,9 +61,8 @@ static int parse_args(struct ch *h, int argc, char **argv)
 	if (h->cont && h->resume_opt)
 		return cli_usage(NULL, "-r and -c cannot be used together");
 	struct cerr err;
-	if (h->approve_opt && approval_policy_parse(h->approve_opt, &h->o.approve, &err) < 0)
+	if (parts_opts_check(&h->o, &err) < 0)
 		return cli_usage(NULL, "%s", err.msg);
-	h->o.approve_set = h->approve_opt != NULL;
 	h->o.resume = h->resume_opt;
 	return 0;
 }

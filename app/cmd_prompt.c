@@ -40,7 +40,7 @@
 struct hl {
 	struct cli *c;
 	bool json, cont;
-	const char *session_opt, *approve_opt;
+	const char *session_opt;
 	struct parts_opts o;
 	const char *prompt_args[PROMPTS_MAX];
 	size_t n_prompts;
@@ -151,14 +151,8 @@ static int parse_args(struct hl *h, int argc, char **argv)
 			slot = &h->session_opt;
 		else if (strcmp(a, "-c") == 0 || strcmp(a, "--continue") == 0)
 			h->cont = true;
-		else if (strcmp(a, "--provider") == 0)
-			slot = &h->o.provider;
-		else if (strcmp(a, "--model") == 0)
-			slot = &h->o.model;
-		else if (strcmp(a, "--system") == 0)
-			slot = &h->o.system;
-		else if (strcmp(a, "--approve") == 0)
-			slot = &h->approve_opt;
+		else if ((slot = parts_opts_slot(&h->o, a)))
+			;
 		else if (strcmp(a, "--data-dir") == 0)
 			slot = (const char **)&h->c->data_dir;
 		else if (strncmp(a, "--data-dir=", 11) == 0)
@@ -178,9 +172,8 @@ static int parse_args(struct hl *h, int argc, char **argv)
 	if (h->cont && h->session_opt)
 		return cli_usage(NULL, "--session and -c cannot be used together");
 	struct cerr err;
-	if (h->approve_opt && approval_policy_parse(h->approve_opt, &h->o.approve, &err) < 0)
+	if (parts_opts_check(&h->o, &err) < 0)
 		return cli_usage(NULL, "%s", err.msg);
-	h->o.approve_set = h->approve_opt != NULL;
 	return 0;
 }
 

@@ -49,6 +49,21 @@ static int latest_here(struct parts *p, struct store *st, struct cerr *err)
 	return 0;
 }
 
+const char **parts_opts_slot(struct parts_opts *o, const char *a)
+{
+	return strcmp(a, "--provider") == 0  ? &o->provider
+	       : strcmp(a, "--model") == 0   ? &o->model
+	       : strcmp(a, "--system") == 0  ? &o->system
+	       : strcmp(a, "--approve") == 0 ? &o->approve_arg
+					     : NULL;
+}
+
+int parts_opts_check(struct parts_opts *o, struct cerr *err)
+{
+	o->approve_set = o->approve_arg != NULL;
+	return o->approve_arg ? approval_policy_parse(o->approve_arg, &o->approve, err) : 0;
+}
+
 int parts_open(struct parts *p, struct cli *c, const struct parts_opts *o, bool latest,
 	       struct cerr *err)
 {

@@ -34,6 +34,7 @@
 
 struct parts_opts {
 	const char *provider, *model, *system; /* --provider, --model, --system (NULL: none) */
+	const char *approve_arg;                 /* --approve's word (NULL: none) */
 	bool approve_set;                        /* --approve given: for this run only */
 	enum approval_policy approve;
 	const char *resume;                      /* an id or a unique id prefix to resolve (NULL: none) */
@@ -62,6 +63,13 @@ struct parts {
 	void *closed_ctx;
 	unsigned drain_ms;
 };
+
+/* The option both headless mode and the chat screen take (--provider,
+ * --model, --system, --approve): where its value goes, or NULL when a is
+ * none of them. */
+const char **parts_opts_slot(struct parts_opts *o, const char *a);
+/* After the arguments: --approve's word parsed (a usage error naming it). */
+int parts_opts_check(struct parts_opts *o, struct cerr *err);
 
 /* Load the configuration, open the data root (created when missing),
  * find this directory's latest session when latest is true, resolve
