@@ -3,6 +3,7 @@
 #include "engine/tool_output.h"
 #include "base/buf.h"
 #include "base/json.h"
+#include "base/strmap.h"
 #include "base/xalloc.h"
 #include "engine/textfix.h"
 #include "persist/blob.h"
@@ -23,6 +24,7 @@ struct turn {
 struct context {
 	struct turn *turns;
 	size_t n, cap;
+	struct strmap ids; /* turn id -> index of the latest turn with it */
 	struct ctx_message *view; /* the last context_messages result */
 	size_t nview, capview;
 	int blob_dir; /* -1: none */
@@ -34,6 +36,7 @@ struct context *context_new(void)
 	struct context *c = xcalloc(1, sizeof(struct context));
 	c->blob_dir = -1;
 	c->result_max = CONTEXT_RESULT_MAX;
+	strmap_init(&c->ids);
 	return c;
 }
 
@@ -97,16 +100,15 @@ void context_free(struct context *c)
 		msgs_free(c->turns[i].msgs, c->turns[i].n);
 	}
 	free(c->turns);
+	strmap_release(&c->ids);
 	msgs_free(c->view, c->nview);
 	free(c);
 }
 
 static struct turn *find_turn(struct context *c, const char *id)
 {
-	for (size_t i = c->n; i-- > 0;)
-		if (strcmp(c->turns[i].id, id) == 0)
-			return &c->turns[i];
-	return NULL;
+	size_t i;
+	return strmap_get(&c->ids, id, &i) ? &c->turns[i] : NULL;
 }
 
 static struct turn *new_turn(struct context *c, const char *id, const char *parent)
@@ -117,6 +119,7 @@ static struct turn *new_turn(struct context *c, const char *id, const char *pare
 	}
 	struct turn *t = &c->turns[c->n++];
 	*t = (struct turn){.id = xstrdup(id), .parent = xstrdup_opt(parent)};
+	strmap_put(&c->ids, t->id, c->n - 1);
 	return t;
 }
 

@@ -343,9 +343,15 @@ struct open_work {
 
 /* The log's "allow for this session" answers, as grants: an answer names
  * its request, the request its call, the call its tool and arguments. */
+struct grant_call {
+	char *tool;
+	cJSON *args;
+};
+
 struct grant_scan {
 	struct strmap calls, requests; /* call_id -> k, request_id -> k */
-	cJSON *call_list;              /* [[tool, args], ...] */
+	struct grant_call *call_list;  /* k -> the call's tool and arguments */
+	size_t ncalls;
 	char **keys;                   /* owned keys of both maps */
 	size_t nkeys;
 };
@@ -364,13 +370,13 @@ static void grant_event(struct grant_scan *g, enum vocab_type t, const cJSON *d,
 {
 	size_t k;
 	if (t == VT_TOOL_CALL && str_at(d, "call_id") && str_at(d, "name")) {
-		cJSON *pair = cJSON_CreateArray();
-		cJSON_AddItemToArray(pair, cJSON_CreateString(str_at(d, "name")));
 		const cJSON *args = cJSON_GetObjectItem(d, "args");
-		cJSON_AddItemToArray(pair, args ? cJSON_Duplicate(args, 1) : cJSON_CreateObject());
-		cJSON_AddItemToArray(g->call_list, pair);
-		grant_key(g, &g->calls, str_at(d, "call_id"),
-			  (size_t)cJSON_GetArraySize(g->call_list) - 1);
+		g->call_list = xreallocarray(g->call_list, g->ncalls + 1, sizeof *g->call_list);
+		g->call_list[g->ncalls] = (struct grant_call){
+			.tool = xstrdup(str_at(d, "name")),
+			.args = args ? cJSON_Duplicate(args, 1) : cJSON_CreateObject(),
+		};
+		grant_key(g, &g->calls, str_at(d, "call_id"), g->ncalls++);
 	} else if (t == VT_INTERACTION_REQUEST && str_at(d, "request_id") && str_at(d, "call_id") &&
 		   strmap_get(&g->calls, str_at(d, "call_id"), &k)) {
 		grant_key(g, &g->requests, str_at(d, "request_id"), k);
@@ -378,9 +384,7 @@ static void grant_event(struct grant_scan *g, enum vocab_type t, const cJSON *d,
 		   strcmp(str_at(d, "decision"), "allow_session") == 0 &&
 		   !cJSON_IsTrue(cJSON_GetObjectItem(d, "superseded")) && str_at(d, "request_id") &&
 		   strmap_get(&g->requests, str_at(d, "request_id"), &k)) {
-		const cJSON *pair = cJSON_GetArrayItem(g->call_list, (int)k);
-		approvals_grant(out, cJSON_GetArrayItem(pair, 0)->valuestring,
-				cJSON_GetArrayItem(pair, 1));
+		approvals_grant(out, g->call_list[k].tool, g->call_list[k].args);
 	}
 }
 
@@ -433,7 +437,7 @@ static void open_work(uv_work_t *w)
 	const struct prepared *p = ow->p;
 	const struct load *l = prepared_load(p);
 	ow->ctx = context_new();
-	struct grant_scan gs = {.call_list = cJSON_CreateArray()};
+	struct grant_scan gs = {0};
 	strmap_init(&gs.calls);
 	strmap_init(&gs.requests);
 	ow->grants = approvals_new();
@@ -481,7 +485,11 @@ static void open_work(uv_work_t *w)
 	for (size_t i = 0; i < gs.nkeys; i++)
 		free(gs.keys[i]);
 	free(gs.keys);
-	cJSON_Delete(gs.call_list);
+	for (size_t k = 0; k < gs.ncalls; k++) {
+		free(gs.call_list[k].tool);
+		cJSON_Delete(gs.call_list[k].args);
+	}
+	free(gs.call_list);
 }
 
 /* An open is canceled by a release asked for meanwhile: the open fails

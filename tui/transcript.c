@@ -55,6 +55,7 @@ void transcript_free(struct transcript *tr)
 	for (size_t k = 0; k < tr->nq; k++)
 		queued_release(&tr->q[k]);
 	free(tr->turns);
+	strmap_release(&tr->ids);
 	free(tr->q);
 	free(tr->session);
 	free((char *)tr->unsaved_err);
@@ -112,6 +113,13 @@ void transcript_block_remove(struct transcript *tr, struct transcript_turn *t, s
 	transcript_touch(tr, t, NULL);
 }
 
+/* The latest turn held with this id, or NULL. */
+static struct transcript_turn *turn_find(const struct transcript *tr, const char *id)
+{
+	size_t k;
+	return strmap_get(&tr->ids, id, &k) ? tr->turns[k - tr->dropped] : NULL;
+}
+
 static struct transcript_turn *turn_add(struct transcript *tr, const char *id, uint64_t seq,
 					int64_t t_ms)
 {
@@ -127,6 +135,7 @@ static struct transcript_turn *turn_add(struct transcript *tr, const char *id, u
 	t->phase = TR_WAITING;
 	t->phase_ms = t_ms;
 	tr->turns[tr->n++] = t;
+	strmap_put(&tr->ids, t->id, tr->dropped + tr->n - 1);
 	transcript_touch(tr, t, NULL);
 	if (tr->window && tr->n > tr->window)
 		transcript_drop_before(tr, tr->dropped + tr->n - tr->window);
@@ -138,10 +147,8 @@ static struct transcript_turn *turn_add(struct transcript *tr, const char *id, u
  * its end can begin inside a turn). */
 static struct transcript_turn *turn_of(struct transcript *tr, const char *id, uint64_t seq)
 {
-	for (size_t i = tr->n; i-- > 0;)
-		if (!id || strcmp(tr->turns[i]->id, id) == 0)
-			return tr->turns[i];
-	return turn_add(tr, id, seq, 0); /* its start is not known */
+	struct transcript_turn *t = id ? turn_find(tr, id) : tr->n ? tr->turns[tr->n - 1] : NULL;
+	return t ? t : turn_add(tr, id, seq, 0); /* its start is not known */
 }
 
 /* ---- text ---- */
@@ -408,10 +415,9 @@ bool transcript_apply_event(struct transcript *tr, enum vocab_type type, const c
 	case VT_UNKNOWN:
 		return false;
 	case VT_TURN_START:
-		for (size_t i = tr->n; i-- > 0;)
-			if (strcmp(tr->turns[i]->id, turn ? turn : "") == 0 &&
-			    tr->turns[i]->outcome == TR_OPEN)
-				return false; /* a turn still open started again: the same turn */
+		const struct transcript_turn *same = turn_find(tr, turn ? turn : "");
+		if (same && same->outcome == TR_OPEN)
+			return false; /* a turn still open started again: the same turn */
 		turn_add(tr, turn, seq, t_ms);
 		return true;
 	case VT_USER_MESSAGE:
@@ -509,10 +515,8 @@ bool transcript_apply_sink(struct transcript *tr, const struct sink_item *it, in
 		/* A turn that never started (its BEFORE save failed, or it was
 		 * canceled first) is not in the log: nothing of it was shown. */
 		const char *id = transcript_str(it->data, "turn");
-		for (size_t i = tr->n; id && i-- > 0;)
-			if (strcmp(tr->turns[i]->id, id) == 0)
-				return turn_ended(tr, tr->turns[i], it->data, now_ms);
-		return false;
+		struct transcript_turn *ended = id ? turn_find(tr, id) : NULL;
+		return ended ? turn_ended(tr, ended, it->data, now_ms) : false;
 	}
 	return false;
 }
@@ -689,8 +693,12 @@ void transcript_drop_before(struct transcript *tr, size_t k)
 	if (k <= tr->dropped)
 		return;
 	size_t n = k - tr->dropped > tr->n ? tr->n : k - tr->dropped;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		size_t at;
+		if (strmap_get(&tr->ids, tr->turns[i]->id, &at) && at == tr->dropped + i)
+			strmap_del(&tr->ids, tr->turns[i]->id);
 		turn_free(tr->turns[i]);
+	}
 	memmove(tr->turns, tr->turns + n, (tr->n - n) * sizeof *tr->turns);
 	tr->n -= n;
 	tr->dropped += n;

@@ -6,6 +6,7 @@
 #define CAIRN_TRANSCRIPT_INT_H
 
 #include "base/buf.h"
+#include "base/strmap.h"
 #include "tui/transcript.h"
 
 enum tr_source { TR_LIVE, TR_DURABLE };
@@ -55,6 +56,7 @@ struct transcript {
 	struct transcript_turn **turns;
 	size_t n, cap;
 	size_t dropped, window;
+	struct strmap ids;          /* turn id -> absolute index of the latest turn with it */
 	uint64_t last_seq;          /* the last durable seq applied */
 	uint64_t begin_seq;         /* what was fed began here (transcript_begin_at) */
 	uint64_t first_fed;         /* the first durable seq applied */

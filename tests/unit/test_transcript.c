@@ -662,6 +662,22 @@ static void test_transcript_window_drops_old_turns_and_remembers_them(void **sta
 	assert_int_equal(transcript_dropped(tr), 2);
 	assert_string_equal(transcript_turn_id(transcript_turn(tr, 2)), "t3");
 	assert_int_equal(transcript_end(tr), 3);
+	/* turns are found by id after drops: a dropped turn's id started
+	 * again is a new turn, held and found; started again while open, the
+	 * same one */
+	cJSON *d = cJSON_CreateObject();
+	uint64_t seq = 1000;
+	assert_true(transcript_apply_event(tr, VT_TURN_START, "t1", seq++, 0, d));
+	assert_int_equal(transcript_end(tr), 4);
+	assert_string_equal(transcript_turn_id(transcript_turn(tr, 3)), "t1");
+	assert_false(transcript_apply_event(tr, VT_TURN_START, "t1", seq++, 0, d));
+	assert_int_equal(transcript_end(tr), 4);
+	transcript_drop_before(tr, 3); /* t3 goes; t1 (the new one) stays */
+	assert_false(transcript_apply_event(tr, VT_TURN_START, "t1", seq++, 0, d));
+	assert_true(transcript_apply_event(tr, VT_TURN_START, "t3", seq++, 0, d));
+	assert_int_equal(transcript_end(tr), 5);
+	assert_string_equal(transcript_turn_id(transcript_turn(tr, 4)), "t3");
+	cJSON_Delete(d);
 	transcript_free(tail);
 	transcript_free(tr);
 }
