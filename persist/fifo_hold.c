@@ -93,6 +93,10 @@ void fifo_hold_open(struct fifo *f, struct fifo_item *it)
 		it->rcpt.catalog_behind = true;
 		it->rcpt.catalog_err = e;
 	}
+	/* Repaired and projected: its parsed events are no longer needed
+	 * while it is held (the host gets its own read below), and for a long
+	 * log they are many times its size. */
+	log_drop_scan(w->lg);
 	w->acked = true;
 	w->acked_version = w->version = v;
 	it->rcpt.next_seq = it->rcpt.content_version = v;

@@ -134,6 +134,12 @@ uint64_t log_cut_bytes(const struct log *lg)
 	return lg->cut_bytes;
 }
 
+void log_drop_scan(struct log *lg)
+{
+	scan_free(lg->scan);
+	lg->scan = NULL;
+}
+
 struct revision log_revision_of(const struct log *lg)
 {
 	return lg->scan ? lg->scan->rev : (struct revision){0};

@@ -142,6 +142,10 @@ int log_dir(struct log *lg, struct cerr *err);
  * handle that published the log itself has none until log_refresh);
  * owned by lg and replaced by a later re-read. */
 const struct scan *log_scan(const struct log *lg);
+/* Free the last full read's result (log_scan becomes NULL, as for a
+ * handle opened at its end): a held session's writer keeps no parsed copy
+ * of its log, only its cursor. The next log_refresh reads it again. */
+void log_drop_scan(struct log *lg);
 /* The revision of the last full read (zero before any). */
 struct revision log_revision_of(const struct log *lg);
 /* What this handle last acknowledged as durable: the durable watermark

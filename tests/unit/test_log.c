@@ -117,6 +117,16 @@ static void test_first_append_publishes_the_header_and_events(void **state)
 	assert_int_equal(log_scan(lg)->status, SCAN_OK);
 	assert_int_equal(log_cut_bytes(lg), 0);
 	add_ok(lg, 3, B_TEXT, 4);
+	/* without its parsed read the handle appends from its cursor, and a
+	 * refresh reads everything again, its own appends included */
+	log_drop_scan(lg);
+	assert_null(log_scan(lg));
+	add_ok(lg, 4, B_TEXT, 5);
+	assert_int_equal(log_next_seq(lg), 5);
+	assert_int_equal(log_refresh(lg, &err), 0);
+	assert_non_null(log_scan(lg));
+	assert_int_equal(log_scan(lg)->n_events, 5);
+	assert_int_equal(log_scan(lg)->rev.next_seq, 5);
 	log_close(lg);
 	/* an existing id can't be created again */
 	FAILS(log_create(f->st, "sess1", NULL, NULL, &lg, &err), CERR_CONFLICT);
