@@ -107,9 +107,13 @@ static void opened(void *ctx, const struct host_result *r, const struct cerr *er
 {
 	(void)r;
 	struct ch *h = ctx;
-	if (err && (err->cls == CERR_LOCKED || err->cls == CERR_CORRUPT ||
-		    err->cls == CERR_UNSUPPORTED)) {
-		/* Held by another process, or damaged: shown, never written. */
+	if (err && err->cls == CERR_LOCKED) {
+		/* Held by another process: its end shown, never written. */
+		chat_page_view_only(h->chat, h->id, err);
+		return;
+	}
+	if (err && (err->cls == CERR_CORRUPT || err->cls == CERR_UNSUPPORTED)) {
+		/* Damaged: read whole, shown as far as valid, never written. */
 		struct cerr e;
 		h->open_err = *err;
 		if (load_async(&h->p.loop, h->p.root, h->id, NULL, viewed, h, NULL, &e) < 0)
@@ -259,6 +263,7 @@ int cmd_chat(struct cli *c, int argc, char **argv)
 		int rc;
 		if (*id) {
 			snprintf(h->id, sizeof h->id, "%s", id);
+			chat_page_preview(h->chat, h->id);
 			rc = host_open_history(h->p.host, h->id, chat_history,
 					       chat_history_ctx(h->chat, h->id), opened, h, &err);
 		} else {

@@ -13,6 +13,7 @@ struct load_req {
 	char *root, *id;
 	bool has_opts;
 	struct scan_opts opts;
+	size_t tail;               /* > 0: load_tail of at least this many events */
 	load_async_fn load_cb;     /* one of the two is set */
 	prepare_async_fn prepare_cb;
 	void *ctx;
@@ -40,6 +41,8 @@ static void work(uv_work_t *w)
 	if (fd >= 0) {
 		if (r->prepare_cb)
 			r->rc = prepare_fd(fd, o, &r->prepared, &r->err);
+		else if (r->tail)
+			r->rc = load_tail(fd, r->tail, o, &r->load, &r->err);
 		else
 			r->rc = load_fd(fd, o, &r->load, &r->err);
 		close(fd);
@@ -62,11 +65,12 @@ static void after(uv_work_t *w, int status)
 	free(r);
 }
 
-int load_async_queue(uv_loop_t *loop, const char *root, const char *id, const struct scan_opts *o,
-		     load_async_fn load_cb, prepare_async_fn prepare_cb, void *ctx,
-		     struct load_req **req, struct cerr *err)
+static int queue(uv_loop_t *loop, const char *root, const char *id, const struct scan_opts *o,
+		 size_t tail, load_async_fn load_cb, prepare_async_fn prepare_cb, void *ctx,
+		 struct load_req **req, struct cerr *err)
 {
 	struct load_req *r = xcalloc(1, sizeof *r);
+	r->tail = tail;
 	r->work.data = r;
 	r->root = xstrdup(root);
 	r->id = xstrdup(id);
@@ -88,10 +92,23 @@ int load_async_queue(uv_loop_t *loop, const char *root, const char *id, const st
 	return 0;
 }
 
+int load_async_queue(uv_loop_t *loop, const char *root, const char *id, const struct scan_opts *o,
+		     load_async_fn load_cb, prepare_async_fn prepare_cb, void *ctx,
+		     struct load_req **req, struct cerr *err)
+{
+	return queue(loop, root, id, o, 0, load_cb, prepare_cb, ctx, req, err);
+}
+
 int load_async(uv_loop_t *loop, const char *root, const char *id, const struct scan_opts *o,
 	       load_async_fn cb, void *ctx, struct load_req **req, struct cerr *err)
 {
-	return load_async_queue(loop, root, id, o, cb, NULL, ctx, req, err);
+	return queue(loop, root, id, o, 0, cb, NULL, ctx, req, err);
+}
+
+int load_tail_async(uv_loop_t *loop, const char *root, const char *id, size_t min_events,
+		    load_async_fn cb, void *ctx, struct load_req **req, struct cerr *err)
+{
+	return queue(loop, root, id, NULL, min_events ? min_events : 1, cb, NULL, ctx, req, err);
 }
 
 bool load_async_cancel(struct load_req *r)

@@ -38,6 +38,10 @@ typedef void (*prepare_async_fn)(void *ctx, struct prepared *p, const struct cer
  * (then cb is never called). root and id are copied. */
 int load_async(uv_loop_t *loop, const char *root, const char *id, const struct scan_opts *o,
 	       load_async_fn cb, void *ctx, struct load_req **req, struct cerr *err);
+/* load_async of only the end (load_tail, load.h): whole frames holding at
+ * least the last min_events events. */
+int load_tail_async(uv_loop_t *loop, const char *root, const char *id, size_t min_events,
+		    load_async_fn cb, void *ctx, struct load_req **req, struct cerr *err);
 /* Cancel r if no worker has started it: true, and its callback runs on the
  * loop with canceled set. False when it already runs or ran. */
 bool load_async_cancel(struct load_req *r);

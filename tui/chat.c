@@ -198,6 +198,8 @@ void *chat_history_ctx(struct chat *c, const char *id)
 {
 	transcript_free(c->loading);
 	c->loading = transcript_new(id);
+	/* Only the end is held: earlier turns page in as the view needs them. */
+	transcript_set_window(c->loading, CHAT_WINDOW_TURNS);
 	return c->loading;
 }
 
@@ -214,6 +216,8 @@ void chat_ready(struct chat *c, const char *id, const char *provider, const char
 	transcript_free(c->tr);
 	c->tr = c->loading ? c->loading : transcript_new(id);
 	c->loading = NULL;
+	transcript_set_window(c->tr, 0); /* live turns never push out what is viewed */
+	c->previewing = false;
 	chatview_reset(c);
 	c->follow = true;
 	c->ready = true;
@@ -244,6 +248,8 @@ void chat_view_only(struct chat *c, const char *id, const struct cerr *why)
 	transcript_free(c->tr);
 	c->tr = c->loading ? c->loading : transcript_new(id);
 	c->loading = NULL;
+	transcript_set_window(c->tr, 0);
+	c->previewing = false;
 	chatview_reset(c);
 	c->follow = true;
 	c->view_only = true;
@@ -294,6 +300,8 @@ void chat_close(struct chat *c, void (*cb)(void *ctx), void *ctx)
 	if (c->closing)
 		return;
 	c->closing = true;
+	if (c->page_req)
+		load_async_cancel(c->page_req); /* its callback still runs, and drops it */
 	uv_timer_stop(&c->draft_timer);
 	save_draft(c);
 	uv_close((uv_handle_t *)&c->draft_timer, NULL);

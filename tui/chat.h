@@ -10,6 +10,7 @@
  *	c = chat_new(&deps);                 signals handled from here on
  *	chat_start(c, &err);                 the terminal taken, first frame;
  *	                                     keys typed now are kept in order
+ *	chat_page_preview(c, id);            the log's end shown meanwhile
  *	host_open_history(host, id, chat_history, chat_history_ctx(c), opened, ...)
  *	  or host_create(...); then, the session ready:
  *	chat_ready(c, id, &settings);        an Enter typed meanwhile sends now
@@ -66,11 +67,18 @@ void chat_ready(struct chat *c, const char *id, const char *provider, const char
  * model fed through chat_history_ctx is shown with a banner saying why,
  * and nothing is sent or written. */
 void chat_view_only(struct chat *c, const char *id, const struct cerr *why);
+/* Before host_open_history of id: its log's last events are read on a
+ * worker and shown until the session is ready (chat_page.c), so a long
+ * session shows its end at once. */
+void chat_page_preview(struct chat *c, const char *id);
+/* chat_view_only for a session held by another process: only the log's
+ * end is read (earlier turns page in as the view reaches them). */
+void chat_page_view_only(struct chat *c, const char *id, const struct cerr *why);
 /* Opening failed: say so on the screen; the screen stays until quit. */
 void chat_failed(struct chat *c, const struct cerr *err);
 /* A message on the status line (copied). */
 void chat_say(struct chat *c, bool error, const char *msg);
-/* The session shown ("" before chat_ready); borrowed. */
+/* The session shown ("" before chat_ready or chat_page_preview); borrowed. */
 const char *chat_id(const struct chat *c);
 /* Give the terminal back; cb runs once the screen's handles are closed. */
 void chat_close(struct chat *c, void (*cb)(void *ctx), void *ctx);

@@ -4,6 +4,7 @@
 #define CAIRN_CHAT_INT_H
 
 #include "base/buf.h"
+#include "persist/load_async.h"
 #include "persist/pathkey.h"
 #include "tui/chat.h"
 #include "tui/composer.h"
@@ -12,6 +13,10 @@
 #include "tui/transcript.h"
 #include "tui/tty.h"
 #include "tui/uiloop.h"
+
+/* The turns the model of an opened session holds at first (the end of
+ * the log); earlier ones page in (chat_page.c). */
+#define CHAT_WINDOW_TURNS 200
 
 /* A block as rendered: a head (the prompt, the answer, a tool's title
  * line, an outcome) and a body (a tool's output, expanded reasoning), each
@@ -54,6 +59,9 @@ struct chat {
 	char *provider, *model;
 	bool ready, failed, closing, quit_asked;
 	bool view_only;      /* shown, never written (the banner says why) */
+	bool previewing;     /* tr is the log's end read ahead of the open (chat_page.c) */
+	struct load_req *page_req; /* the log's end being read (chat_page.c) */
+	struct cerr page_why;      /* why a session read by chat_page_view_only is view-only */
 	char banner[600];
 	bool send_pending;   /* Enter typed before the session was ready */
 	char note[512];      /* a message for the status line ("" none) */
@@ -116,6 +124,11 @@ void chat_send_composer(struct chat *c);
 void chat_interrupt(struct chat *c);
 /* Ask the application to quit (once). */
 void chat_quit(struct chat *c);
+
+/* chat_page.c */
+/* The view is at the first turn held: read earlier turns from the log
+ * when there are some and nothing else changes it. */
+void chat_page_earlier(struct chat *c);
 
 /* chatview.c */
 void chatview_draw(struct chat *c);

@@ -383,6 +383,7 @@ void chatview_scroll(struct chat *c, long delta)
 			size_t n = chatview_turn_lines(c, c->top_turn);
 			c->top_line = n ? n - 1 : 0;
 		} else {
+			chat_page_earlier(c); /* at the first turn held */
 			break;
 		}
 		delta++;
@@ -409,6 +410,7 @@ void chatview_home(struct chat *c)
 	c->top_line = 0;
 	if (lines_below(c, chatview_area(c) + 1) <= chatview_area(c))
 		c->follow = true;
+	chat_page_earlier(c); /* the top of what is held: earlier turns next */
 }
 
 void chatview_toggle_expand(struct chat *c)

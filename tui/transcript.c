@@ -722,6 +722,30 @@ bool transcript_has_earlier(const struct transcript *tr)
 	return tr->dropped > 0 || tr->begin_seq > 1;
 }
 
+uint64_t transcript_last_seq(const struct transcript *tr)
+{
+	return tr->last_seq;
+}
+
+void transcript_adopt_session(struct transcript *tr, struct transcript *from)
+{
+	for (size_t k = 0; k < tr->nq; k++)
+		queued_release(&tr->q[k]);
+	free(tr->q);
+	tr->q = from->q, tr->nq = from->nq, tr->capq = from->capq;
+	from->q = NULL, from->nq = from->capq = 0;
+	const char **mine[] = {&tr->unsaved_err, &tr->title, &tr->provider, &tr->model};
+	const char **theirs[] = {&from->unsaved_err, &from->title, &from->provider, &from->model};
+	for (size_t i = 0; i < sizeof mine / sizeof *mine; i++) {
+		free((char *)*mine[i]);
+		*mine[i] = *theirs[i];
+		*theirs[i] = NULL;
+	}
+	tr->unsaved = from->unsaved;
+	tr->clock++;
+	tr->q_version = tr->clock;
+}
+
 uint64_t transcript_first_seq(const struct transcript *tr)
 {
 	if (tr->dropped && tr->n)

@@ -257,5 +257,12 @@ void transcript_begin_at(struct transcript *tr, uint64_t first_seq);
 bool transcript_has_earlier(const struct transcript *tr);
 /* The seq of the first event held (0: none), where paging back starts. */
 uint64_t transcript_first_seq(const struct transcript *tr);
+/* The last durable seq applied (0: none). */
+uint64_t transcript_last_seq(const struct transcript *tr);
+/* What from knows of the session as a whole (the queue, the title, the
+ * provider and model, a failed save) moves to tr, replacing tr's own: a
+ * model read from part of the log (paging earlier turns in) keeps what
+ * the whole log said. from keeps its turns. */
+void transcript_adopt_session(struct transcript *tr, struct transcript *from);
 
 #endif

@@ -1,0 +1,177 @@
+/* chat_page.c — a long session on the screen without all of it in memory.
+ *
+ * Opening: the end of the log is read first (load_tail_async: a few
+ * frames, whatever the log's length) and shown at once, while the host
+ * opens the session, which reads it whole. The host's model of it is fed
+ * with a window of turns (CHAT_WINDOW_TURNS), so it holds the end only;
+ * once the session is ready it replaces the preview, the view at the end
+ * either way. A session shown view-only is read the same way.
+ *
+ * Paging: when the view reaches the first turn held and the log has
+ * earlier ones, the log's end is read again with PAGE_EVENTS more events
+ * and the model rebuilt from it; the session's own facts (the queue, the
+ * title, the settings) move over from the model it replaces, and the
+ * view stays on the turn it showed. Only while nothing changes the log:
+ * no turn running and nothing unsaved, and the read must end at the last
+ * seq shown, or it is dropped and asked again later. The cost is that of
+ * what is read, never of the whole log. */
+#include "tui/chat_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/xalloc.h"
+#include "persist/load_async.h"
+
+/* Events read at open: more than a screen of turns. */
+#define PREVIEW_EVENTS 400
+/* Events read in addition to those held, per page back. */
+#define PAGE_EVENTS 2000
+
+/* A model of what l holds (a tail, or all of it). Caller frees it. */
+static struct transcript *from_load(const char *id, const struct load *l)
+{
+	struct transcript *tr = transcript_new(id);
+	bool first = true;
+	for (size_t i = 0; i < load_count(l); i++) {
+		const struct load_event *ev = load_event(l, i);
+		if (ev->type == VT_UNKNOWN || ev->type == VT_SESSION_HEADER)
+			continue;
+		if (first && load_is_tail(l))
+			transcript_begin_at(tr, ev->seq);
+		first = false;
+		cJSON *line = load_json(l, i);
+		transcript_apply_event(tr, (enum vocab_type)ev->type, load_turn(l, i), ev->seq, ev->t,
+				       cJSON_GetObjectItem(line, "data"));
+		cJSON_Delete(line);
+	}
+	return tr;
+}
+
+static void preview_done(void *ctx, struct load *l, const struct cerr *err, bool canceled)
+{
+	(void)err;
+	(void)canceled;
+	struct chat *c = ctx;
+	c->page_req = NULL;
+	/* The session opened first (or failed, or the screen closes): the
+	 * preview has nothing to add. */
+	if (l && !c->ready && !c->view_only && !c->failed && !c->closing &&
+	    load_scan(l)->status == SCAN_OK) {
+		transcript_free(c->tr);
+		c->tr = from_load(c->id, l);
+		chatview_reset(c);
+		c->follow = true;
+		c->previewing = true;
+		if (c->ui)
+			uiloop_dirty(c->ui);
+	}
+	load_free(l);
+}
+
+void chat_page_preview(struct chat *c, const char *id)
+{
+	struct cerr err;
+	snprintf(c->id, sizeof c->id, "%s", id);
+	/* Best effort: without it the screen waits for the open. */
+	(void)load_tail_async(c->d.loop, c->root, id, PREVIEW_EVENTS, preview_done, c, &c->page_req,
+			      &err);
+}
+
+/* Nothing but the log changes the model while the page is read. */
+static bool quiet(struct chat *c)
+{
+	struct transcript_state st;
+	transcript_state(c->tr, &st);
+	if (c->view_only)
+		return true;
+	return c->ready && !st.unsaved && host_state(c->d.host, c->id) == HOST_IDLE;
+}
+
+static void page_done(void *ctx, struct load *l, const struct cerr *err, bool canceled)
+{
+	struct chat *c = ctx;
+	c->page_req = NULL;
+	if (!l || c->closing) {
+		if (l)
+			load_free(l);
+		else if (!canceled && !c->closing)
+			chat_sayf(c, true, "cannot read earlier turns: %s", err->msg);
+		return;
+	}
+	struct transcript *nt = from_load(c->id, l);
+	load_free(l);
+	if (!quiet(c) || transcript_last_seq(nt) != transcript_last_seq(c->tr) ||
+	    transcript_first_seq(nt) >= transcript_first_seq(c->tr)) {
+		transcript_free(nt);
+		chat_sayf(c, false, "earlier turns: scroll up again to load them");
+		return;
+	}
+	/* The turn at the top of the view, found again in the new model. */
+	const struct transcript_turn *top = transcript_turn(c->tr, c->top_turn);
+	char *anchor = top ? xstrdup(transcript_turn_id(top)) : NULL;
+	size_t line = c->top_line;
+	transcript_adopt_session(nt, c->tr);
+	transcript_free(c->tr);
+	c->tr = nt;
+	chatview_reset(c);
+	c->selected = false;
+	c->follow = true;
+	for (size_t k = transcript_end(nt); anchor && k-- > transcript_dropped(nt);) {
+		if (strcmp(transcript_turn_id(transcript_turn(nt, k)), anchor) == 0) {
+			c->follow = false;
+			c->top_turn = k;
+			c->top_line = line;
+			break;
+		}
+	}
+	free(anchor);
+	chat_sayf(c, false, "%s", transcript_has_earlier(nt) ? "earlier turns loaded" :
+							       "earlier turns loaded: the whole session");
+	if (c->ui)
+		uiloop_dirty(c->ui);
+}
+
+void chat_page_earlier(struct chat *c)
+{
+	if (c->page_req || c->previewing || !transcript_has_earlier(c->tr))
+		return;
+	if (!quiet(c)) {
+		chat_sayf(c, false, "earlier turns load once the turn has ended");
+		return;
+	}
+	uint64_t first = transcript_first_seq(c->tr), last = transcript_last_seq(c->tr);
+	size_t held = last >= first && first ? (size_t)(last - first + 1) : 0;
+	struct cerr err;
+	if (load_tail_async(c->d.loop, c->root, c->id, held + PAGE_EVENTS, page_done, c, &c->page_req,
+			    &err) < 0) {
+		chat_sayf(c, true, "cannot read earlier turns: %s", err.msg);
+		return;
+	}
+	chat_sayf(c, false, "loading earlier turns...");
+}
+
+static void viewed(void *ctx, struct load *l, const struct cerr *err, bool canceled)
+{
+	struct chat *c = ctx;
+	if (!l) {
+		if (!canceled && !c->closing)
+			chat_failed(c, err);
+		return;
+	}
+	transcript_free(c->loading);
+	c->loading = from_load(c->id, l);
+	load_free(l);
+	char id[sizeof c->id]; /* chat_view_only copies it into c->id */
+	snprintf(id, sizeof id, "%s", c->id);
+	chat_view_only(c, id, &c->page_why);
+}
+
+void chat_page_view_only(struct chat *c, const char *id, const struct cerr *why)
+{
+	snprintf(c->id, sizeof c->id, "%s", id);
+	c->page_why = *why;
+	struct cerr err;
+	if (load_tail_async(c->d.loop, c->root, id, PREVIEW_EVENTS, viewed, c, NULL, &err) < 0)
+		chat_failed(c, &err);
+}
