@@ -67,6 +67,22 @@ static int parse_args(struct ch *h, int argc, char **argv)
 	return 0;
 }
 
+/* The configured bell on this terminal. */
+static enum tty_bell bell_kind(enum config_bell b)
+{
+	switch (b) {
+	case CONFIG_BELL_OFF:
+		return TTY_BELL_NONE;
+	case CONFIG_BELL_BEL:
+		return TTY_BELL_BEL;
+	case CONFIG_BELL_OSC9:
+		return TTY_BELL_OSC9;
+	case CONFIG_BELL_AUTO:
+		break;
+	}
+	return tty_bell_auto();
+}
+
 /* ---- the session ---- */
 
 static void ready(struct ch *h, const struct host_settings *set, const char *note)
@@ -252,7 +268,7 @@ int cmd_chat(struct cli *c, int argc, char **argv)
 		goto out;
 	}
 	struct chat_deps d = {.loop = &h->p.loop, .host = h->p.host, .sink = h->p.sink,
-			      .root = h->p.root, .cwd = h->p.cwd, .draft = h->p.draft, .ring_bell = h->p.cfg.bell, .command = command,
+			      .root = h->p.root, .cwd = h->p.cwd, .draft = h->p.draft, .ringer = bell_kind(h->p.cfg.bell), .command = command,
 			      .quit = quit, .ctx = h};
 	h->chat = chat_new(&d);
 	if (chat_start(h->chat, &err) < 0) {

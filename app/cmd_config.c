@@ -66,6 +66,7 @@ static void print_json(const struct config *cfg, const struct config_selection *
 	cJSON_AddStringToObject(o, "model", sel->model);
 	cJSON_AddStringToObject(o, "model_from", sel->model_from);
 	cJSON_AddNumberToObject(o, "max_steps", (double)cfg->max_steps);
+	cJSON_AddStringToObject(o, "bell", config_bell_name(cfg->bell));
 	cJSON *t = cJSON_AddObjectToObject(o, "tools");
 	cJSON_AddNumberToObject(t, "result_max", (double)cfg->tools.result_max);
 	cJSON_AddNumberToObject(t, "output_max", (double)cfg->tools.output_max);
@@ -94,6 +95,7 @@ static void print_text(const struct config *cfg, const struct config_selection *
 	cli_printf(stdout, "provider: %s (from %s)\n", sel->provider->name, sel->why);
 	cli_printf(stdout, "model: %s (from %s)\n", sel->model, sel->model_from);
 	cli_printf(stdout, "max_steps: %lld\n", (long long)cfg->max_steps);
+	cli_printf(stdout, "bell: %s\n", config_bell_name(cfg->bell));
 	cli_printf(stdout, "tools: result_max %lld bytes, output_max %lld bytes\n",
 		   (long long)cfg->tools.result_max, (long long)cfg->tools.output_max);
 	cli_printf(stdout, "tools' environment without:");

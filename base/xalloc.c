@@ -5,6 +5,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <string.h>
 
 static void oom(size_t n)
@@ -76,4 +79,11 @@ char *xasprintf(const char *fmt, ...)
 char *xstrdup_opt(const char *s)
 {
 	return s ? xstrdup(s) : NULL;
+}
+
+void xalloc_trim(void)
+{
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
 }

@@ -16,6 +16,10 @@ char *xstrdup(const char *s);
 /* xstrdup, where NULL stays NULL. */
 char *xstrdup_opt(const char *s);
 char *xstrndup(const char *s, size_t n);
+/* Give memory freed in bulk back to the system (glibc keeps it in its
+ * arenas otherwise: a long log's parse, freed, would stay resident).
+ * Elsewhere nothing. */
+void xalloc_trim(void);
 /* printf into a new string. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -21,9 +21,12 @@
  *      (target p99 < 16 ms; the same measured on the idle screen is the
  *      baseline).
  *   4. long sessions of 100,000 and 1,000,000 events (~200 bytes each,
- *      bench/support_sessionlog.c, in the page cache) opened with -r:
- *      exec -> the last turn's answer on the screen, VmRSS then, against
- *      the decompressed size. Target for 1,000,000: < 1 s, RSS < 1.5 x.
+ *      bench/support_sessionlog.c, in the page cache) opened with -r,
+ *      after one untimed open (the catalog then knows the log, as it
+ *      knows a session cairn wrote): exec -> the last turn's answer on
+ *      the screen, and -> ready (the status line's "idle": the host read
+ *      the session); VmRSS at both, against the decompressed size.
+ *      Targets for 1,000,000: end shown < 1 s, RSS when ready < 1.5 x.
  *      The raw load (decompress and parse every line) is the baseline.
  *
  * Options: --rounds=N (start-up rounds, default 15; long sessions get
@@ -550,50 +553,86 @@ static void bench_long(struct store *st, size_t events)
 			"parse every line) %.0f ms\n",
 		lines, json_kb / 1024.0, (double)rl.content_bytes / (double)lines, raw_ms);
 	double *ms = xcalloc((size_t)n, sizeof *ms), *kb = xcalloc((size_t)n, sizeof *kb);
+	double *rms = xcalloc((size_t)n, sizeof *rms), *rkb = xcalloc((size_t)n, sizeof *rkb);
 	const char *args[] = {"-r", id, NULL};
-	bool cut = false;
+	bool cut = false, rcut = false;
 	long guard = mem_available_kb() / 2;
-	for (int r = 0; r < n && !cut; r++) {
+	/* A warm-up open, not timed: the catalog learns of the log built
+	 * here as it learns of a session cairn writes, while it is written
+	 * (its first open otherwise indexes every event for search). */
+	for (int r = -1; r < n && !cut; r++) {
 		struct tty t;
 		tty_start(&t, args, NULL);
-		/* Until the end shows, or the time limit, or cairn holding half
-		 * the memory available when it started. */
+		/* Until the end shows, then until the session is ready (the
+		 * host read it whole): each until the time limit, or cairn
+		 * holding half the memory available when it started. */
 		uint64_t limit = t.t0 + (uint64_t)opt.long_limit * 1000000000u, now;
+		double end_ms = 0, end_kb = 0;
+		bool shown = false;
 		long k = 0;
-		while (!find(&t, 0, marker)) {
+		size_t from = 0;
+		while (!find(&t, from, "idle") || !shown) {
+			const char *at = shown ? NULL : find(&t, 0, marker);
+			if (at) {
+				shown = true;
+				end_ms = (double)(clock_mono_ns() - t.t0) / 1e6;
+				end_kb = (double)rss_kb(t.pid);
+				/* the status line is drawn below the transcript */
+				from = (size_t)(at - t.out.p);
+				continue;
+			}
 			if (t.eof)
 				die("cairn -r %s exited before showing the end", id);
 			if ((now = clock_mono_ns()) > limit || (k = rss_kb(t.pid)) > guard) {
-				cut = true;
+				if (!shown)
+					cut = true;
+				else
+					rcut = true;
 				break;
 			}
 			tty_pump(&t, 100);
 		}
 		now = clock_mono_ns();
-		ms[r] = (double)(now - t.t0) / 1e6;
-		kb[r] = (double)rss_kb(t.pid);
-		fprintf(stderr, "    round %d: %s at %.0f ms, VmRSS %.1f MiB (%.2f x)\n", r + 1,
-			cut ? "CUT OFF, the end not shown yet" : "the end on the screen", ms[r],
-			kb[r] / 1024.0, kb[r] / json_kb);
+		if (r >= 0) {
+			ms[r] = shown ? end_ms : (double)(now - t.t0) / 1e6;
+			kb[r] = shown ? end_kb : (double)rss_kb(t.pid);
+			rms[r] = (double)(now - t.t0) / 1e6;
+			rkb[r] = (double)rss_kb(t.pid);
+			fprintf(stderr,
+				"    round %d: %s at %.0f ms (VmRSS %.1f MiB), %s at %.0f ms, VmRSS %.1f MiB "
+				"(%.2f x)\n",
+				r + 1, shown ? "the end on the screen" : "CUT OFF, the end not shown yet",
+				ms[r], kb[r] / 1024.0, rcut || !shown ? "CUT OFF before ready" : "ready",
+				rms[r], rkb[r] / 1024.0, rkb[r] / json_kb);
+		}
 		tty_kill(&t);
-		if (cut)
-			n = r + 1;
+		if (cut || rcut)
+			n = r + 1 > 0 ? r + 1 : 1;
+		if (r < 0 && (cut || rcut))
+			die("the warm-up open of %s did not finish", id);
 	}
 	char m[64], a[32], b[32], tg[32];
 	double o = median(ms, (size_t)n), k = median(kb, (size_t)n);
+	double ro = median(rms, (size_t)n), rk = median(rkb, (size_t)n);
 	bool big = events >= 1000000;
 	snprintf(m, sizeof m, "%zu events: exec -> end shown (ref: raw)", events);
 	snprintf(a, sizeof a, "%s%.0f ms", cut ? "> " : "", o);
 	fmt_ms(b, sizeof b, raw_ms);
 	add_row(m, a, b, big ? o / 1000.0 : o / raw_ms, true, big ? "< 1000 ms" : "(info)",
 		big ? (o < 1000 && !cut ? "PASS" : "MISS") : cut ? "CUT" : "");
-	snprintf(m, sizeof m, "%zu events: VmRSS vs decompressed", events);
-	snprintf(a, sizeof a, "%s%.1f MiB", cut ? ">= " : "", k / 1024.0);
+	snprintf(m, sizeof m, "%zu events: exec -> ready (ref: raw)", events);
+	snprintf(a, sizeof a, "%s%.0f ms", cut || rcut ? "> " : "", ro);
+	add_row(m, a, b, ro / raw_ms, true, "(info)", cut || rcut ? "CUT" : "");
+	snprintf(m, sizeof m, "%zu events: VmRSS at end shown", events);
+	snprintf(a, sizeof a, "%.1f MiB", k / 1024.0);
 	fmt_mib(b, sizeof b, json_kb);
+	add_row(m, a, b, k / json_kb, true, "(info)", "");
+	snprintf(m, sizeof m, "%zu events: VmRSS when ready vs decompressed", events);
+	snprintf(a, sizeof a, "%s%.1f MiB", cut || rcut ? ">= " : "", rk / 1024.0);
 	snprintf(tg, sizeof tg, big ? "< 1.50" : "(info)");
-	add_row(m, a, b, k / json_kb, true, tg,
-		big ? (k < 1.5 * json_kb && !cut ? "PASS" : "MISS") : cut ? "CUT" : "");
-	free(ms), free(kb), free(path);
+	add_row(m, a, b, rk / json_kb, true, tg,
+		big ? (rk < 1.5 * json_kb && !cut && !rcut ? "PASS" : "MISS") : cut || rcut ? "CUT" : "");
+	free(ms), free(kb), free(rms), free(rkb), free(path);
 }
 
 /* ---- main ------------------------------------------------------------------ */

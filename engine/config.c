@@ -47,7 +47,7 @@ static void defaults(struct config *cfg)
 					.model = xstrdup("offline"), .model_from = "default", .timeouts = t};
 	cfg->pace_ms = CONFIG_PACE_MS;
 	cfg->max_steps = 50;
-	cfg->bell = true;
+	cfg->bell = CONFIG_BELL_AUTO;
 	cfg->tools.result_max = CONFIG_TOOL_RESULT_MAX;
 	cfg->tools.output_max = CONFIG_TOOL_OUTPUT_MAX;
 	cfg->tools.env_strip = xcalloc(2, sizeof *cfg->tools.env_strip);
@@ -102,6 +102,12 @@ static void position(const char *s, size_t at, size_t *line, size_t *col)
 		else if (((unsigned char)s[i] & 0xc0) != 0x80)
 			(*col)++;
 	}
+}
+
+const char *config_bell_name(enum config_bell b)
+{
+	static const char *const names[] = {"off", "auto", "bel", "osc9"};
+	return (unsigned)b < 4 ? names[b] : "off";
 }
 
 static int bad(const struct config *cfg, struct cerr *err, const char *key, const char *what)
@@ -298,10 +304,17 @@ static int read_tree(struct config *cfg, const cJSON *root, struct cerr *err)
 	    get_str(cfg, root, "", "system_prompt_file", &cfg->system_prompt_file, err) < 0)
 		return -1;
 	const cJSON *bell = cJSON_GetObjectItemCaseSensitive(root, "bell");
-	if (bell && !cJSON_IsBool(bell))
-		return bad(cfg, err, "bell", "must be true or false");
-	if (bell)
-		cfg->bell = cJSON_IsTrue(bell);
+	if (bell && cJSON_IsBool(bell)) {
+		cfg->bell = cJSON_IsTrue(bell) ? CONFIG_BELL_AUTO : CONFIG_BELL_OFF;
+	} else if (bell) {
+		int k = cJSON_IsString(bell) ? 0 : 4;
+		for (; k < 4 && strcmp(bell->valuestring, config_bell_name((enum config_bell)k)) != 0; k++)
+			;
+		if (k == 4)
+			return bad(cfg, err, "bell",
+				   "must be true, false, \"auto\", \"bel\", \"osc9\" or \"off\"");
+		cfg->bell = (enum config_bell)k;
+	}
 	if (get_int(cfg, root, "max_steps", "max_steps", 1, 1000, &cfg->max_steps, err) < 0 ||
 	    read_tools(cfg, cJSON_GetObjectItemCaseSensitive(root, "tools"), err) < 0)
 		return -1;

@@ -56,6 +56,12 @@ struct config_tools {
 			     * (default "*_API_KEY") */
 };
 
+/* "bell": true or "auto" (OSC 9 where the terminal is known to show it,
+ * else BEL; the default), "bel", "osc9", or false (off). */
+enum config_bell { CONFIG_BELL_OFF, CONFIG_BELL_AUTO, CONFIG_BELL_BEL, CONFIG_BELL_OSC9 };
+/* "off", "auto", "bel" or "osc9" (static). */
+const char *config_bell_name(enum config_bell b);
+
 struct config {
 	char *dir;              /* the configuration directory (NULL: no HOME) */
 	char *path;             /* its config.json */
@@ -66,7 +72,7 @@ struct config {
 	int64_t pace_ms;        /* the offline provider's pace per token */
 	int64_t max_steps;      /* model calls per turn ("max_steps", 50) */
 	struct config_tools tools;
-	bool bell;              /* the chat screen rings when a turn ends or waits ("bell", true) */
+	enum config_bell bell;  /* how the chat screen rings when a turn ends or waits ("bell") */
 	struct config_provider providers[CONFIG_N_PROVIDERS]; /* openai, anthropic, offline */
 };
 

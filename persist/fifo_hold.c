@@ -97,6 +97,7 @@ void fifo_hold_open(struct fifo *f, struct fifo_item *it)
 	 * while it is held (the host gets its own read below), and for a long
 	 * log they are many times its size. */
 	log_drop_scan(w->lg);
+	xalloc_trim();
 	w->acked = true;
 	w->acked_version = w->version = v;
 	it->rcpt.next_seq = it->rcpt.content_version = v;

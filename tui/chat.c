@@ -89,11 +89,18 @@ static void keep_last_answer(struct chat *c)
 	}
 }
 
-static void ring(struct chat *c)
+static void ring(struct chat *c, const char *why)
 {
 	/* Only when nobody typed for a while: someone watching needs no bell. */
-	if (c->ring_bell && clock_unix_ms() - c->last_key_ms > 5000)
+	if (clock_unix_ms() - c->last_key_ms <= 5000)
+		return;
+	if (c->ringer == TTY_BELL_BEL) {
 		tty_write(c->tty, "\a", 1);
+	} else if (c->ringer == TTY_BELL_OSC9) {
+		char osc[160]; /* why is a constant of ours: nothing to make safe */
+		int n = snprintf(osc, sizeof osc, "\033]9;cairn: %s\a", why);
+		tty_write(c->tty, osc, (size_t)n);
+	}
 }
 
 static void read_cb(struct sink *s, const struct sink_item *it, void *ctx)
@@ -112,7 +119,7 @@ static void read_cb(struct sink *s, const struct sink_item *it, void *ctx)
 	}
 	if (it->kind == SINK_NOTICE && strcmp(it->name, "interaction") == 0) {
 		c->asked_at_batch = c->batch;
-		ring(c);
+		ring(c, "a tool call waits for your approval");
 	} else if (it->kind == SINK_NOTICE && strcmp(it->name, "unsaved") == 0) {
 		chat_sayf(c, true, "a save failed: the session is unsaved (/save retries)");
 	} else if (it->kind == SINK_MARKER && strcmp(it->name, "turn_done") == 0) {
@@ -121,7 +128,7 @@ static void read_cb(struct sink *s, const struct sink_item *it, void *ctx)
 		keep_last_answer(c);
 		if (host_applied(c->d.host, it, &err) < 0)
 			chat_sayf(c, true, "%s", err.msg);
-		ring(c);
+		ring(c, "the turn has ended");
 	}
 }
 
@@ -157,7 +164,7 @@ struct chat *chat_new(const struct chat_deps *d)
 	}
 	c->kd = keydec_new();
 	c->follow = true;
-	c->ring_bell = d->ring_bell;
+	c->ringer = d->ringer;
 	buf_init(&c->typed);
 	struct uiloop_hooks hk = {chat_keys_cb, draw_cb, signal_cb, c};
 	c->ui = uiloop_new(d->loop, &hk);

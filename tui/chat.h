@@ -29,6 +29,7 @@
 #include "base/err.h"
 #include "engine/host.h"
 #include "sink/sink.h"
+#include "tui/tty.h"
 
 struct chat_deps {
 	uv_loop_t *loop;
@@ -37,7 +38,9 @@ struct chat_deps {
 	const char *root;   /* the data root: clipboard.txt goes there (copied) */
 	const char *cwd;    /* the project: its composer draft is saved (copied) */
 	const char *draft;  /* the draft to start with (NULL: none; copied) */
-	bool ring_bell;     /* ring when a turn ends or an approval waits and nobody typed for a while */
+	/* When a turn ends or an approval waits and nobody typed for a
+	 * while: nothing, BEL, or an OSC 9 notification (tty_bell_kind). */
+	enum tty_bell ringer;
 	/* /new and /model (arg: the name, NULL to show it): what the
 	 * application does. 0, or -1 with err (shown on the status line). */
 	int (*command)(void *ctx, const char *name, const char *arg, struct cerr *err);

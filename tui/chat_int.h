@@ -91,7 +91,7 @@ struct chat {
 	char *renaming;         /* /title's title until it is durable */
 	uint64_t batch;         /* input batches read so far */
 	uint64_t asked_at_batch; /* the batch during which the approval came */
-	bool ring_bell;
+	enum tty_bell ringer;
 	int64_t last_key_ms;
 	/* the draft: saved a moment after the last edit, and on quit */
 	char *cwd;

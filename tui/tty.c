@@ -297,3 +297,15 @@ int tty_write(struct tty *t, const char *p, size_t n)
 	}
 	return 0;
 }
+
+enum tty_bell tty_bell_auto(void)
+{
+	static const char *const shows_osc9[] = {"iTerm.app", "WezTerm", "ghostty"};
+	const char *prog = getenv("TERM_PROGRAM"), *tmux = getenv("TMUX"), *sty = getenv("STY");
+	if (!prog || (tmux && *tmux) || (sty && *sty))
+		return TTY_BELL_BEL;
+	for (size_t i = 0; i < sizeof shows_osc9 / sizeof *shows_osc9; i++)
+		if (strcmp(prog, shows_osc9[i]) == 0)
+			return TTY_BELL_OSC9;
+	return TTY_BELL_BEL;
+}

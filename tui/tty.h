@@ -56,4 +56,12 @@ bool tty_colors(const struct tty *t);
  * gone. */
 int tty_write(struct tty *t, const char *p, size_t n);
 
+/* How to ring the user: not at all, BEL, or an OSC 9 notification (a
+ * desktop notification in the terminals that show one). */
+enum tty_bell { TTY_BELL_NONE, TTY_BELL_BEL, TTY_BELL_OSC9 };
+/* OSC 9 where the environment names a terminal known to show it
+ * (TERM_PROGRAM iTerm.app, WezTerm, ghostty; not inside tmux or screen,
+ * which would swallow it), else BEL. */
+enum tty_bell tty_bell_auto(void);
+
 #endif

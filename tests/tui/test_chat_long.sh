@@ -96,6 +96,7 @@ for i in $(seq 20); do
 done
 check "... and pages back to the first turn too" wait_for viewer "prompt #1\."
 keys viewer C-d
+check "... and quits cleanly" test "$(wait_exit viewer)" = 0
 
 # A prompt after paging back runs on the same session.
 keys long2 "after the paging" Enter

@@ -165,7 +165,7 @@ static void test_file_values_override_defaults_and_name_their_source(void **stat
 		     " \"env_strip\": [\"SECRET_*\", \"TOKEN\"]}}");
 	assert_int_equal(config_load(&cfg, &err), 0);
 	assert_int_equal(cfg.tools.result_max, 2048);
-	assert_true(cfg.bell);
+	assert_int_equal(cfg.bell, CONFIG_BELL_AUTO);
 	assert_int_equal(cfg.tools.output_max, 4096);
 	strip = config_tool_strip(&cfg);
 	assert_string_equal(strip[0], "SECRET_*"); /* the list replaces the default */
@@ -223,7 +223,20 @@ static void test_malformed_config_is_refused_with_line_and_key(void **state)
 	expect_refused("{\"tools\": {\"env_strip\": [\"A=B\"]}}", CERR_USAGE, "'tools.env_strip' must hold");
 	expect_refused("{\"tools\": {\"timeout\": 3}}", CERR_USAGE, "'tools.timeout' is not a known key");
 	expect_refused("{\"tools\": []}", CERR_USAGE, "'tools' must be an object");
-	expect_refused("{\"bell\": \"off\"}", CERR_USAGE, "'bell' must be true or false");
+	expect_refused("{\"bell\": \"loud\"}", CERR_USAGE, "'bell' must be true, false,");
+	expect_refused("{\"bell\": 1}", CERR_USAGE, "'bell' must be true, false,");
+	const char *bells[][2] = {{"false", "off"}, {"true", "auto"}, {"\"osc9\"", "osc9"},
+				  {"\"bel\"", "bel"}, {"\"off\"", "off"}, {"\"auto\"", "auto"}};
+	for (size_t i = 0; i < sizeof bells / sizeof *bells; i++) {
+		struct config cfg;
+		struct cerr err;
+		char text[64];
+		snprintf(text, sizeof text, "{\"bell\": %s}", bells[i][0]);
+		write_config(text);
+		assert_int_equal(config_load(&cfg, &err), 0);
+		assert_string_equal(config_bell_name(cfg.bell), bells[i][1]);
+		config_release(&cfg);
+	}
 	expect_refused("{\"providers\": {\"anthropic\": 1}}", CERR_USAGE, "'providers.anthropic' must be an object");
 }
 
