@@ -77,6 +77,7 @@ struct chat {
 	bool help;           /* the help screen is shown */
 	bool selected;       /* a message is selected (for copy): sel_turn, sel_block */
 	size_t sel_turn, sel_block;
+	long sel_code;       /* -1: the whole message; else its code block (chat_select.c) */
 	int help_top;
 	uint64_t last_ctrl_c_ms;
 	int64_t rung_at;     /* the last bell */
@@ -143,10 +144,15 @@ int chatview_area(const struct chat *c);
 void chatview_reset(struct chat *c);
 /* The latest tool or reasoning block: toggle its body. */
 void chatview_toggle_expand(struct chat *c);
-/* Select the message (a prompt or an answer) before or after the selected
- * one (none selected: the last), and scroll it into view. */
-void chatview_select(struct chat *c, bool back);
-/* The selected message's text, NULL when none; owned by the model. */
-const char *chatview_selected_text(struct chat *c);
+/* Scroll block i of turn k into view. */
+void chatview_show_block(struct chat *c, size_t k, size_t i);
+
+/* chat_select.c */
+/* Select the item (a message, or a code block of an answer) before or
+ * after the selected one (none selected: the last) and show it. */
+void chat_select_move(struct chat *c, bool back);
+/* The selected item's text (NULL when none; the caller frees it) and
+ * *what it is, in words. */
+char *chat_select_text(struct chat *c, const char **what);
 
 #endif

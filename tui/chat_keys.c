@@ -221,9 +221,9 @@ static void search_step(struct chat *c, bool back)
 
 static void copy_last(struct chat *c)
 {
-	const char *sel = chatview_selected_text(c);
+	const char *what = "the last answer";
+	char *sel = chat_select_text(c, &what);
 	const char *text = sel ? sel : c->last_answer;
-	const char *what = sel ? "the selected message" : "the last answer";
 	if (!text) {
 		chat_sayf(c, true, "nothing to copy yet");
 		return;
@@ -258,6 +258,7 @@ static void copy_last(struct chat *c)
 	else
 		chat_sayf(c, true, "copied through the terminal; cannot write %s: %s", path, strerror(errno));
 	free(path);
+	free(sel);
 }
 
 /* ---- keys ---- */
@@ -390,10 +391,10 @@ static void act(struct chat *c, enum keyact a)
 		c->follow = true;
 		break;
 	case KEYACT_SELECT_PREV:
-		chatview_select(c, true);
+		chat_select_move(c, true);
 		break;
 	case KEYACT_SELECT_NEXT:
-		chatview_select(c, false);
+		chat_select_move(c, false);
 		break;
 	case KEYACT_COPY:
 		copy_last(c);

@@ -428,56 +428,9 @@ void chatview_toggle_expand(struct chat *c)
 	}
 }
 
-static bool is_message(const struct transcript_block *b)
+void chatview_show_block(struct chat *c, size_t k, size_t i)
 {
-	enum transcript_kind k = transcript_block_kind(b);
-	return k == TR_PROMPT || k == TR_TEXT;
-}
-
-void chatview_select(struct chat *c, bool back)
-{
-	size_t first = transcript_dropped(c->tr), end = transcript_end(c->tr);
-	if (end == first)
-		return;
-	/* Walk blocks as one sequence from the selection (none: past the end). */
-	size_t k = c->selected ? c->sel_turn : end, i = c->selected ? c->sel_block : 0;
-	for (;;) {
-		if (back) {
-			if (i > 0) {
-				i--;
-			} else if (k > first) {
-				k--;
-				const struct transcript_turn *t = transcript_turn(c->tr, k);
-				size_t n = t ? transcript_turn_blocks(t) : 0;
-				if (!n)
-					continue;
-				i = n - 1;
-			} else {
-				return;
-			}
-		} else {
-			const struct transcript_turn *t = transcript_turn(c->tr, k);
-			if (t && i + 1 < transcript_turn_blocks(t)) {
-				i++;
-			} else if (k + 1 < end) {
-				k++;
-				i = 0;
-				if (!transcript_turn_blocks(transcript_turn(c->tr, k)))
-					continue;
-			} else {
-				c->selected = false; /* past the last: none */
-				c->follow = true;
-				return;
-			}
-		}
-		const struct transcript_turn *t = transcript_turn(c->tr, k);
-		if (t && i < transcript_turn_blocks(t) && is_message(transcript_turn_block(t, i)))
-			break;
-	}
-	c->selected = true;
-	c->sel_turn = k;
-	c->sel_block = i;
-	/* Into view: its turn's first line at the top. */
+	/* Its turn's first line at the top, then down to the block. */
 	c->follow = false;
 	c->top_turn = k;
 	c->top_line = 0;
@@ -486,17 +439,6 @@ void chatview_select(struct chat *c, bool back)
 		c->top_line += block_lines(&tv->v[j]) + 1;
 	if (lines_below(c, chatview_area(c) + 1) <= chatview_area(c))
 		c->follow = true;
-}
-
-const char *chatview_selected_text(struct chat *c)
-{
-	if (!c->selected)
-		return NULL;
-	const struct transcript_turn *t = transcript_turn(c->tr, c->sel_turn);
-	if (!t || c->sel_block >= transcript_turn_blocks(t))
-		return NULL;
-	size_t n;
-	return transcript_block_text(transcript_turn_block(t, c->sel_block), &n);
 }
 
 /* ---- drawing ---- */

@@ -2,7 +2,8 @@
 # Queued prompts after a canceled turn wait for the user: Enter on an empty
 # composer sends the first, Alt-Up pulls the last back into the composer
 # (never over unsent text), Alt-D deletes it. Also Ctrl-F finds a turn, and
-# a message selected with Shift-Up is what Alt-C copies (to clipboard.txt).
+# a message or an answer's code block selected with Shift-Up is what Alt-C
+# copies (to clipboard.txt).
 . "$(dirname "$0")/lib.sh"
 printf '{"providers": {"offline": {"pace_ms": 30}}}\n' >"$T/config/cairn/config.json"
 last_id() { "$CAIRN" --data-dir "$DATA" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])'; }
@@ -43,8 +44,16 @@ keys s "first turn" Enter
 check "Ctrl-F finds a turn: the view goes to it" wait_for s "^> first turn"
 keys s Escape
 keys s End
-keys s S-Up S-Up
-check "Shift-Up selects a message (marked)" wait_for s "^= "
+keys s S-Up
+check "Shift-Up selects the last answer's code block first" wait_for s "code block 1/1 selected"
+keys s M-c
+check "Alt-C copies the code block" wait_for s "copied the selected code"
+printf 'export ANTHROPIC_API_KEY=...   # or OPENAI_API_KEY\ncairn config                   # the provider cairn will use\n' >"$T/code"
+check "... clipboard.txt holds exactly its code" cmp -s "$T/code" "$DATA/clipboard.txt"
+keys s S-Up
+check "Shift-Up again: the whole answer" wait_for s "the answer selected"
+keys s S-Up
+check "... then a prompt (marked)" wait_for s "^= "
 keys s M-c
 check "Alt-C copies it: said on the status line" wait_for s "copied the selected message"
 check "... and clipboard.txt holds a prompt of the session" grep -qx "after again" "$DATA/clipboard.txt"

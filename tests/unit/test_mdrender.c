@@ -19,6 +19,7 @@
 
 #include "base/buf.h"
 #include "tests/unit/support_tline.h"
+#include "tui/mdcode.h"
 #include "tui/textlines.h"
 #include "tui/textmsg.h"
 
@@ -539,6 +540,34 @@ static void test_plain_text(void **state)
 	textmsg_free(m);
 }
 
+/* The code blocks a copy can take: fenced (with its info string, the
+ * content exactly), indented, inside a list, and a fence never closed
+ * (to the end, as cmark-gfm reads it), in order; inline code and a table
+ * cell's code are not blocks. */
+static void test_code_blocks_for_copying(void **state)
+{
+	(void)state;
+	const char *md = "Intro with `inline` code.\n\n"
+			 "```sh\nexport A=1   # two spaces\n\ncd /tmp\n```\n\n"
+			 "| a | b |\n|---|---|\n| `x` | y |\n\n"
+			 "    indented\n    code\n\n"
+			 "- item\n\n  ```\n  in a list\n  ```\n\n"
+			 "```python\nunclosed = True\n";
+	struct mdcode *v;
+	size_t n = mdcode_blocks(md, strlen(md), &v);
+	assert_int_equal(n, 4);
+	assert_string_equal(v[0].text, "export A=1   # two spaces\n\ncd /tmp\n");
+	assert_string_equal(v[0].info, "sh");
+	assert_string_equal(v[1].text, "indented\ncode\n");
+	assert_string_equal(v[2].text, "in a list\n");
+	assert_string_equal(v[2].info, "");
+	assert_string_equal(v[3].text, "unclosed = True\n");
+	assert_string_equal(v[3].info, "python");
+	mdcode_free(v, n);
+	assert_int_equal(mdcode_blocks("no code here, `only inline`", 27, &v), 0);
+	assert_null(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -551,6 +580,7 @@ int main(void)
 		cmocka_unit_test(test_table_after_many_blocks),
 		cmocka_unit_test(test_width_change_equals_fresh_render),
 		cmocka_unit_test(test_plain_text),
+		cmocka_unit_test(test_code_blocks_for_copying),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
