@@ -505,6 +505,29 @@ static void open_canceled(struct hsess *s, struct op *open_op)
 	host_write(s, rel);
 }
 
+/* A long log read and freed: its memory goes back to the system on a
+ * worker (malloc_trim walks the heap), not on the loop. */
+#define TRIM_AFTER_BYTES ((size_t)16 << 20)
+
+static void trim_work(uv_work_t *w)
+{
+	(void)w;
+	xalloc_trim();
+}
+
+static void trim_done(uv_work_t *w, int status)
+{
+	(void)status;
+	free(w);
+}
+
+static void trim_soon(uv_loop_t *loop)
+{
+	uv_work_t *w = xcalloc(1, sizeof *w);
+	if (uv_queue_work(loop, w, trim_work, trim_done) != 0)
+		free(w); /* best effort: the memory only stays resident */
+}
+
 static void open_built(uv_work_t *w, int status)
 {
 	struct open_work *ow = w->data;
@@ -564,7 +587,10 @@ static void open_built(uv_work_t *w, int status)
 	free(ow->system);
 	context_free(ow->ctx);
 	approvals_free(ow->grants);
+	bool big = load_memory(prepared_load(ow->p)) > TRIM_AFTER_BYTES;
 	prepared_free(ow->p);
+	if (big)
+		trim_soon(h->d.loop);
 	struct op *op = host_op(h, s, OP_DONE, s->open_cb, s->open_ctx);
 	host_fill_head(op);
 	if (s->open_release) {
