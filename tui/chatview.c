@@ -23,7 +23,7 @@
 #define COMPOSER_MAX 8  /* rows the composer grows to */
 #define QUEUE_MAX 3     /* queued prompts listed above the composer */
 
-enum { PAIR_CODE = 1, PAIR_ERROR, PAIR_ACCENT, PAIR_DIM };
+enum { PAIR_CODE = 1, PAIR_ERROR, PAIR_ACCENT };
 
 /* ---- styles ---- */
 
@@ -640,8 +640,7 @@ static void colors_once(struct chat *c)
 	done = true;
 	init_pair(PAIR_CODE, COLOR_CYAN, -1);
 	init_pair(PAIR_ERROR, COLOR_RED, -1);
-	init_pair(PAIR_ACCENT, COLOR_YELLOW, -1);
-	init_pair(PAIR_DIM, COLOR_WHITE, -1);
+	init_pair(PAIR_ACCENT, COLOR_MAGENTA, -1); /* yellow vanishes on a light background */
 }
 
 void chatview_draw(struct chat *c)
