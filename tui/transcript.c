@@ -414,12 +414,13 @@ bool transcript_apply_event(struct transcript *tr, enum vocab_type type, const c
 	case VT_BRANCH_REWIND: /* the rewind picker's issue shows branches */
 	case VT_UNKNOWN:
 		return false;
-	case VT_TURN_START:
+	case VT_TURN_START: {
 		const struct transcript_turn *same = turn_find(tr, turn ? turn : "");
 		if (same && same->outcome == TR_OPEN)
 			return false; /* a turn still open started again: the same turn */
 		turn_add(tr, turn, seq, t_ms);
 		return true;
+	}
 	case VT_USER_MESSAGE:
 	case VT_REQUEST_PREPARED:
 	case VT_ASSISTANT_TEXT:

@@ -49,7 +49,7 @@ int hold_lock(struct fx *f, const char *id)
 {
 	struct session_ref ref;
 	struct cerr err;
-	int keyfd, dirfd;
+	int keyfd = -1, dirfd = -1;
 	if (store_resolve(f->st, id, &ref, &err) < 0 ||
 	    store_open_session_dir(f->st, &ref, false, &keyfd, &dirfd, &err) < 0)
 		fail_msg("open session %s: %s", id, err.msg);

@@ -247,8 +247,8 @@ enum cerr_class lx_try_lock(struct lx *x, const char *id)
  * caller frees it. */
 char *lx_row_field(struct lx *x, const char *id, bool prompt)
 {
-	struct store *st;
-	struct catalog *cat;
+	struct store *st = NULL;
+	struct catalog *cat = NULL;
 	struct cat_session row;
 	struct cerr err = {0};
 	if (store_open(x->root, false, &st, &err) < 0 || catalog_open(st, &cat, &err) < 0 ||

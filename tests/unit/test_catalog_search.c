@@ -326,7 +326,7 @@ static void test_fts_syntax_in_a_query_is_plain_text(void **state)
 		"[fox]", "fox,", "fox.", "#", "@", "$1", "?", "?1", "NULL", "fox\t\tbear\n",
 		"\xE6\x95\xB0\xE6\x8D\xAE\xE5\xBA\x93*", "\"\xE6\x95\xB0\xE6\x8D\xAE", "%\xE6\x95\xB0%",
 		"\xE6\x95\xB0_", "\xE6\x95\xB0\\", "\xE6\x95\xB0\xE6\x8D\xAE\xE5\xBA\x93 AND OR",
-		"\xFF\xFE", "fox \xC3", "\xE2\x80\xAE" "fox", "NEAR", "fox NEAR bear", "{", "}",
+		"\xFF\xFE", "fox \xC3", ("\xE2\x80\xAE" "fox"), "NEAR", "fox NEAR bear", "{", "}",
 	};
 	for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
 		struct hits r = search(f, q[i], 0, false); /* fails the test on any error */
