@@ -225,6 +225,7 @@ void chat_ready(struct chat *c, const char *id, const char *provider, const char
 	c->loading = NULL;
 	transcript_set_window(c->tr, 0); /* live turns never push out what is viewed */
 	c->previewing = false;
+	c->selected = false; /* its indices were the old model's */
 	chatview_reset(c);
 	c->follow = true;
 	c->ready = true;
@@ -257,6 +258,7 @@ void chat_view_only(struct chat *c, const char *id, const struct cerr *why)
 	c->loading = NULL;
 	transcript_set_window(c->tr, 0);
 	c->previewing = false;
+	c->selected = false; /* its indices were the old model's */
 	chatview_reset(c);
 	c->follow = true;
 	c->view_only = true;

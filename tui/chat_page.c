@@ -62,6 +62,7 @@ static void preview_done(void *ctx, struct load *l, const struct cerr *err, bool
 		c->tr = from_load(c->id, l);
 		chatview_reset(c);
 		c->follow = true;
+		c->selected = false;
 		c->previewing = true;
 		if (c->ui)
 			uiloop_dirty(c->ui);
