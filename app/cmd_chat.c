@@ -15,7 +15,6 @@
 #include "base/buf.h"
 #include "base/termsafe.h"
 #include "base/xalloc.h"
-#include "persist/load_async.h"
 #include "tui/chat.h"
 
 #include <stdio.h>
@@ -37,7 +36,6 @@ struct ch {
 	char id[SESSION_ID_MAX + 1];
 	bool have_log;   /* the session has a log: resuming it makes sense */
 	char *model_opt; /* /model's choice (owned) */
-	struct cerr open_err; /* why the session is shown view-only */
 	struct cerr fail;
 };
 
@@ -96,44 +94,14 @@ static void ready(struct ch *h, const struct host_settings *set, const char *not
 	chat_ready(h->chat, h->id, sel.provider->name, sel.model, note);
 }
 
-/* Read-only: the log as it is, shown and never written. */
-static void viewed(void *ctx, struct load *l, const struct cerr *err, bool canceled)
-{
-	struct ch *h = ctx;
-	if (!l) {
-		if (!canceled)
-			chat_failed(h->chat, err);
-		return;
-	}
-	void *model = chat_history_ctx(h->chat, h->id);
-	for (size_t i = 0; i < load_count(l); i++) {
-		const struct load_event *ev = load_event(l, i);
-		if (ev->type == VT_UNKNOWN)
-			continue;
-		cJSON *line = load_json(l, i);
-		chat_history(model, (enum vocab_type)ev->type, load_turn(l, i), ev->seq, ev->t,
-			     cJSON_GetObjectItem(line, "data"));
-		cJSON_Delete(line);
-	}
-	load_free(l);
-	chat_view_only(h->chat, h->id, &h->open_err);
-}
-
 static void opened(void *ctx, const struct host_result *r, const struct cerr *err)
 {
 	(void)r;
 	struct ch *h = ctx;
-	if (err && err->cls == CERR_LOCKED) {
-		/* Held by another process: its end shown, never written. */
+	if (err && (err->cls == CERR_LOCKED || err->cls == CERR_CORRUPT ||
+		    err->cls == CERR_UNSUPPORTED)) {
+		/* Held by another process, or damaged: shown, never written. */
 		chat_page_view_only(h->chat, h->id, err);
-		return;
-	}
-	if (err && (err->cls == CERR_CORRUPT || err->cls == CERR_UNSUPPORTED)) {
-		/* Damaged: read whole, shown as far as valid, never written. */
-		struct cerr e;
-		h->open_err = *err;
-		if (load_async(&h->p.loop, h->p.root, h->id, NULL, viewed, h, NULL, &e) < 0)
-			chat_failed(h->chat, &e);
 		return;
 	}
 	if (err) {

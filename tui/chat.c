@@ -262,8 +262,14 @@ void chat_view_only(struct chat *c, const char *id, const struct cerr *why)
 	chatview_reset(c);
 	c->follow = true;
 	c->view_only = true;
-	snprintf(c->banner, sizeof c->banner, "view-only: %s",
-		 why->cls == CERR_LOCKED ? "the session is open in another cairn" : why->msg);
+	if (why->cls == CERR_LOCKED) {
+		snprintf(c->banner, sizeof c->banner, "view-only: the session is open in another cairn");
+	} else {
+		/* The class first (the line is narrow), without the log's path. */
+		const char *msg = why->msg, *past = msg[0] == '\'' ? strstr(msg, "': ") : NULL;
+		snprintf(c->banner, sizeof c->banner, "view-only: the log is %s: %s",
+			 cerr_class_name(why->cls), past ? past + 3 : msg);
+	}
 	keep_last_answer(c);
 	if (c->ui)
 		uiloop_dirty(c->ui);

@@ -74,8 +74,9 @@ void chat_view_only(struct chat *c, const char *id, const struct cerr *why);
  * worker and shown until the session is ready (chat_page.c), so a long
  * session shows its end at once. */
 void chat_page_preview(struct chat *c, const char *id);
-/* chat_view_only for a session held by another process: only the log's
- * end is read (earlier turns page in as the view reaches them). */
+/* The session cannot be written: its log is read (held by another
+ * process: only its end, earlier turns paging in as the view reaches them;
+ * damaged: whole, as far as valid) and shown by chat_view_only. */
 void chat_page_view_only(struct chat *c, const char *id, const struct cerr *why);
 /* Opening failed: say so on the screen; the screen stays until quit. */
 void chat_failed(struct chat *c, const struct cerr *err);

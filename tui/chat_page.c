@@ -173,6 +173,11 @@ void chat_page_view_only(struct chat *c, const char *id, const struct cerr *why)
 	snprintf(c->id, sizeof c->id, "%s", id);
 	c->page_why = *why;
 	struct cerr err;
-	if (load_tail_async(c->d.loop, c->root, id, PREVIEW_EVENTS, viewed, c, NULL, &err) < 0)
+	/* Damaged: read whole, shown as far as it is valid (a tail says
+	 * nothing of damage before it). */
+	int rc = why->cls == CERR_LOCKED ?
+			 load_tail_async(c->d.loop, c->root, id, PREVIEW_EVENTS, viewed, c, NULL, &err) :
+			 load_async(c->d.loop, c->root, id, NULL, viewed, c, NULL, &err);
+	if (rc < 0)
 		chat_failed(c, &err);
 }

@@ -4,7 +4,7 @@
 # on): the screen is never cleared while streaming; the bytes written
 # stay a small multiple of the characters streamed (differential updates,
 # not redraws). Also `cairn -r PREFIX` opens a session by a unique prefix,
-# and one that another cairn holds opens view-only.
+# one that another cairn holds opens view-only, and so does a damaged one.
 . "$(dirname "$0")/lib.sh"
 printf '{"providers": {"offline": {"pace_ms": 5}}}\n' >"$T/config/cairn/config.json"
 start f
@@ -46,6 +46,34 @@ wait_exit w >/dev/null
 check "... the log did not change" bash -c "[ \$('$CAIRN' --data-dir '$DATA' log cat $ID | grep -c user/message) = 1 ]"
 keys v C-d
 wait_exit v >/dev/null
+# A log damaged before its end: shown as far as it is valid, with its
+# class, and never written.
+append() { "$CAIRN" --data-dir "$DATA" log append "$@"; }
+turn() { printf '{"type":"turn/start","turn":"%s","data":{}}\n{"type":"user/message","turn":"%s","data":{"text":"%s"}}\n{"type":"turn/end","turn":"%s","data":{"outcome":"completed"}}\n' "$1" "$1" "$2" "$1"; }
+DID=$(turn t1 "the first prompt" | append --new --cwd "$T/work" | cut -d' ' -f1)
+turn t2 "the second prompt" | append "$DID" --expect-seq 4 >/dev/null
+turn t3 "the third prompt" | append "$DID" --expect-seq 7 >/dev/null
+DLOG=$(find "$DATA/sessions" -path "*$DID/session.jsonl.zst")
+# One byte flipped in the middle of the third frame (t2's batch).
+python3 - "$DLOG" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, 'rb').read())
+starts = [i for i in range(len(b) - 3) if b[i:i + 4] == b'\x28\xb5\x2f\xfd']
+b[(starts[2] + starts[3]) // 2] ^= 0xff
+open(p, 'wb').write(b)
+PY
+SUM=$(sha256sum <"$DLOG")
+start d -r "$DID"
+check "a damaged log opens view-only, its class said" wait_for d "^ view-only: the log is corrupt: frame at offset"
+check "... what is valid is shown" wait_for d "the first prompt"
+check "... and nothing past the damage" bash -c "! tmux -L '$SOCK' capture-pane -p -t d | grep -q 'the third prompt'"
+keys d "not to be written" Enter
+keys d C-c
+keys d C-c
+check "... Ctrl-C twice quits as usual" test "$(wait_exit d)" = 0
+check "... and the log is untouched" test "$(sha256sum <"$DLOG")" = "$SUM"
+
 start x -r NOSUCHSESSION
 check "cairn -r with an unknown id: exit 3, said" test "$(wait_exit x)" = 3
 check "... the message names it" wait_for x "NOSUCHSESSION"
