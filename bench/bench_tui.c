@@ -638,7 +638,7 @@ static void bench_long(struct store *st, size_t events)
 	snprintf(m, sizeof m, "%zu events: peak RSS (VmHWM), opening", events);
 	snprintf(a, sizeof a, "%.1f MiB", hk / 1024.0);
 	add_row(m, a, b, hk / json_kb, true, "(info)", "");
-	snprintf(m, sizeof m, "%zu events: VmRSS when ready vs decompressed", events);
+	snprintf(m, sizeof m, "%zu events: RSS 1 s after ready vs JSON", events);
 	snprintf(a, sizeof a, "%s%.1f MiB", cut || rcut ? ">= " : "", rk / 1024.0);
 	snprintf(tg, sizeof tg, big ? "< 1.50" : "(info)");
 	add_row(m, a, b, rk / json_kb, true, tg,
