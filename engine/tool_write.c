@@ -201,9 +201,9 @@ int tool_write_atomic(struct tool_job *j, const char *path, const char *data, si
 	free(tmp);
 	tmp = NULL;
 	j->wrote = true;
-	/* The rename is durable only once the directory is synced (still on
-	 * the worker). */
+	/* The rename is durable only once the directory is synced. */
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* Still on the libuv worker, never the loop: this fsync may wait on the disk. */
 	if (dfd < 0 || fsync(dfd) < 0) {
 		tool_files_fail(j, "wrote '%s', but cannot sync its directory: %s (the file may not "
 				   "survive a power loss)", j->shown, strerror(errno));

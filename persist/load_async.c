@@ -14,8 +14,11 @@ struct load_req {
 	bool has_opts;
 	struct scan_opts opts;
 	size_t tail;               /* > 0: load_tail of at least this many events */
-	load_async_fn load_cb;     /* one of the two is set */
+	load_async_fn load_cb;     /* one of the three is set */
 	prepare_async_fn prepare_cb;
+	load_map_fn map_cb;
+	load_map_work_fn map;      /* with map_cb: runs on the worker */
+	void *made;                /* what map made of the load */
 	void *ctx;
 	/* Results, written by the worker, read on the loop after it. */
 	struct load *load;
@@ -48,6 +51,11 @@ static void work(uv_work_t *w)
 		close(fd);
 	}
 	store_close(st);
+	if (r->map && r->rc == 0) { /* the load goes once mapped, on the worker */
+		r->made = r->map(r->id, r->load);
+		load_free(r->load);
+		r->load = NULL;
+	}
 }
 
 /* On the loop: hand the result over and free the request. */
@@ -58,6 +66,8 @@ static void after(uv_work_t *w, int status)
 	const struct cerr *err = canceled || r->rc == 0 ? NULL : &r->err;
 	if (r->prepare_cb)
 		r->prepare_cb(r->ctx, r->prepared, err, canceled);
+	else if (r->map_cb)
+		r->map_cb(r->ctx, r->made, err, canceled);
 	else
 		r->load_cb(r->ctx, r->load, err, canceled);
 	free(r->root);
@@ -65,21 +75,13 @@ static void after(uv_work_t *w, int status)
 	free(r);
 }
 
-static int queue(uv_loop_t *loop, const char *root, const char *id, const struct scan_opts *o,
-		 size_t tail, load_async_fn load_cb, prepare_async_fn prepare_cb, void *ctx,
+/* Queue r (its callbacks and options set by the caller) for root and id. */
+static int queue(uv_loop_t *loop, struct load_req *r, const char *root, const char *id,
 		 struct load_req **req, struct cerr *err)
 {
-	struct load_req *r = xcalloc(1, sizeof *r);
-	r->tail = tail;
 	r->work.data = r;
 	r->root = xstrdup(root);
 	r->id = xstrdup(id);
-	r->has_opts = o != NULL;
-	if (o)
-		r->opts = *o;
-	r->load_cb = load_cb;
-	r->prepare_cb = prepare_cb;
-	r->ctx = ctx;
 	int rc = uv_queue_work(loop, &r->work, work, after);
 	if (rc < 0) {
 		free(r->root);
@@ -92,23 +94,41 @@ static int queue(uv_loop_t *loop, const char *root, const char *id, const struct
 	return 0;
 }
 
+static struct load_req *req_new(const struct scan_opts *o, size_t tail, void *ctx)
+{
+	struct load_req *r = xcalloc(1, sizeof *r);
+	r->has_opts = o != NULL;
+	if (o)
+		r->opts = *o;
+	r->tail = tail;
+	r->ctx = ctx;
+	return r;
+}
+
 int load_async_queue(uv_loop_t *loop, const char *root, const char *id, const struct scan_opts *o,
 		     load_async_fn load_cb, prepare_async_fn prepare_cb, void *ctx,
 		     struct load_req **req, struct cerr *err)
 {
-	return queue(loop, root, id, o, 0, load_cb, prepare_cb, ctx, req, err);
+	struct load_req *r = req_new(o, 0, ctx);
+	r->load_cb = load_cb;
+	r->prepare_cb = prepare_cb;
+	return queue(loop, r, root, id, req, err);
 }
 
 int load_async(uv_loop_t *loop, const char *root, const char *id, const struct scan_opts *o,
 	       load_async_fn cb, void *ctx, struct load_req **req, struct cerr *err)
 {
-	return queue(loop, root, id, o, 0, cb, NULL, ctx, req, err);
+	return load_async_queue(loop, root, id, o, cb, NULL, ctx, req, err);
 }
 
-int load_tail_async(uv_loop_t *loop, const char *root, const char *id, size_t min_events,
-		    load_async_fn cb, void *ctx, struct load_req **req, struct cerr *err)
+int load_map_async(uv_loop_t *loop, const char *root, const char *id, size_t min_events,
+		   load_map_work_fn map, load_map_fn cb, void *ctx, struct load_req **req,
+		   struct cerr *err)
 {
-	return queue(loop, root, id, NULL, min_events ? min_events : 1, cb, NULL, ctx, req, err);
+	struct load_req *r = req_new(NULL, min_events, ctx);
+	r->map = map;
+	r->map_cb = cb;
+	return queue(loop, r, root, id, req, err);
 }
 
 bool load_async_cancel(struct load_req *r)

@@ -38,10 +38,18 @@ typedef void (*prepare_async_fn)(void *ctx, struct prepared *p, const struct cer
  * (then cb is never called). root and id are copied. */
 int load_async(uv_loop_t *loop, const char *root, const char *id, const struct scan_opts *o,
 	       load_async_fn cb, void *ctx, struct load_req **req, struct cerr *err);
-/* load_async of only the end (load_tail, load.h): whole frames holding at
- * least the last min_events events. */
-int load_tail_async(uv_loop_t *loop, const char *root, const char *id, size_t min_events,
-		    load_async_fn cb, void *ctx, struct load_req **req, struct cerr *err);
+/* What a worker makes of a load of session id (a view of it for a
+ * screen, say), before the load is freed there: the caller's to own. */
+typedef void *(*load_map_work_fn)(const char *id, const struct load *l);
+/* Called on the loop with what map made (NULL with err, or canceled). */
+typedef void (*load_map_fn)(void *ctx, void *made, const struct cerr *err, bool canceled);
+/* Load session id (its tail of at least min_events events; 0: the whole
+ * log), then map it, both on a worker, so a large read never costs the
+ * loop more than the callback; cb(ctx, made, ...) runs on the loop
+ * exactly once. 0, or -1 with err when the work cannot be queued. */
+int load_map_async(uv_loop_t *loop, const char *root, const char *id, size_t min_events,
+		   load_map_work_fn map, load_map_fn cb, void *ctx, struct load_req **req,
+		   struct cerr *err);
 /* Cancel r if no worker has started it: true, and its callback runs on the
  * loop with canceled set. False when it already runs or ran. */
 bool load_async_cancel(struct load_req *r);

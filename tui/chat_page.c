@@ -1,6 +1,6 @@
 /* chat_page.c — a long session on the screen without all of it in memory.
  *
- * Opening: the end of the log is read first (load_tail_async: a few
+ * Opening: the end of the log is read first (load_map_async: a few
  * frames, whatever the log's length) and shown at once, while the host
  * opens the session, which reads it whole. The host's model of it is fed
  * with a window of turns (CHAT_WINDOW_TURNS), so it holds the end only;
@@ -14,7 +14,8 @@
  * view stays on the turn it showed. Only while nothing changes the log:
  * no turn running and nothing unsaved, and the read must end at the last
  * seq shown, or it is dropped and asked again later. The cost is that of
- * what is read, never of the whole log. */
+ * what is read, never of the whole log, and it is paid on a worker: the
+ * model is built there from the load, and the loop only swaps it in. */
 #include "tui/chat_int.h"
 
 #include <stdlib.h>
@@ -28,8 +29,9 @@
 /* Events read in addition to those held, per page back. */
 #define PAGE_EVENTS 2000
 
-/* A model of what l holds (a tail, or all of it). Caller frees it. */
-static struct transcript *from_load(const char *id, const struct load *l)
+/* A model of what l holds (a tail, or all of it), made on the worker
+ * that read it (load_map_async): the loop only swaps it in. */
+static void *from_load(const char *id, const struct load *l)
 {
 	struct transcript *tr = transcript_new(id);
 	bool first = true;
@@ -48,18 +50,25 @@ static struct transcript *from_load(const char *id, const struct load *l)
 	return tr;
 }
 
-static void preview_done(void *ctx, struct load *l, const struct cerr *err, bool canceled)
+/* The same for a preview: only an undamaged end is worth showing. */
+static void *from_sound_load(const char *id, const struct load *l)
+{
+	return load_scan(l)->status == SCAN_OK ? from_load(id, l) : NULL;
+}
+
+static void preview_done(void *ctx, void *made, const struct cerr *err, bool canceled)
 {
 	(void)err;
 	(void)canceled;
 	struct chat *c = ctx;
+	struct transcript *tr = made;
 	c->page_req = NULL;
 	/* The session opened first (or failed, or the screen closes): the
 	 * preview has nothing to add. */
-	if (l && !c->ready && !c->view_only && !c->failed && !c->closing &&
-	    load_scan(l)->status == SCAN_OK) {
+	if (tr && !c->ready && !c->view_only && !c->failed && !c->closing) {
 		transcript_free(c->tr);
-		c->tr = from_load(c->id, l);
+		c->tr = tr;
+		tr = NULL;
 		chatview_reset(c);
 		c->follow = true;
 		c->selected = false;
@@ -67,7 +76,7 @@ static void preview_done(void *ctx, struct load *l, const struct cerr *err, bool
 		if (c->ui)
 			uiloop_dirty(c->ui);
 	}
-	load_free(l);
+	transcript_free(tr);
 }
 
 void chat_page_preview(struct chat *c, const char *id)
@@ -75,8 +84,8 @@ void chat_page_preview(struct chat *c, const char *id)
 	struct cerr err;
 	snprintf(c->id, sizeof c->id, "%s", id);
 	/* Best effort: without it the screen waits for the open. */
-	(void)load_tail_async(c->d.loop, c->root, id, PREVIEW_EVENTS, preview_done, c, &c->page_req,
-			      &err);
+	(void)load_map_async(c->d.loop, c->root, id, PREVIEW_EVENTS, from_sound_load, preview_done, c,
+			     &c->page_req, &err);
 }
 
 /* Nothing but the log changes the model while the page is read. */
@@ -89,19 +98,17 @@ static bool quiet(struct chat *c)
 	return c->ready && !st.unsaved && host_state(c->d.host, c->id) == HOST_IDLE;
 }
 
-static void page_done(void *ctx, struct load *l, const struct cerr *err, bool canceled)
+static void page_done(void *ctx, void *made, const struct cerr *err, bool canceled)
 {
 	struct chat *c = ctx;
+	struct transcript *nt = made;
 	c->page_req = NULL;
-	if (!l || c->closing) {
-		if (l)
-			load_free(l);
-		else if (!canceled && !c->closing)
+	if (!nt || c->closing) {
+		if (!nt && err && !c->closing)
 			chat_sayf(c, true, "cannot read earlier turns: %s", err->msg);
+		transcript_free(nt);
 		return;
 	}
-	struct transcript *nt = from_load(c->id, l);
-	load_free(l);
 	if (!quiet(c) || transcript_last_seq(nt) != transcript_last_seq(c->tr) ||
 	    transcript_first_seq(nt) >= transcript_first_seq(c->tr)) {
 		transcript_free(nt);
@@ -144,25 +151,24 @@ void chat_page_earlier(struct chat *c)
 	uint64_t first = transcript_first_seq(c->tr), last = transcript_last_seq(c->tr);
 	size_t held = last >= first && first ? (size_t)(last - first + 1) : 0;
 	struct cerr err;
-	if (load_tail_async(c->d.loop, c->root, c->id, held + PAGE_EVENTS, page_done, c, &c->page_req,
-			    &err) < 0) {
+	if (load_map_async(c->d.loop, c->root, c->id, held + PAGE_EVENTS, from_load, page_done, c,
+			   &c->page_req, &err) < 0) {
 		chat_sayf(c, true, "cannot read earlier turns: %s", err.msg);
 		return;
 	}
 	chat_sayf(c, false, "loading earlier turns...");
 }
 
-static void viewed(void *ctx, struct load *l, const struct cerr *err, bool canceled)
+static void viewed(void *ctx, void *made, const struct cerr *err, bool canceled)
 {
 	struct chat *c = ctx;
-	if (!l) {
+	if (!made) {
 		if (!canceled && !c->closing)
 			chat_failed(c, err);
 		return;
 	}
 	transcript_free(c->loading);
-	c->loading = from_load(c->id, l);
-	load_free(l);
+	c->loading = made;
 	char id[sizeof c->id]; /* chat_view_only copies it into c->id */
 	snprintf(id, sizeof id, "%s", c->id);
 	chat_view_only(c, id, &c->page_why);
@@ -175,9 +181,7 @@ void chat_page_view_only(struct chat *c, const char *id, const struct cerr *why)
 	struct cerr err;
 	/* Damaged: read whole, shown as far as it is valid (a tail says
 	 * nothing of damage before it). */
-	int rc = why->cls == CERR_LOCKED ?
-			 load_tail_async(c->d.loop, c->root, id, PREVIEW_EVENTS, viewed, c, NULL, &err) :
-			 load_async(c->d.loop, c->root, id, NULL, viewed, c, NULL, &err);
-	if (rc < 0)
+	if (load_map_async(c->d.loop, c->root, id, why->cls == CERR_LOCKED ? PREVIEW_EVENTS : 0,
+			   from_load, viewed, c, NULL, &err) < 0)
 		chat_failed(c, &err);
 }

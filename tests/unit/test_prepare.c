@@ -13,6 +13,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -412,6 +413,77 @@ static void test_async_completes_on_the_loop(void **state)
 	rm_rf(dir);
 }
 
+/* load_map_async: the map runs on a worker with the load (a tail, or the
+ * whole log), and only what it made comes back, on the loop; a session
+ * that cannot be read is never mapped. */
+struct mapped {
+	size_t events;
+	bool tail, on_loop_thread;
+	char id[32];
+};
+
+static atomic_int maps;
+
+static void *map_load(const char *id, const struct load *l)
+{
+	atomic_fetch_add(&maps, 1);
+	struct mapped *m = calloc(1, sizeof *m);
+	m->events = load_count(l);
+	m->tail = load_is_tail(l);
+	m->on_loop_thread = pthread_equal(pthread_self(), loop_thread);
+	snprintf(m->id, sizeof m->id, "%s", id);
+	return m;
+}
+
+struct map_done {
+	struct done d;
+	struct mapped *m;
+};
+
+static void on_map(void *ctx, void *made, const struct cerr *err, bool canceled)
+{
+	struct map_done *md = ctx;
+	called(&md->d, err, canceled);
+	md->m = made;
+}
+
+static void test_async_map_runs_on_a_worker(void **state)
+{
+	(void)state;
+	char dir[64], root[80];
+	assert_int_equal(tmp_root("prep", dir, sizeof dir, root, sizeof root), 0);
+	make_session(root, 5);
+	uv_loop_t loop;
+	assert_int_equal(uv_loop_init(&loop), 0);
+	loop_thread = pthread_self();
+	atomic_store(&maps, 0);
+	struct map_done whole = {0}, tail = {0}, missing = {0};
+	struct cerr err;
+	assert_int_equal(load_map_async(&loop, root, LB_SID, 0, map_load, on_map, &whole, NULL, &err), 0);
+	assert_int_equal(load_map_async(&loop, root, LB_SID, 3, map_load, on_map, &tail, NULL, &err), 0);
+	assert_int_equal(load_map_async(&loop, root, "nosuch", 3, map_load, on_map, &missing, NULL, &err),
+			 0);
+	assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+	assert_int_equal(whole.d.calls, 1);
+	assert_true(whole.d.on_loop_thread);
+	assert_non_null(whole.m);
+	assert_false(whole.m->on_loop_thread);
+	assert_int_equal(whole.m->events, 10);
+	assert_false(whole.m->tail);
+	assert_string_equal(whole.m->id, LB_SID);
+	assert_non_null(tail.m); /* a small log: its tail window holds it all */
+	assert_true(tail.m->events >= 3);
+	assert_int_equal(missing.d.calls, 1);
+	assert_true(missing.d.failed);
+	assert_int_equal(missing.d.err.cls, CERR_MISSING);
+	assert_null(missing.m);
+	assert_int_equal(atomic_load(&maps), 2);
+	free(whole.m);
+	free(tail.m);
+	assert_int_equal(uv_loop_close(&loop), 0);
+	rm_rf(dir);
+}
+
 /* Workers busy with a blocker: requests queued behind it have not started
  * and can be canceled; their callbacks say so, on the loop. */
 static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
@@ -477,6 +549,7 @@ int main(void)
 		cmocka_unit_test(test_settings_system_prompt_replaced_cleared_and_compared),
 		cmocka_unit_test(test_damaged_log_prepares_its_valid_prefix),
 		cmocka_unit_test(test_async_completes_on_the_loop),
+		cmocka_unit_test(test_async_map_runs_on_a_worker),
 		cmocka_unit_test(test_async_cancel_before_start),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
