@@ -266,3 +266,15 @@ char *lx_row_status(struct lx *x, const char *id)
 {
 	return lx_row_field(x, id, false);
 }
+
+void lx_set_status(struct lx *x, const char *id, const char *status)
+{
+	struct store *st = NULL;
+	struct catalog *cat = NULL;
+	struct cerr err = {0};
+	if (store_open(x->root, false, &st, &err) < 0 || catalog_open(st, &cat, &err) < 0 ||
+	    catalog_set_status(cat, id, status, &err) < 0)
+		fail_msg("catalog: %s", err.msg);
+	catalog_close(cat);
+	store_close(st);
+}

@@ -82,5 +82,7 @@ enum cerr_class lx_try_lock(struct lx *x, const char *id);
  * the caller frees it. */
 char *lx_row_field(struct lx *x, const char *id, bool prompt);
 char *lx_row_status(struct lx *x, const char *id);
+/* Set session id's catalog status (as a process that died mid-turn left it). */
+void lx_set_status(struct lx *x, const char *id, const char *status);
 
 #endif

@@ -151,14 +151,7 @@ static void test_open_rebuilds_the_row_only_for_a_changed_log(void **state)
 	p = prompt_after_open(x, "A", "not in the log either");
 	assert_string_equal(p, "hello"); /* projected again from the log */
 	free(p);
-	struct store *st;
-	struct catalog *cat;
-	struct cerr err = {0};
-	if (store_open(x->root, false, &st, &err) < 0 || catalog_open(st, &cat, &err) < 0 ||
-	    catalog_set_status(cat, "A", "running", &err) < 0)
-		fail_msg("catalog: %s", err.msg);
-	catalog_close(cat);
-	store_close(st);
+	lx_set_status(x, "A", "running");
 	free(prompt_after_open(x, "A", "hello"));
 	char *status = lx_row_status(x, "A");
 	assert_string_equal(status, "idle");
@@ -246,14 +239,7 @@ static void test_stale_running_row_does_not_block_delete(void **state)
 	struct lx_rec c;
 	lx_post_wait(x, lx_hist("A", 1, true), &c);
 	lx_post_wait(x, fifo_release("A"), &c); /* as after the writer's process died */
-	struct store *st;
-	struct catalog *cat;
-	struct cerr err = {0};
-	if (store_open(x->root, false, &st, &err) < 0 || catalog_open(st, &cat, &err) < 0 ||
-	    catalog_set_status(cat, "A", "running", &err) < 0)
-		fail_msg("catalog: %s", err.msg);
-	catalog_close(cat);
-	store_close(st);
+	lx_set_status(x, "A", "running");
 	lx_post_wait(x, fifo_delete("A"), &c);
 }
 
