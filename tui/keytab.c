@@ -289,7 +289,13 @@ void keytab_markdown(struct buf *out)
 		 "the rewind picker of a later release, as is the session browser.\n"
 		 "Pasted text (bracketed paste) is inserted as it is, newlines included;\n"
 		 "it never sends. Control characters in it are kept as visible text\n"
-		 "(ESC as `^[`).\n");
+		 "(ESC as `^[`). This holds for a paste that contains the terminal's\n"
+		 "end-of-paste marker itself (`ESC [ 201 ~`, which tmux passes through)\n"
+		 "followed by Enter: the marker cannot be told from the terminal's own\n"
+		 "by its bytes, but the terminal sends a paste in one go and nothing\n"
+		 "right behind it, so a paste ends only when the input pauses (10 ms)\n"
+		 "after its end marker. What arrives before that pause is pasted text\n"
+		 "too: the marker kept as text, a carriage return a newline.\n");
 	enum keyctx order[KEYCTX_COUNT];
 	size_t n = ctx_order(order);
 	for (size_t i = 0; i < n; i++) {
