@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # A terminal the screen cannot drive (TERM=dumb, an unknown TERM) is
 # refused before anything is drawn (exit 5, the message naming TERM and
-# its value). The terminal is given back on every way out: Ctrl-Z suspends (the shell
-# gets a normal screen) and fg redraws; a fatal signal (SIGSEGV, SIGABRT)
-# restores the screen and the modes (canonical input, echo) before the
-# process dies as the signal says. cairn runs under an interactive shell
-# in the tmux pane, as a user runs it.
+# its value). The terminal is given back on every way out: Ctrl-Z
+# suspends (the shell gets a normal screen) and fg redraws; a fatal signal
+# (SIGSEGV, SIGABRT) restores the screen and the modes (canonical input,
+# echo) before the process dies as the signal says. cairn runs under an
+# interactive shell in the tmux pane, as a user runs it.
 . "$(dirname "$0")/lib.sh"
 printf '{"providers": {"offline": {"pace_ms": 0}}}\n' >"$T/config/cairn/config.json"
 TM new-session -d -s main -n sh -x 80 -y 24 "cd '$T/work' && env PS1='sh\$ ' bash --norc --noprofile -i"
