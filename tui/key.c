@@ -477,8 +477,9 @@ static void paste_unmatch(struct keydec *d)
 }
 
 /* One character inside a paste: text, or part of a marker. The end
- * marker ends what was pasted so far; a start marker inside a paste (a
- * second paste right after the first) is dropped. */
+ * marker ends what was pasted so far; a start marker inside a paste is
+ * dropped (right after an end: a second paste, which lasts until its own
+ * end marker). */
 static void paste_char(struct keydec *d, uint32_t c)
 {
 	static const char head[] = "\033[20";
@@ -496,8 +497,11 @@ static void paste_char(struct keydec *d, uint32_t c)
 			keep_faked_end(d);
 			paste_flush(d);
 			d->st = ST_PASTE_TAIL;
-		} else {
-			d->end_was_text = false; /* a second paste: both markers go */
+		} else if (d->st == ST_PASTE_MORE) {
+			/* A second paste right behind the first: both markers
+			 * go, and like any paste it lasts until its end marker */
+			d->end_was_text = false;
+			d->st = ST_PASTE;
 		}
 		return;
 	}

@@ -251,7 +251,19 @@ static void test_paste_end_is_final_only_after_a_pause(void **state)
 	decode("\x1b[200~a\x1b[201~\x1b[200~b\x1b[201~", "PasteBegin Paste[a] Paste[b]");
 	decode("\x1b[200~a\x1b[200~b\x1b[201~", "PasteBegin Paste[ab]");
 
+	/* ... and the second lasts until its end marker, whatever the pauses */
 	struct keydec *d = keydec_new();
+	feed_str(d, "\x1b[200~a\x1b[201~\x1b[200~b");
+	keydec_pause(d);
+	assert_true(keydec_pasting(d));
+	feed_str(d, "\rc");
+	keydec_pause(d);
+	feed_str(d, "\x1b[201~");
+	keydec_pause(d);
+	expect_keys(d, "PasteBegin Paste[a] Paste[b\nc]");
+	keydec_free(d);
+
+	d = keydec_new();
 	feed_str(d, "\x1b[200~one");
 	assert_true(keydec_pasting(d));
 	assert_false(keydec_paste_ending(d));
