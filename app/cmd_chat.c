@@ -192,7 +192,8 @@ static void screen_closed(void *ctx)
 		printf("%s\n\n", safe);
 		free(safe);
 	}
-	if (h->have_log || (answer && *h->id))
+	/* A new session has a log once its first prompt was sent. */
+	if (h->have_log || (*h->id && (answer || chat_has_turns(h->chat))))
 		cli_printf(stdout, "resume: cairn -r %s\n", h->id);
 	fflush(stdout);
 	parts_close(&h->p, DRAIN_MS, NULL, NULL);

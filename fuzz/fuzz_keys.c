@@ -7,10 +7,12 @@
  * c1<<16|c2<<8|c3 (surrogates and values past U+10FFFF included); 0xf9 k is
  * a KEY_* code (0401 + k); 0xfa is the escape delay passing; 0xfb w lays the
  * composer out at width w % 90 + 1; 0xfc sends (take, then history); 0xfd
- * puts the composer's text back (composer_set). After every key the
- * composer must hold valid UTF-8 with no control but newline and tab, and
- * every layout must keep the cursor inside its width and window; a
- * violation aborts. Run with fuzz/run.sh. */
+ * puts the composer's text back (composer_set); 0xfe is the input pausing
+ * (keydec_pause). After every key the composer must hold valid UTF-8 with
+ * no control but newline and tab, every layout must keep the cursor inside
+ * its width and window, and from a paste's start to the pause after its
+ * end nothing but pasted text arrives (whatever end markers the paste
+ * holds); a violation aborts. Run with fuzz/run.sh. */
 #include "base/buf.h"
 #include "tui/composer.h"
 #include "tui/grapheme.h"
@@ -68,13 +70,18 @@ static void check_layout(struct composer *c, int width)
 	}
 }
 
-static void apply_keys(struct composer *c, struct keydec *d)
+/* in_paste: a paste began and the input has not paused after its end. */
+static void apply_keys(struct composer *c, struct keydec *d, bool *in_paste)
 {
 	struct key k;
 	while (keydec_next(d, &k)) {
 		size_t n;
 		const char *t = keydec_text(d, &n);
 		REQUIRE((k.sym == KEYSYM_PASTE_END) == (t != NULL));
+		if (k.sym == KEYSYM_PASTE_BEGIN)
+			*in_paste = true;
+		else if (*in_paste)
+			REQUIRE(k.sym == KEYSYM_PASTE_END); /* a paste never sends or edits */
 		/* a control never arrives as a character to type */
 		if (k.sym == KEYSYM_CHAR && !(k.mods & KEYMOD_CTRL))
 			REQUIRE(k.cp >= 0x20 && k.cp != 0x7f);
@@ -100,6 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	struct composer *c = composer_new();
 	struct keydec *d = keydec_new();
+	bool in_paste = false;
 	composer_history_add(c, "an earlier prompt\nof two lines", 30);
 	for (size_t i = 0; i < size; i++) {
 		uint8_t b = data[i];
@@ -112,6 +120,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			keydec_feed(d, true, (uint32_t)(KEY_BREAK + data[++i]));
 		} else if (b == 0xfa) {
 			keydec_expire(d);
+		} else if (b == 0xfe) {
+			keydec_pause(d);
+			apply_keys(c, d, &in_paste);
+			if (!keydec_pasting(d))
+				in_paste = false;
 		} else if (b == 0xfb && i + 1 < size) {
 			check_layout(c, data[++i] % 90 + 1);
 		} else if (b == 0xfc) {
@@ -130,10 +143,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			free(t);
 			free(t2);
 		}
-		apply_keys(c, d);
+		apply_keys(c, d, &in_paste);
 	}
 	keydec_expire(d);
-	apply_keys(c, d);
+	keydec_pause(d);
+	apply_keys(c, d, &in_paste);
 	check_layout(c, 1);
 	check_layout(c, 80);
 	keydec_free(d);

@@ -291,6 +291,11 @@ const char *chat_last_answer(const struct chat *c)
 	return c->last_answer;
 }
 
+bool chat_has_turns(const struct chat *c)
+{
+	return c->ready && transcript_end(c->tr) > 0;
+}
+
 struct close_wait {
 	struct chat *c;
 	void (*cb)(void *ctx);
@@ -315,6 +320,11 @@ void chat_close(struct chat *c, void (*cb)(void *ctx), void *ctx)
 	if (c->closing)
 		return;
 	c->closing = true;
+	/* What the screen shows now is what is printed on the normal screen:
+	 * a turn still streaming (SIGTERM, SIGHUP mid-answer) is canceled
+	 * only after the terminal is given back, and its partial answer is
+	 * the last answer. */
+	keep_last_answer(c);
 	if (c->page_req)
 		load_async_cancel(c->page_req); /* its callback still runs, and drops it */
 	uv_timer_stop(&c->draft_timer);

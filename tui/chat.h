@@ -87,8 +87,12 @@ const char *chat_id(const struct chat *c);
 /* Give the terminal back; cb runs once the screen's handles are closed. */
 void chat_close(struct chat *c, void (*cb)(void *ctx), void *ctx);
 /* The last answer's text, for printing to the normal screen on exit
- * (NULL: none); borrowed from c until chat_free. */
+ * (NULL: none); borrowed from c until chat_free. From chat_close on, a
+ * turn still running counts with what streamed of it so far. */
 const char *chat_last_answer(const struct chat *c);
+/* The session shown is ready and has turns (opened with some, or a
+ * prompt sent since): it has a log that `cairn -r ID` resumes. */
+bool chat_has_turns(const struct chat *c);
 void chat_free(struct chat *c);
 
 #endif

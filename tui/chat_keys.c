@@ -548,14 +548,22 @@ size_t chat_keys_feed(struct chat *c, const char *s, size_t n)
 	return i;
 }
 
+/* After a paste's end marker, how long the input may stay quiet with more
+ * of the same paste still to come: the terminal (or tmux) writes a paste
+ * in one go, but a long one reaches us in pieces, and the writer may not
+ * have been scheduled yet when we drained the last piece. Nobody types
+ * this soon after a paste; the wait happens once per paste. */
+#define PASTE_SETTLE_MS 10
+
 /* A bracketed paste is read straight from the terminal in large chunks:
  * through ncurses it would be one read(2) per byte. ncurses holds nothing
- * read ahead (it reads a byte at a time), so nothing is skipped. True
- * when bytes were read. */
+ * read ahead (it reads a byte at a time), so nothing is skipped. After a
+ * paste's end marker it waits PASTE_SETTLE_MS for more. True when bytes
+ * were read. */
 static bool read_paste(struct chat *c)
 {
 	struct pollfd pfd = {.fd = tty_infd(c->tty), .events = POLLIN};
-	if (poll(&pfd, 1, 0) != 1)
+	if (poll(&pfd, 1, keydec_paste_ending(c->kd) ? PASTE_SETTLE_MS : 0) != 1)
 		return false;
 	char chunk[65536];
 	size_t have = c->paste_carry_len;
@@ -579,8 +587,17 @@ void chat_keys_cb(void *ctx)
 	/* A key may close the screen (quit): then nothing more is read. */
 	while (!c->closing) {
 		if (keydec_pasting(c->kd)) {
-			if (!read_paste(c))
-				break;
+			if (read_paste(c)) {
+				/* read and fed */
+			} else if (keydec_paste_ending(c->kd)) {
+				/* Nothing came right behind a paste's end: it was
+				 * the terminal's. What did come before this pause
+				 * (a CR after an end marker faked inside the
+				 * pasted text) was pasted, and never sends. */
+				keydec_pause(c->kd);
+			} else {
+				break; /* a paste in progress: the rest comes later */
+			}
 		} else {
 			if ((rc = uiloop_getkey(c->ui, &ch)) == ERR)
 				break;

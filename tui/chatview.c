@@ -501,7 +501,7 @@ static void draw_transcript(struct chat *c, int area)
 static void draw_help(struct chat *c, int area)
 {
 	struct buf b = BUF_INIT;
-	keytab_help(&b, 22);
+	keytab_help(&b, 22, COLS > 2 ? COLS - 2 : 1);
 	struct textmsg *m = textmsg_new(TEXTMSG_PLAIN, TS_NORMAL, COLS > 2 ? COLS - 2 : 1);
 	textmsg_append(m, b.p ? b.p : "", b.len);
 	buf_release(&b);
@@ -565,8 +565,9 @@ static void draw_queue(struct chat *c, int y)
 
 static void draw_approval(struct chat *c, int y, const struct transcript_tool *t)
 {
-	char *q = xasprintf("  allow %s: %s ?", t->name ? t->name : "tool",
-			    t->summary ? t->summary : t->target ? t->target : "");
+	/* The request's summary names the tool itself ("shell: ls -la") */
+	char *q = t->summary ? xasprintf("  allow %s ?", t->summary)
+			     : xasprintf("  allow %s: %s ?", t->name ? t->name : "tool", t->target ? t->target : "");
 	draw_text_line(c, y, q, TS_BOLD, tty_colors(c->tty) ? COLOR_PAIR(PAIR_ACCENT) : A_NORMAL);
 	free(q);
 	draw_text_line(c, y + 1,
@@ -618,7 +619,15 @@ static void draw_status(struct chat *c, int y)
 		buf_adds(&b, " | interrupted");
 	if (*c->note)
 		buf_printf(&b, " | %s", c->note);
-	buf_printf(&b, " | %s", st.title ? st.title : *c->id ? "new session" : "cairn");
+	/* The session's title (its own, or its first prompt's); "new
+	 * session" only for one without turns; a session whose start is not
+	 * read yet (the preview of a long one) by its id. */
+	const char *name = st.title;
+	if (!name && !*c->id)
+		name = "cairn";
+	else if (!name)
+		name = c->ready && transcript_end(c->tr) == 0 && !transcript_has_earlier(c->tr) ? "new session" : c->id;
+	buf_printf(&b, " | %s", name);
 	const char *prov = c->provider ? c->provider : st.provider;
 	const char *model = c->model ? c->model : st.model;
 	if (prov && strcmp(prov, "offline") == 0)

@@ -116,6 +116,13 @@ enum state {
 	ST_SS3,	  /* ESC O seen */
 	ST_MOUSE, /* an X10 mouse report: skip its three bytes */
 	ST_PASTE, /* inside ESC [ 200 ~ ... ESC [ 201 ~ */
+	/* A paste's end marker was read, and nothing after it yet: the end
+	 * is final only once the input pauses (keydec_pause). */
+	ST_PASTE_TAIL,
+	/* Input came right after a paste's end, before any pause: pasted
+	 * text too, up to the next end marker (then ST_PASTE_TAIL again) or
+	 * the pause. */
+	ST_PASTE_MORE,
 };
 
 struct event {
@@ -137,7 +144,9 @@ struct keydec {
 	bool seq_overflow;
 	int mouse_left;
 	struct buf paste;
-	size_t end_match; /* bytes of ESC [ 201 ~ matched at the paste's end */
+	size_t end_match; /* bytes of a marker (ESC [ 20x ~) matched inside a paste */
+	char marker;	  /* its x: '0' (a start inside a paste) or '1' (an end) */
+	bool end_was_text; /* ST_PASTE_MORE: the end marker before it was pasted text */
 	bool paste_cr;	  /* the last pasted character was CR */
 	struct event *q;
 	size_t q_head, q_len, q_cap;
@@ -425,9 +434,20 @@ static void ss3_final(struct keydec *d, uint32_t c)
 	}
 }
 
+/* An end marker that turned out to be pasted text goes into the text as
+ * the terminal sent it (the screen shows its ESC as ^[). */
+static void keep_faked_end(struct keydec *d)
+{
+	if (d->end_was_text) {
+		d->end_was_text = false;
+		buf_adds(&d->paste, "\033[201~");
+	}
+}
+
 static void paste_add(struct keydec *d, uint32_t c)
 {
 	char u[4];
+	keep_faked_end(d);
 	if (c == '\n' && d->paste_cr) { /* CR LF: the LF was already added for CR */
 		d->paste_cr = false;
 		return;
@@ -438,23 +458,54 @@ static void paste_add(struct keydec *d, uint32_t c)
 	buf_add(&d->paste, u, key_utf8(c, u));
 }
 
+/* The pasted text so far as one PASTE_END (a paste's end, or what came
+ * after it before the pause). */
+static void paste_flush(struct keydec *d)
+{
+	size_t len = 0;
+	char *text = buf_detach(&d->paste, &len);
+	push_event(d, key_sym(KEYSYM_PASTE_END, 0), text, len);
+}
+
+/* A partial marker was text after all. */
+static void paste_unmatch(struct keydec *d)
+{
+	static const char head[] = "\033[20";
+	for (size_t i = 0; i < d->end_match; i++)
+		paste_add(d, i < sizeof head - 1 ? (unsigned char)head[i] : (unsigned char)d->marker);
+	d->end_match = 0;
+}
+
+/* One character inside a paste: text, or part of a marker. The end
+ * marker ends what was pasted so far; a start marker inside a paste is
+ * dropped (right after an end: a second paste, which lasts until its own
+ * end marker). */
 static void paste_char(struct keydec *d, uint32_t c)
 {
-	static const char end[] = "\033[201~";
-	if (c == (unsigned char)end[d->end_match]) {
-		if (++d->end_match == sizeof end - 1) {
-			size_t len = 0;
-			char *text = buf_detach(&d->paste, &len);
-			d->st = ST_GROUND;
-			d->end_match = 0;
-			push_event(d, key_sym(KEYSYM_PASTE_END, 0), text, len);
+	static const char head[] = "\033[20";
+	size_t m = d->end_match;
+	bool more = m < sizeof head - 1 ? c == (unsigned char)head[m]
+		    : m == sizeof head - 1 ? c == '0' || c == '1'
+					   : c == '~';
+	if (more) {
+		if (m == sizeof head - 1)
+			d->marker = (char)c;
+		if (++d->end_match < sizeof head + 1)
+			return;
+		d->end_match = 0;
+		if (d->marker == '1') {
+			keep_faked_end(d);
+			paste_flush(d);
+			d->st = ST_PASTE_TAIL;
+		} else if (d->st == ST_PASTE_MORE) {
+			/* A second paste right behind the first: both markers
+			 * go, and like any paste it lasts until its end marker */
+			d->end_was_text = false;
+			d->st = ST_PASTE;
 		}
 		return;
 	}
-	/* A partial match was text after all. */
-	for (size_t i = 0; i < d->end_match; i++)
-		paste_add(d, (unsigned char)end[i]);
-	d->end_match = 0;
+	paste_unmatch(d);
 	if (c == 0x1b)
 		d->end_match = 1;
 	else
@@ -464,7 +515,18 @@ static void paste_char(struct keydec *d, uint32_t c)
 void keydec_feed(struct keydec *d, bool is_code, uint32_t wc)
 {
 	switch (d->st) {
+	case ST_PASTE_TAIL:
+		/* More input before the pause after a paste's end: the terminal
+		 * sends nothing of its own right behind a paste, so this is the
+		 * paste's own text that only looked like its end (a faked end
+		 * marker inside the pasted text, as tmux passes it through). */
+		d->st = ST_PASTE_MORE;
+		d->end_match = 0;
+		d->end_was_text = true;
+		buf_reset(&d->paste);
+		/* fall through */
 	case ST_PASTE:
+	case ST_PASTE_MORE:
 		if (!is_code)
 			paste_char(d, wc);
 		else if (wc == (uint32_t)KEY_ENTER)
@@ -541,7 +603,23 @@ void keydec_feed(struct keydec *d, bool is_code, uint32_t wc)
 
 bool keydec_pasting(const struct keydec *d)
 {
-	return d->st == ST_PASTE;
+	return d->st == ST_PASTE || d->st == ST_PASTE_TAIL || d->st == ST_PASTE_MORE;
+}
+
+bool keydec_paste_ending(const struct keydec *d)
+{
+	return d->st == ST_PASTE_TAIL || d->st == ST_PASTE_MORE;
+}
+
+void keydec_pause(struct keydec *d)
+{
+	if (d->st == ST_PASTE_MORE) {
+		paste_unmatch(d);
+		keep_faked_end(d);
+		paste_flush(d);
+	}
+	if (d->st == ST_PASTE_MORE || d->st == ST_PASTE_TAIL)
+		d->st = ST_GROUND;
 }
 
 bool keydec_waiting(const struct keydec *d)
@@ -572,7 +650,7 @@ void keydec_expire(struct keydec *d)
 	default:
 		break;
 	}
-	if (d->st != ST_PASTE)
+	if (!keydec_pasting(d))
 		d->st = ST_GROUND;
 }
 

@@ -5,8 +5,17 @@
  * Ctrl with a letter is the lowercase letter with KEYMOD_CTRL (Ctrl-A is
  * {'a', CTRL}); Alt is KEYMOD_ALT whether the terminal sent an ESC prefix
  * or a CSI sequence with a modifier parameter. A bracketed paste arrives
- * as KEYSYM_PASTE_BEGIN, then one KEYSYM_PASTE_END whose text is the
- * whole paste (keydec_text), never as keys that could send or edit.
+ * as KEYSYM_PASTE_BEGIN, then KEYSYM_PASTE_END whose text is the paste
+ * (keydec_text), never as keys that could send or edit.
+ *
+ * A paste that holds the end marker itself (ESC [ 201 ~, which tmux and
+ * others pass through) cannot be told from the terminal's own end by its
+ * bytes: "text ESC[201~ CR more" would end the paste and send with the CR.
+ * What tells them apart is time: the terminal writes a paste in one go,
+ * its end marker last, and nothing of its own right behind it. So an end
+ * marker is final only once the input pauses after it (keydec_pause);
+ * whatever arrives before that pause is pasted text as well, given as one
+ * more KEYSYM_PASTE_END (a CR in it a newline), never as keys.
  *
  * The decoder makes no ncurses call. It expects the terminal set up with
  * raw(), nonl() (so Enter is CR and Ctrl-J is LF), keypad(TRUE) and a
@@ -26,6 +35,8 @@
  *	if (keydec_waiting(d)) keydec_expire(d);   a lone Esc is the Esc key:
  *	    with keypad on, ncurses has already waited ESCDELAY after an ESC
  *	    for the rest of a sequence before returning it and then ERR
+ *	if (keydec_paste_ending(d)) keydec_pause(d);   nothing more came (within
+ *	    a moment) after a paste's end: it is final
  *	while (keydec_next(d, &k)) act on k (text of a paste: keydec_text). */
 #ifndef CAIRN_TUI_KEY_H
 #define CAIRN_TUI_KEY_H
@@ -104,8 +115,18 @@ void keydec_bind_terminfo(struct keydec *d, int (*code_of)(const char *cap, void
 /* Feed one get_wch result: is_code is true when it returned KEY_CODE_YES
  * (wc is then a KEY_* code), false for a character. */
 void keydec_feed(struct keydec *d, bool is_code, uint32_t wc);
-/* True between the start and the end of a bracketed paste. */
+/* True between the start of a bracketed paste and the pause after its end
+ * (keydec_pause): the input is pasted text, read with keypad off. */
 bool keydec_pasting(const struct keydec *d);
+/* True once a paste's end marker was read and until the pause after it:
+ * the caller looks for more input (waiting a moment) and, finding none,
+ * calls keydec_pause. */
+bool keydec_paste_ending(const struct keydec *d);
+/* The input paused: nothing more was waiting to be read. A paste's end
+ * read before it is final, and what came between that end and the pause
+ * is given as one more KEYSYM_PASTE_END. A paste without its end yet goes
+ * on (a long one arrives in many reads); any other state is left as is. */
+void keydec_pause(struct keydec *d);
 /* True while an ESC or an unfinished sequence waits for what follows. */
 bool keydec_waiting(const struct keydec *d);
 /* Nothing more came within the escape delay: a pending ESC is the Esc key

@@ -195,24 +195,71 @@ static void each_action(enum keyctx ctx, void (*fn)(const char *keys, const char
 
 struct help_arg {
 	struct buf *out;
-	int width;
+	int keys_width, width;
 };
+
+/* Cells of UTF-8 text (the table's texts are of single-width characters). */
+static int cells(const char *s, size_t n)
+{
+	int c = 0;
+	for (size_t i = 0; i < n; i++)
+		c += ((unsigned char)s[i] & 0xc0) != 0x80;
+	return c;
+}
+
+/* text after a first line's start (at column col), wrapped at spaces to
+ * width, the lines after the first indented by indent; a word longer than
+ * a line stays whole (the screen cuts it). */
+static void wrap_text(struct buf *out, const char *text, int col, int indent, int width)
+{
+	if (width > 0 && width - indent < 16)
+		indent = width > 20 ? 4 : 0; /* too narrow for the column: a small indent */
+	const char *p = text;
+	bool line_start = true;
+	while (*p) {
+		const char *w = p;
+		while (*p && *p != ' ')
+			p++;
+		int wc = cells(w, (size_t)(p - w));
+		if (!line_start && width > 0 && col + 1 + wc > width) {
+			buf_printf(out, "\n%*s", indent, "");
+			col = indent;
+			line_start = true;
+		}
+		if (!line_start) {
+			buf_addc(out, ' ');
+			col++;
+		}
+		buf_add(out, w, (size_t)(p - w));
+		col += wc;
+		line_start = false;
+		while (*p == ' ')
+			p++;
+	}
+	buf_addc(out, '\n');
+}
 
 static void help_line(const char *keys, const char *help, void *arg)
 {
 	struct help_arg *h = arg;
-	buf_printf(h->out, "  %-*s %s\n", h->width, keys, help);
+	size_t before = h->out->len;
+	buf_printf(h->out, "  %-*s ", h->keys_width, keys);
+	wrap_text(h->out, help, cells(h->out->p + before, h->out->len - before), 2 + h->keys_width + 1,
+		  h->width);
 }
 
-void keytab_help(struct buf *out, int keys_width)
+void keytab_help(struct buf *out, int keys_width, int width)
 {
 	enum keyctx order[KEYCTX_COUNT];
 	size_t n = ctx_order(order);
-	struct help_arg h = {out, keys_width};
+	struct help_arg h = {out, keys_width, width};
 	for (size_t i = 0; i < n; i++) {
 		if (i)
 			buf_addc(out, '\n');
-		buf_printf(out, "%s: %s\n", keytab_ctx_title(order[i]), keytab_ctx_about(order[i]));
+		const char *title = keytab_ctx_title(order[i]);
+		buf_printf(out, "%s: ", title);
+		int col = cells(title, strlen(title)) + 2;
+		wrap_text(out, keytab_ctx_about(order[i]), col, col, width);
 		each_action(order[i], help_line, &h);
 	}
 }
@@ -242,7 +289,13 @@ void keytab_markdown(struct buf *out)
 		 "the rewind picker of a later release, as is the session browser.\n"
 		 "Pasted text (bracketed paste) is inserted as it is, newlines included;\n"
 		 "it never sends. Control characters in it are kept as visible text\n"
-		 "(ESC as `^[`).\n");
+		 "(ESC as `^[`). This holds for a paste that contains the terminal's\n"
+		 "end-of-paste marker itself (`ESC [ 201 ~`, which tmux passes through)\n"
+		 "followed by Enter: the marker cannot be told from the terminal's own\n"
+		 "by its bytes, but the terminal sends a paste in one go and nothing\n"
+		 "right behind it, so a paste ends only when the input pauses (10 ms)\n"
+		 "after its end marker. What arrives before that pause is pasted text\n"
+		 "too: the marker kept as text, a carriage return a newline.\n");
 	enum keyctx order[KEYCTX_COUNT];
 	size_t n = ctx_order(order);
 	for (size_t i = 0; i < n; i++) {

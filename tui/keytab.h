@@ -109,8 +109,11 @@ const char *keytab_ctx_title(enum keyctx ctx);
 const char *keytab_ctx_about(enum keyctx ctx);
 /* Append the help screen's text to out: per context a heading, then one
  * line per action with its keys ("  Alt-Enter, Ctrl-J   insert a newline"),
- * the key column keys_width cells wide. */
-void keytab_help(struct buf *out, int keys_width);
+ * the key column keys_width cells wide. Lines longer than width cells
+ * (<= 0: no limit) wrap at spaces, each line after the first indented
+ * to where its text began (an action's under the text column, a
+ * heading's under the words after its title). */
+void keytab_help(struct buf *out, int keys_width, int width);
 /* Append docs/keys.md, whole, to out. */
 void keytab_markdown(struct buf *out);
 

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "base/json.h"
+#include "persist/catalog.h"
 #include "base/xalloc.h"
 
 /* ---- storage ---- */
@@ -60,6 +61,7 @@ void transcript_free(struct transcript *tr)
 	free(tr->session);
 	free((char *)tr->unsaved_err);
 	free((char *)tr->title);
+	free((char *)tr->first_title);
 	free((char *)tr->provider);
 	free((char *)tr->model);
 	free(tr);
@@ -361,9 +363,24 @@ static bool session_field(const char **slot, const cJSON *d, const char *k)
 	return false;
 }
 
+/* A session without a title of its own is called by its first prompt, as
+ * the catalog calls it (`cairn sessions`): known only to a model that was
+ * fed the log from its start. */
+static void first_title(struct transcript *tr, const char *text)
+{
+	if (tr->first_title || !text || tr->begin_seq > 1)
+		return;
+	char *t = catalog_title_of(text, CATALOG_TITLE_MAX);
+	if (*t)
+		tr->first_title = t;
+	else
+		free(t); /* nothing to call it by (an empty prompt, one in a blob): the next one */
+}
+
 static bool prompt_add(struct transcript *tr, struct transcript_turn *t, const cJSON *d)
 {
 	const char *text = transcript_str(d, "text");
+	first_title(tr, text);
 	struct transcript_block *b = transcript_block_add(tr, t, TR_PROMPT);
 	buf_adds(&b->text, text ? text : "");
 	int64_t size = 0;
@@ -641,7 +658,7 @@ void transcript_state(const struct transcript *tr, struct transcript_state *out)
 	out->queued = tr->nq;
 	out->unsaved = tr->unsaved;
 	out->unsaved_error = tr->unsaved_err;
-	out->title = tr->title;
+	out->title = tr->title ? tr->title : tr->first_title;
 	out->provider = tr->provider;
 	out->model = tr->model;
 	const struct transcript_turn *t = tr->n ? tr->turns[tr->n - 1] : NULL;
@@ -735,8 +752,9 @@ void transcript_adopt_session(struct transcript *tr, struct transcript *from)
 	free(tr->q);
 	tr->q = from->q, tr->nq = from->nq, tr->capq = from->capq;
 	from->q = NULL, from->nq = from->capq = 0;
-	const char **mine[] = {&tr->unsaved_err, &tr->title, &tr->provider, &tr->model};
-	const char **theirs[] = {&from->unsaved_err, &from->title, &from->provider, &from->model};
+	const char **mine[] = {&tr->unsaved_err, &tr->title, &tr->first_title, &tr->provider, &tr->model};
+	const char **theirs[] = {&from->unsaved_err, &from->title, &from->first_title, &from->provider,
+				 &from->model};
 	for (size_t i = 0; i < sizeof mine / sizeof *mine; i++) {
 		free((char *)*mine[i]);
 		*mine[i] = *theirs[i];

@@ -65,6 +65,7 @@ struct transcript {
 	uint64_t q_version;
 	bool unsaved;
 	const char *unsaved_err, *title, *provider, *model; /* owned */
+	const char *first_title; /* owned: the title the first prompt gives (as the catalog's) */
 };
 
 /* transcript.c */

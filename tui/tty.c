@@ -156,12 +156,45 @@ static void read_ahead(struct tty *t, const struct termios *saved)
 			buf_addc(&t->ahead, chunk[i] == '\n' && (saved->c_iflag & ICRNL) ? '\r' : chunk[i]);
 }
 
+/* The terminal type must be one terminfo knows and able to move the
+ * cursor (cup): on a terminal without (TERM=dumb, a printing terminal)
+ * every frame would run together on one line. Asked of terminfo alone,
+ * before anything is read or written. 0, or -1 with err naming the
+ * variable and its value. */
+static int check_type(const char *type, int outfd, struct cerr *err)
+{
+	char name[96];
+	if (type && *type)
+		snprintf(name, sizeof name, "TERM=%s", type);
+	else
+		snprintf(name, sizeof name, "TERM (not set, so xterm)");
+	TERMINAL *before = cur_term;
+	int found = 0;
+	if (setupterm(type && *type ? type : "xterm", outfd, &found) != OK) {
+		set_curterm(before);
+		return cerr_set(err, CERR_UNSUPPORTED, 0,
+				"%s is unknown to terminfo; the chat screen needs a terminal type it knows "
+				"(cairn -p works without)", name);
+	}
+	const char *cup = tigetstr("cup");
+	bool moves = cup && cup != (char *)-1 && *cup;
+	del_curterm(set_curterm(before));
+	if (!moves)
+		return cerr_set(err, CERR_UNSUPPORTED, 0,
+				"%s cannot address the cursor; the chat screen needs one (cairn -p works without)",
+				name);
+	return 0;
+}
+
 struct tty *tty_open(int infd, int outfd, struct cerr *err)
 {
 	if (!isatty(infd) || !isatty(outfd)) {
 		cerr_set(err, CERR_USAGE, 0, "the chat screen needs a terminal");
 		return NULL;
 	}
+	const char *type = getenv("TERM");
+	if (check_type(type, outfd, err) < 0)
+		return NULL;
 	struct termios saved;
 	if (tcgetattr(infd, &saved) < 0) {
 		cerr_set(err, CERR_IO, errno, "cannot read the terminal's modes");
@@ -180,9 +213,8 @@ struct tty *tty_open(int infd, int outfd, struct cerr *err)
 	}
 	/* ncursesw draws UTF-8 (and line drawing) only in a UTF-8 locale. */
 	setlocale(LC_CTYPE, "");
-	const char *type = getenv("TERM");
 	t->scr = newterm(type && *type ? type : "xterm", t->out, t->in);
-	if (!t->scr) {
+	if (!t->scr) { /* checked above: only a terminfo entry that went away */
 		cerr_set(err, CERR_UNSUPPORTED, 0, "terminal type '%s' is unknown to terminfo",
 			 type ? type : "");
 		goto fail;

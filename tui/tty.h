@@ -15,7 +15,9 @@
  *	tty_close(t);
  *
  * Errors follow base/err.h: a descriptor that is not a terminal is
- * CERR_USAGE, a terminal type terminfo does not know CERR_UNSUPPORTED. */
+ * CERR_USAGE; a terminal type ($TERM) terminfo does not know, or one that
+ * cannot address the cursor (dumb), is CERR_UNSUPPORTED, its message
+ * naming the variable and its value. */
 #ifndef CAIRN_TTY_H
 #define CAIRN_TTY_H
 

@@ -8,6 +8,7 @@ start a
 wait_for a "^ idle" >/dev/null
 keys a "run touch early-yes" Enter y
 check "the call waits for its answer" wait_for a "^ approval"
+check "... the question names the tool once: allow shell: touch early-yes ?" wait_for a "^  allow shell: touch early-yes \\?$"
 check "... the 'y' typed before the prompt is in the composer, not an answer" wait_for a "^> y$"
 sleep 0.3
 check "... and nothing ran" test ! -e "$T/work/early-yes"

@@ -37,11 +37,11 @@ check "... of $TURNS turns in $((TURNS / CHUNK)) frames" test $bad = 0
 start long -r "$id"
 check "it opens at its end" wait_for long "answer #$TURNS\."
 check "... and becomes ready" wait_for long "^ idle"
-screen long | grep -q "prompt #1\." && not_ok "the first turn is not on the screen" || ok "the first turn is not on the screen"
+screen long | grep -q "^> prompt #1\." && not_ok "the first turn is not on the screen" || ok "the first turn is not on the screen"
 
 # Home: the top of what is held, then earlier turns read in, until the
 # first; each read keeps the view on the turn it showed.
-top_prompt() { screen "${1:-long}" | grep -oE "prompt #[0-9]+\." | head -1 | tr -dc 0-9; }
+top_prompt() { screen "${1:-long}" | grep -oE "^> prompt #[0-9]+\." | head -1 | tr -dc 0-9; }
 keys long Home
 check "Home with earlier turns: they are read in" wait_for long "earlier turns loaded|loading earlier turns"
 sleep 0.3
@@ -49,13 +49,13 @@ first=$(top_prompt)
 check "... the view stays on the turn at its top (#$first), not the end" test -n "$first" -a "${first:-0}" -lt $((TURNS - 10))
 pages=1
 for i in $(seq 20); do
-	screen long | grep -q "prompt #1\." && break
+	screen long | grep -q "^> prompt #1\." && break
 	keys long Home
 	pages=$((pages + 1))
 	wait_for long "earlier turns loaded" 5 >/dev/null
 	sleep 0.2
 done
-check "Home again and again reaches the session's first turn" wait_for long "prompt #1\."
+check "Home again and again reaches the session's first turn" wait_for long "^> prompt #1\."
 check "... and says the whole session is read" wait_for long "the whole session"
 keys long End
 check "... in more than one read ($pages)" test $pages -ge 2
@@ -90,11 +90,11 @@ start viewer -r "$id"
 check "another cairn shows the end view-only" wait_for viewer "view-only"
 check "... the end on its screen" wait_for viewer "answer #$TURNS\."
 for i in $(seq 20); do
-	screen viewer | grep -q "prompt #1\." && break
+	screen viewer | grep -q "^> prompt #1\." && break
 	keys viewer Home
 	sleep 0.3
 done
-check "... and pages back to the first turn too" wait_for viewer "prompt #1\."
+check "... and pages back to the first turn too" wait_for viewer "^> prompt #1\."
 keys viewer C-d
 check "... and quits cleanly" test "$(wait_exit viewer)" = 0
 

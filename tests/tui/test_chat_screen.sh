@@ -50,14 +50,14 @@ check "... and the log ends it canceled" bash -c "sleep 0.5; '$CAIRN' --data-dir
 wait_for b "^ idle" >/dev/null
 
 keys b "run touch denied-file" Enter
-check "a tool call under policy ask waits for the user" wait_for b "allow shell: shell: touch denied-file"
+check "a tool call under policy ask waits for the user" wait_for b "^  allow shell: touch denied-file \\?$"
 check "... the status line says approval" wait_for b "^ approval"
 keys b n
 check "... n denies it: the block says denied" wait_for b "denied"
 check "... and nothing ran" test ! -e "$T/work/denied-file"
 wait_for b "^ idle" 20 >/dev/null
 keys b "run touch allowed-file" Enter
-wait_for b "allow shell: shell: touch allowed-file" >/dev/null
+wait_for b "^  allow shell: touch allowed-file \\?$" >/dev/null
 keys b y
 check "... y allows it once: it runs" bash -c "for i in \$(seq 100); do [ -e '$T/work/allowed-file' ] && exit 0; sleep 0.05; done; exit 1"
 check "... and the model got its result" wait_for b "done: "

@@ -69,11 +69,13 @@ static void expect_keys(struct keydec *d, const char *want)
 	free(got);
 }
 
+/* in arrives in one burst, then the input pauses (key.h's sequence). */
 static void decode(const char *in, const char *want)
 {
 	struct keydec *d = keydec_new();
 	feed_str(d, in);
 	keydec_expire(d);
+	keydec_pause(d);
 	expect_keys(d, want);
 	keydec_free(d);
 }
@@ -203,9 +205,10 @@ static void test_bracketed_paste_is_one_text(void **state)
 {
 	(void)state;
 	/* Enter, Tab, Ctrl keys and ESC inside a paste are text, CR LF and CR
-	 * become LF, and a partial end marker is text too */
+	 * become LF, and a partial end marker is text too; what follows the
+	 * end before the input pauses is pasted too */
 	decode("\x1b[200~hello\r\nworld\rx\ty\x01\x1b[20x\x1b[201z\x1b\x1b[201~a",
-	       "PasteBegin Paste[hello\nworld\nx\ty\x01\x1b[20x\x1b[201z\x1b] a");
+	       "PasteBegin Paste[hello\nworld\nx\ty\x01\x1b[20x\x1b[201z\x1b] Paste[\x1b[201~a]");
 	decode("\x1b[200~e\xcc\x81 \xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x91\xa7 \xe4\xb8\xad\x1b[201~",
 	       "PasteBegin Paste[e\xcc\x81 \xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x91\xa7 \xe4\xb8\xad]");
 	decode("\x1b[200~\x1b[201~", "PasteBegin Paste[]");
@@ -216,7 +219,10 @@ static void test_bracketed_paste_is_one_text(void **state)
 	expect_keys(d, "PasteBegin");
 	feed_str(d, "c\x1b[20");
 	keydec_expire(d);
-	feed_str(d, "1~d");
+	keydec_pause(d);
+	feed_str(d, "1~");
+	keydec_pause(d);
+	feed_str(d, "d");
 	expect_keys(d, "Paste[abc] d");
 	/* ncurses' KEY_ENTER inside a paste is a newline */
 	feed_str(d, "\x1b[200~a");
@@ -224,6 +230,59 @@ static void test_bracketed_paste_is_one_text(void **state)
 	keydec_feed(d, true, KEY_UP);
 	feed_str(d, "b\x1b[201~");
 	expect_keys(d, "PasteBegin Paste[a\nb]");
+	keydec_free(d);
+}
+
+/* A paste's end is final only once the input pauses after it: a paste
+ * that holds the end marker itself (tmux passes it through) never sends,
+ * whatever follows the faked end. */
+static void test_paste_end_is_final_only_after_a_pause(void **state)
+{
+	(void)state;
+	/* the faked end, then CR: kept as text, the CR a newline, never Enter */
+	decode("\x1b[200~text\x1b[201~\rMORE\x1b[201~", "PasteBegin Paste[text] Paste[\x1b[201~\nMORE]");
+	decode("\x1b[200~text\x1b[201~\r\x1b[201~", "PasteBegin Paste[text] Paste[\x1b[201~\n]");
+	decode("\x1b[200~a\x1b[201~\x1b[201~", "PasteBegin Paste[a] Paste[\x1b[201~]");
+	/* keys and sequences after it are text too, and its own end need not come */
+	decode("\x1b[200~a\x1b[201~b\r\x03\x1b[A\x04", "PasteBegin Paste[a] Paste[\x1b[201~b\n\x03\x1b[A\x04]");
+	/* a partial marker at the pause is text */
+	decode("\x1b[200~a\x1b[201~\x1b[20", "PasteBegin Paste[a] Paste[\x1b[201~\x1b[20]");
+	/* a second paste right behind the first: both markers between them go */
+	decode("\x1b[200~a\x1b[201~\x1b[200~b\x1b[201~", "PasteBegin Paste[a] Paste[b]");
+	decode("\x1b[200~a\x1b[200~b\x1b[201~", "PasteBegin Paste[ab]");
+
+	/* ... and the second lasts until its end marker, whatever the pauses */
+	struct keydec *d = keydec_new();
+	feed_str(d, "\x1b[200~a\x1b[201~\x1b[200~b");
+	keydec_pause(d);
+	assert_true(keydec_pasting(d));
+	feed_str(d, "\rc");
+	keydec_pause(d);
+	feed_str(d, "\x1b[201~");
+	keydec_pause(d);
+	expect_keys(d, "PasteBegin Paste[a] Paste[b\nc]");
+	keydec_free(d);
+
+	d = keydec_new();
+	feed_str(d, "\x1b[200~one");
+	assert_true(keydec_pasting(d));
+	assert_false(keydec_paste_ending(d));
+	keydec_pause(d); /* a paste without its end goes on */
+	assert_true(keydec_pasting(d));
+	feed_str(d, "\x1b[201~");
+	assert_true(keydec_pasting(d)); /* still read as a paste (keypad off) */
+	assert_true(keydec_paste_ending(d));
+	assert_false(keydec_waiting(d));
+	keydec_expire(d); /* the escape delay changes nothing here */
+	assert_true(keydec_paste_ending(d));
+	expect_keys(d, "PasteBegin Paste[one]"); /* shown at once, before the pause */
+	keydec_pause(d);
+	assert_false(keydec_pasting(d));
+	assert_false(keydec_paste_ending(d));
+	expect_keys(d, "");
+	/* after the pause, Enter is Enter */
+	feed_str(d, "\r");
+	expect_keys(d, "Enter");
 	keydec_free(d);
 }
 
@@ -300,6 +359,8 @@ static char *through_ncurses(int master, struct keydec *d, const char *bytes)
 		keypad(stdscr, !keydec_pasting(d));
 	}
 	keydec_expire(d);
+	keydec_pause(d); /* get_wch waited its timeout: the input paused */
+	keypad(stdscr, !keydec_pasting(d));
 	char junk[4096];
 	while (read(master, junk, sizeof junk) > 0) /* what ncurses drew */
 		;
@@ -336,6 +397,8 @@ static void test_real_ncurses_passes_paste_and_alt_up(void **state)
 	keydec_bind_terminfo(d, tinfo_code_of, NULL);
 	struct { const char *in, *want; } cases[] = {
 		{"\x1b[200~one\rtwo\x1b[3~\x1b[201~", "PasteBegin Paste[one\ntwo\x1b[3~]"},
+		/* a paste that fakes its end: the CR after it is a newline */
+		{"\x1b[200~a\x1b[201~\rb\x1b[201~", "PasteBegin Paste[a] Paste[\x1b[201~\nb]"},
 		{"\x1b[1;3A\x1b[A\x1b[3;5~", "Alt-Up Up Ctrl-Delete"},
 		{"\r\n\x01", "Enter Ctrl-J Ctrl-A"},
 		{"\x1b" "b", "Alt-B"},
@@ -366,6 +429,7 @@ int main(void)
 		cmocka_unit_test(test_ncurses_codes),
 		cmocka_unit_test(test_extended_codes_bound_from_terminfo),
 		cmocka_unit_test(test_bracketed_paste_is_one_text),
+		cmocka_unit_test(test_paste_end_is_final_only_after_a_pause),
 		cmocka_unit_test(test_paste_of_one_megabyte),
 		cmocka_unit_test(test_labels),
 		cmocka_unit_test(test_real_ncurses_passes_paste_and_alt_up),

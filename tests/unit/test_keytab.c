@@ -173,7 +173,7 @@ static void test_help_and_markdown_show_every_entry(void **state)
 {
 	(void)state;
 	struct buf help = BUF_INIT, md = BUF_INIT;
-	keytab_help(&help, 20);
+	keytab_help(&help, 20, 0);
 	keytab_markdown(&md);
 	size_t n;
 	const struct keybinding *t = keytab_entries(&n);
@@ -212,6 +212,72 @@ static void test_help_and_markdown_show_every_entry(void **state)
 	buf_release(&md);
 }
 
+/* Line k of text (0-based), its length in *n; NULL past the end. */
+static const char *nth_line(const char *text, size_t k, size_t *n)
+{
+	const char *p = text;
+	for (; k > 0; k--) {
+		p = strchr(p, '\n');
+		if (!p)
+			return NULL;
+		p++;
+	}
+	if (!*p)
+		return NULL;
+	const char *e = strchr(p, '\n');
+	*n = e ? (size_t)(e - p) : strlen(p);
+	return p;
+}
+
+/* The help wrapped to a width: every line fits, and a wrapped line goes
+ * on indented under where its text began (an action's description
+ * column, a heading's words), its words the unwrapped line's, in order. */
+static void test_help_wraps_under_its_column(void **state)
+{
+	(void)state;
+	struct buf full = BUF_INIT;
+	keytab_help(&full, 22, 0);
+	static const int widths[] = {100, 78, 60};
+	for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++) {
+		int width = widths[wi];
+		struct buf h = BUF_INIT;
+		keytab_help(&h, 22, width);
+		size_t at = 0, wrapped_lines = 0;
+		size_t fn;
+		const char *fl;
+		for (size_t fk = 0; (fl = nth_line(full.p, fk, &fn)); fk++) {
+			size_t wn;
+			const char *wl = nth_line(h.p, at++, &wn);
+			assert_non_null(wl);
+			assert_true(wn <= (size_t)width);
+			/* the first part is the line's start, then whole words */
+			assert_true(wn <= fn && memcmp(wl, fl, wn) == 0);
+			size_t col = fn && fl[0] == ' ' ? 2 + 22 + 1 : (size_t)(strstr(fl, ": ") - fl) + 2;
+			size_t done = wn;
+			while (done < fn) {
+				assert_int_equal(fl[done], ' ');
+				done++;
+				wl = nth_line(h.p, at++, &wn);
+				assert_non_null(wl);
+				assert_true(wn <= (size_t)width);
+				assert_true(wn > col);
+				for (size_t i = 0; i < col; i++)
+					if (wl[i] != ' ')
+						fail_msg("width %d: '%.*s' is not indented %zu", width, (int)wn, wl, col);
+				assert_true(wl[col] != ' ');
+				assert_true(done + wn - col <= fn && memcmp(wl + col, fl + done, wn - col) == 0);
+				done += wn - col;
+				wrapped_lines++;
+			}
+		}
+		size_t n;
+		assert_null(nth_line(h.p, at, &n));
+		assert_true(wrapped_lines > 0); /* the widths do wrap some lines */
+		buf_release(&h);
+	}
+	buf_release(&full);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && strcmp(argv[1], "--markdown") == 0) {
@@ -226,6 +292,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_decoded_keys_find_their_entries),
 		cmocka_unit_test(test_table_is_well_formed),
 		cmocka_unit_test(test_help_and_markdown_show_every_entry),
+		cmocka_unit_test(test_help_wraps_under_its_column),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

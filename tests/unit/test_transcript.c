@@ -682,6 +682,61 @@ static void test_transcript_window_drops_old_turns_and_remembers_them(void **sta
 	transcript_free(tr);
 }
 
+/* The title: the session's own (session/meta), else its first prompt's as
+ * the catalog makes it, known only when the log was fed from its start. */
+static void test_transcript_title_is_its_own_or_the_first_prompts(void **state)
+{
+	(void)state;
+	struct transcript_state st;
+	cJSON *none = cJSON_CreateObject();
+	cJSON *blob = cJSON_Parse("{\"blob\": {\"size\": 9000, \"sha256\": \"00\"}}");
+	cJSON *first = cJSON_Parse("{\"text\": \"  hello\\n\\tfirst   prompt \"}");
+	cJSON *second = cJSON_Parse("{\"text\": \"second prompt\"}");
+	cJSON *own = cJSON_Parse("{\"title\": \"Its own\"}");
+	cJSON *cleared = cJSON_Parse("{\"title\": null}");
+	struct transcript *tr = transcript_new("s");
+	transcript_state(tr, &st);
+	assert_null(st.title);
+	/* a prompt in a blob gives no words: the next prompt names it */
+	transcript_apply_event(tr, VT_TURN_START, "t1", 2, 0, none);
+	transcript_apply_event(tr, VT_USER_MESSAGE, "t1", 3, 0, blob);
+	transcript_state(tr, &st);
+	assert_null(st.title);
+	transcript_apply_event(tr, VT_TURN_START, "t2", 4, 0, none);
+	transcript_apply_event(tr, VT_USER_MESSAGE, "t2", 5, 0, first);
+	transcript_state(tr, &st);
+	assert_string_equal(st.title, "hello first prompt");
+	transcript_apply_event(tr, VT_TURN_START, "t3", 6, 0, none);
+	transcript_apply_event(tr, VT_USER_MESSAGE, "t3", 7, 0, second);
+	transcript_state(tr, &st);
+	assert_string_equal(st.title, "hello first prompt");
+	transcript_apply_event(tr, VT_SESSION_META, NULL, 8, 0, own);
+	transcript_state(tr, &st);
+	assert_string_equal(st.title, "Its own");
+	transcript_apply_event(tr, VT_SESSION_META, NULL, 9, 0, cleared);
+	transcript_state(tr, &st);
+	assert_string_equal(st.title, "hello first prompt");
+	/* a model of the log's end only never takes a later prompt for the first */
+	struct transcript *tail = transcript_new("s");
+	transcript_begin_at(tail, 6);
+	transcript_apply_event(tail, VT_TURN_START, "t3", 6, 0, none);
+	transcript_apply_event(tail, VT_USER_MESSAGE, "t3", 7, 0, second);
+	transcript_state(tail, &st);
+	assert_null(st.title);
+	/* ... and, paging earlier turns in, keeps what the whole log said */
+	transcript_adopt_session(tail, tr);
+	transcript_state(tail, &st);
+	assert_string_equal(st.title, "hello first prompt");
+	transcript_free(tail);
+	transcript_free(tr);
+	cJSON_Delete(none);
+	cJSON_Delete(blob);
+	cJSON_Delete(first);
+	cJSON_Delete(second);
+	cJSON_Delete(own);
+	cJSON_Delete(cleared);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -708,6 +763,7 @@ int main(void)
 						hx_teardown),
 		cmocka_unit_test_setup_teardown(test_transcript_interrupted_turn_from_the_log_then_live,
 						hx_setup, hx_teardown),
+		cmocka_unit_test(test_transcript_title_is_its_own_or_the_first_prompts),
 		cmocka_unit_test_setup_teardown(test_transcript_window_drops_old_turns_and_remembers_them,
 						hx_setup, hx_teardown),
 	};
