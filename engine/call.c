@@ -25,6 +25,7 @@
 #include "base/xalloc.h"
 #include "engine/offline.h"
 #include "engine/sse.h"
+#include "engine/textfix.h"
 
 const struct call_retry CALL_RETRY_DEFAULT = {3, 1000, 8000, 60000};
 
@@ -245,7 +246,19 @@ static void http_error(struct call *c, struct http_xfer *x)
 	bool quota = code && strcmp(code, "insufficient_quota") == 0;
 	bool again = !quota && (c->status == 429 || c->status == 529 ||
 				(c->status >= 500 && c->status < 600));
-	set_result(c, CALL_PROVIDER_ERROR, code, "%s", msg);
+	const char *loc = http_xfer_header(x, "Location");
+	if (c->status >= 300 && c->status < 400 && loc && *loc) {
+		/* Redirects are not followed (a POST is never sent twice, and
+		 * never to another scheme): say where it pointed. */
+		char *where = textfix_string(loc, strnlen(loc, 300));
+		set_result(c, CALL_PROVIDER_ERROR, code,
+			   "the server redirects (HTTP %ld) to '%s'; redirects are not followed: "
+			   "set the base URL to the address that answers",
+			   c->status, where);
+		free(where);
+	} else {
+		set_result(c, CALL_PROVIDER_ERROR, code, "%s", msg);
+	}
 	long long asked = retry_after_ms(http_xfer_header(x, "Retry-After"));
 	free(msg);
 	free(code);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -199,6 +200,31 @@ static int get_int(const struct config *cfg, const cJSON *o, const char *key, co
 	return 0;
 }
 
+/* An http:// or https:// URL with a host: the only base URLs a request
+ * may go to (libcurl would read file:// as a reply, or speak FTP). */
+static bool web_url(const char *u)
+{
+	size_t n = strncasecmp(u, "https://", 8) == 0 ? 8 : strncasecmp(u, "http://", 7) == 0 ? 7 : 0;
+	return n && u[n] && !strchr("/?#", u[n]);
+}
+
+/* The base URL u refused unless it is web_url; key names the file's key
+ * it came from, else var the variable. */
+static int check_base_url(const struct config *cfg, const char *u, const char *key, const char *var,
+			  struct cerr *err)
+{
+	if (web_url(u))
+		return 0;
+	char *shown = config_redact_url(u);
+	if (key)
+		cerr_set(err, CERR_USAGE, 0, "config '%s': '%s' must be an http:// or https:// URL, not '%s'",
+			 cfg->path, key, shown);
+	else
+		cerr_set(err, CERR_USAGE, 0, "%s '%s' is not an http:// or https:// URL", var, shown);
+	free(shown);
+	return -1;
+}
+
 static int read_provider(struct config *cfg, struct config_provider *p, const cJSON *o,
 			 struct cerr *err)
 {
@@ -225,8 +251,13 @@ static int read_provider(struct config *cfg, struct config_provider *p, const cJ
 	int r;
 	if ((r = get_str(cfg, o, pre, "base_url", &p->base_url, err)) < 0)
 		return -1;
-	if (r)
+	if (r) {
+		char key[96];
+		snprintf(key, sizeof key, "%sbase_url", pre);
+		if (check_base_url(cfg, p->base_url, key, NULL, err) < 0)
+			return -1;
 		p->base_url_from = "config";
+	}
 	if (get_str(cfg, o, pre, "api_key_env", &p->key_env, err) < 0)
 		return -1;
 	if ((r = get_str(cfg, o, pre, "model", &p->model, err)) < 0)
@@ -432,6 +463,14 @@ int config_load(struct config *cfg, struct cerr *err)
 		set_str(&cfg->providers[1].base_url, u);
 		cfg->providers[1].base_url_from = "ANTHROPIC_BASE_URL";
 	}
+	/* The file's were checked as it was read. */
+	for (int i = 0; i < 2; i++)
+		if (strcmp(cfg->providers[i].base_url_from, "config") != 0 &&
+		    check_base_url(cfg, cfg->providers[i].base_url, NULL, cfg->providers[i].base_url_from,
+				   err) < 0) {
+			config_release(cfg);
+			return -1;
+		}
 	return 0;
 }
 

@@ -23,6 +23,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* CURLOPT_PROTOCOLS_STR and CURLOPT_REDIR_PROTOCOLS_STR came in 7.85.0. */
+#if LIBCURL_VERSION_NUM < 0x075500
+#error "libcurl 7.85.0 or later is needed"
+#endif
+
+/* The only schemes a transfer may use, for its URL and any redirect:
+ * libcurl would otherwise read file:// as a reply or speak FTP. */
+#define HTTP_PROTOCOLS "http,https"
+
 /* One socket libcurl asked us to watch. */
 struct poll_ctx {
 	uv_poll_t poll; /* first: the handle is the context */
@@ -581,6 +590,9 @@ struct http_xfer *http_start(struct http *h, const struct http_request *req, str
 		abort();
 
 	curl_easy_setopt(e, CURLOPT_URL, req->url);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, HTTP_PROTOCOLS);
+	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, HTTP_PROTOCOLS);
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L); /* a 3xx is the reply */
 	curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)x);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	/* HTTP/2 would buffer up to its stream window while paused. */

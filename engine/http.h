@@ -12,8 +12,10 @@
  * Every descriptor is close-on-exec; SIGPIPE is ignored for the whole
  * process from the first http_new (OpenSSL writes to sockets without
  * MSG_NOSIGNAL); HTTP/1.1 only, so a paused transfer holds at most one
- * receive buffer; no redirects; proxies from the standard variables
- * (http_proxy, https_proxy, all_proxy, no_proxy, read by libcurl); CA
+ * receive buffer; http:// and https:// only (any other scheme is
+ * HTTP_E_SETUP, never attempted); no redirects (a 3xx is the reply);
+ * proxies from the standard variables (http_proxy, https_proxy,
+ * all_proxy, no_proxy, read by libcurl); CA
  * bundle from CURL_CA_BUNDLE, else SSL_CERT_FILE (and SSL_CERT_DIR), read
  * at http_new. libcurl's silent re-send of a request on a reused connection
  * that died is refused: a request goes out at most once.

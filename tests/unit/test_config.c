@@ -1,7 +1,8 @@
 /* test_config.c — engine/config and engine/sysprompt: the selection
  * precedence table (an empty variable counts as unset), the file's keys
  * applied, the variables outranking the file, a malformed file named with
- * its line and column, unknown keys and wrong kinds refused, URLs shown
+ * its line and column, unknown keys and wrong kinds refused, base URLs
+ * other than http(s) refused (file and variables), URLs shown
  * without credentials, and the system prompt: default, file, config, and
  * the AGENTS.md files in order (global, repository root down to cwd,
  * nothing above the root). */
@@ -77,7 +78,7 @@ static void test_provider_and_model_follow_flag_session_file_env(void **state)
 		{NULL, NULL, NULL, "anthropic", NULL, "ok", NULL, NULL, "anthropic", "config", "claude-sonnet-4-5", "default"},
 		{NULL, "openai", "gpt-x", "anthropic", NULL, NULL, "ak", NULL, "openai", "session", "gpt-x", "session"},
 		{NULL, "openai", "gpt-x", NULL, NULL, NULL, NULL, "o3", "openai", "session", "o3", "--model"},
-		{"anthropic", "openai", "gpt-x", "offline", "u", "ok", NULL, NULL, "anthropic", "--provider", "claude-sonnet-4-5", "default"},
+		{"anthropic", "openai", "gpt-x", "offline", "http://u/v1", "ok", NULL, NULL, "anthropic", "--provider", "claude-sonnet-4-5", "default"},
 		{"openai", "openai", "gpt-x", NULL, NULL, NULL, NULL, NULL, "openai", "--provider", "gpt-x", "session"},
 		{"offline", NULL, NULL, NULL, NULL, "ok", NULL, "gpt-4.1", "offline", "--provider", "offline", "default"},
 		{"openai", NULL, NULL, NULL, NULL, NULL, NULL, "qwen3", "openai", "--provider", "qwen3", "--model"},
@@ -240,6 +241,36 @@ static void test_malformed_config_is_refused_with_line_and_key(void **state)
 	expect_refused("{\"providers\": {\"anthropic\": 1}}", CERR_USAGE, "'providers.anthropic' must be an object");
 }
 
+/* Only http:// and https:// base URLs, from the file or a variable; the
+ * message names the URL (without its credentials) and where it came from. */
+static void test_base_urls_must_be_http_or_https(void **state)
+{
+	expect_refused("{\"providers\": {\"openai\": {\"base_url\": \"file:///etc/passwd\"}}}", CERR_USAGE,
+		       "'providers.openai.base_url' must be an http:// or https:// URL, not 'file:///etc/passwd'");
+	expect_refused("{\"providers\": {\"anthropic\": {\"base_url\": \"ftp://u:secret@host/\"}}}",
+		       CERR_USAGE, "not 'ftp://***@host/'");
+	expect_refused("{\"providers\": {\"openai\": {\"base_url\": \"http:///v1\"}}}", CERR_USAGE,
+		       "'providers.openai.base_url' must be");
+	write_config("{\"providers\": {\"openai\": {\"base_url\": \"HTTPS://h.example/v1\"}}}");
+	struct config cfg;
+	struct cerr err;
+	assert_int_equal(config_load(&cfg, &err), 0);
+	config_release(&cfg);
+	static const char *const rows[][3] = {
+		{"OPENAI_BASE_URL", "file:///etc/passwd", "OPENAI_BASE_URL 'file:///etc/passwd' is not an http:// or https:// URL"},
+		{"ANTHROPIC_BASE_URL", "ftp://127.0.0.1/", "ANTHROPIC_BASE_URL 'ftp://127.0.0.1/' is not"},
+		{"OPENAI_BASE_URL", "127.0.0.1:8080/v1", "OPENAI_BASE_URL '127.0.0.1:8080/v1' is not"},
+	};
+	write_config("{}");
+	for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+		setenv(rows[i][0], rows[i][1], 1);
+		FAILS(config_load(&cfg, &err), CERR_USAGE);
+		if (!strstr(err.msg, rows[i][2]))
+			fail_msg("row %zu: '%s'", i, err.msg);
+		unsetenv(rows[i][0]);
+	}
+}
+
 static void test_redact_url_hides_credentials_only(void **state)
 {
 	char *u = config_redact_url("https://user:pa@ss@proxy.example/v1?x=@");
@@ -342,6 +373,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_provider_and_model_follow_flag_session_file_env, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_file_values_override_defaults_and_name_their_source, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_config_is_refused_with_line_and_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_base_urls_must_be_http_or_https, setup, teardown),
 		cmocka_unit_test(test_redact_url_hides_credentials_only),
 		cmocka_unit_test_setup_teardown(test_agents_files_read_global_then_root_down_to_cwd, setup, teardown),
 	};
