@@ -32,7 +32,8 @@ static void set_str(char **dst, const char *v)
 
 static void defaults(struct config *cfg)
 {
-	static const struct config_timeouts t = {CONFIG_CONNECT_MS, CONFIG_FIRST_BYTE_MS, CONFIG_GAP_MS};
+	static const struct config_timeouts t = {CONFIG_CONNECT_MS, CONFIG_FIRST_BYTE_MS, CONFIG_GAP_MS,
+						 CONFIG_TOTAL_MS};
 	struct config_provider *p = cfg->providers;
 	p[0] = (struct config_provider){.name = "openai", .kind = PROVIDER_OPENAI,
 					.base_url = xstrdup(CONFIG_OPENAI_URL), .base_url_from = "default",
@@ -150,7 +151,8 @@ static int get_str(const struct config *cfg, const cJSON *o, const char *prefix,
 	return 1;
 }
 
-/* A number of seconds > 0 (fractions allowed) as milliseconds. */
+/* A number of seconds > 0 (fractions allowed), at most
+ * CONFIG_TIMEOUT_MAX_S, as milliseconds. */
 static int get_seconds(const struct config *cfg, const cJSON *o, const char *prefix,
 		       const char *name, int64_t *ms, struct cerr *err)
 {
@@ -159,8 +161,8 @@ static int get_seconds(const struct config *cfg, const cJSON *o, const char *pre
 		return 0;
 	char key[128];
 	snprintf(key, sizeof key, "%s%s", prefix, name);
-	if (!cJSON_IsNumber(v) || !(v->valuedouble > 0) || v->valuedouble > 86400.0 * 365)
-		return bad(cfg, err, key, "must be a number of seconds greater than 0");
+	if (!cJSON_IsNumber(v) || !(v->valuedouble > 0) || v->valuedouble > CONFIG_TIMEOUT_MAX_S)
+		return bad(cfg, err, key, "must be a number of seconds greater than 0, at most 2592000 (30 days)");
 	*ms = (int64_t)llround(v->valuedouble * 1000.0);
 	if (*ms == 0)
 		*ms = 1;
@@ -170,7 +172,7 @@ static int get_seconds(const struct config *cfg, const cJSON *o, const char *pre
 static int get_timeouts(const struct config *cfg, const cJSON *o, const char *prefix,
 			struct config_timeouts *t, struct cerr *err)
 {
-	static const char *const keys[] = {"connect", "first_byte", "gap", NULL};
+	static const char *const keys[] = {"connect", "first_byte", "gap", "total", NULL};
 	if (!o)
 		return 0;
 	if (!cJSON_IsObject(o))
@@ -180,7 +182,8 @@ static int get_timeouts(const struct config *cfg, const cJSON *o, const char *pr
 	if (check_keys(cfg, o, pre, keys, err) < 0 ||
 	    get_seconds(cfg, o, pre, "connect", &t->connect_ms, err) < 0 ||
 	    get_seconds(cfg, o, pre, "first_byte", &t->first_byte_ms, err) < 0 ||
-	    get_seconds(cfg, o, pre, "gap", &t->gap_ms, err) < 0)
+	    get_seconds(cfg, o, pre, "gap", &t->gap_ms, err) < 0 ||
+	    get_seconds(cfg, o, pre, "total", &t->total_ms, err) < 0)
 		return -1;
 	return 0;
 }
