@@ -121,11 +121,11 @@ static void test_file_values_override_defaults_and_name_their_source(void **stat
 {
 	write_config("{\n"
 		     "  \"provider\": \"openai\",\n"
-		     "  \"timeouts\": {\"connect\": 5, \"first_byte\": 600, \"gap\": 0.5},\n"
+		     "  \"timeouts\": {\"connect\": 5, \"first_byte\": 900, \"gap\": 0.5, \"total\": 7200},\n"
 		     "  \"system_prompt\": \"Answer in French.\",\n"
 		     "  \"providers\": {\n"
 		     "    \"openai\": {\"base_url\": \"http://localhost:11434/v1\", \"model\": \"llama3\",\n"
-		     "               \"api_key_env\": \"MY_KEY\", \"timeouts\": {\"gap\": 30}},\n"
+		     "               \"api_key_env\": \"MY_KEY\", \"timeouts\": {\"gap\": 30, \"total\": 1.5}},\n"
 		     "    \"anthropic\": {\"max_tokens\": 2048},\n"
 		     "    \"offline\": {\"pace_ms\": 0}\n"
 		     "  }\n"
@@ -142,14 +142,16 @@ static void test_file_values_override_defaults_and_name_their_source(void **stat
 	assert_string_equal(o->model, "llama3");
 	assert_string_equal(o->model_from, "config");
 	assert_int_equal(o->timeouts.connect_ms, 5000);
-	assert_int_equal(o->timeouts.first_byte_ms, 600000);
+	assert_int_equal(o->timeouts.first_byte_ms, 900000);
 	assert_int_equal(o->timeouts.gap_ms, 30000);
+	assert_int_equal(o->timeouts.total_ms, 1500);
 	assert_null(config_api_key(o));
 	setenv("MY_KEY", "secret", 1);
 	assert_string_equal(config_api_key(o), "secret");
 	const struct config_provider *a = config_provider(&cfg, "anthropic");
 	assert_int_equal(a->max_tokens, 2048);
 	assert_int_equal(a->timeouts.gap_ms, 500);
+	assert_int_equal(a->timeouts.total_ms, 7200000);
 	assert_string_equal(a->base_url, CONFIG_ANTHROPIC_URL);
 	/* Tools: the defaults, and the providers' key variables stripped,
 	 * MY_KEY too though it does not look like a key. */
@@ -190,6 +192,9 @@ static void test_file_values_override_defaults_and_name_their_source(void **stat
 	assert_string_equal(cfg.path, path_in(dir, ".config/cairn/config.json"));
 	assert_int_equal(cfg.pace_ms, CONFIG_PACE_MS);
 	assert_int_equal(cfg.providers[0].timeouts.first_byte_ms, CONFIG_FIRST_BYTE_MS);
+	assert_int_equal(cfg.providers[1].timeouts.total_ms, CONFIG_TOTAL_MS);
+	assert_int_equal(CONFIG_TOTAL_MS, 3600000);
+	assert_int_equal(CONFIG_FIRST_BYTE_MS, 600000);
 	config_release(&cfg);
 }
 
@@ -212,6 +217,10 @@ static void test_malformed_config_is_refused_with_line_and_key(void **state)
 	expect_refused("{\"provider\": \"gemini\"}", CERR_USAGE, "'provider' names no provider");
 	expect_refused("{\"provider\": \"openai\", \"provider\": \"offline\"}", CERR_USAGE, "given twice");
 	expect_refused("{\"timeouts\": {\"connect\": -1}}", CERR_USAGE, "'timeouts.connect' must be");
+	expect_refused("{\"timeouts\": {\"total\": 0}}", CERR_USAGE, "'timeouts.total' must be a number of seconds");
+	expect_refused("{\"providers\": {\"openai\": {\"timeouts\": {\"total\": 2592001}}}}", CERR_USAGE,
+		       "'providers.openai.timeouts.total' must be a number of seconds greater than 0, at most 2592000");
+	expect_refused("{\"timeouts\": {\"deadline\": 5}}", CERR_USAGE, "'timeouts.deadline' is not a known key");
 	expect_refused("{\"providers\": {\"openai\": {\"model\": 4}}}", CERR_USAGE, "'providers.openai.model'");
 	expect_refused("{\"providers\": {\"openai\": {\"max_tokens\": 4}}}", CERR_USAGE, "Anthropic");
 	expect_refused("{\"providers\": {\"offline\": {\"pace_ms\": 1.5}}}", CERR_USAGE, "'providers.offline.pace_ms'");
