@@ -27,6 +27,7 @@ static cJSON *timeouts_json(const struct config_timeouts *t)
 	cJSON_AddNumberToObject(o, "connect_ms", (double)t->connect_ms);
 	cJSON_AddNumberToObject(o, "first_byte_ms", (double)t->first_byte_ms);
 	cJSON_AddNumberToObject(o, "gap_ms", (double)t->gap_ms);
+	cJSON_AddNumberToObject(o, "total_ms", (double)t->total_ms);
 	return o;
 }
 
@@ -118,9 +119,9 @@ static void print_text(const struct config *cfg, const struct config_selection *
 		cli_printf(stdout, "  model: %s (from %s)\n", p->model, p->model_from);
 		if (p->kind == PROVIDER_ANTHROPIC)
 			printf("  max_tokens: %lld\n", (long long)max_tokens(p, p->model));
-		printf("  timeouts: connect %.3g s, first byte %.3g s, gap %.3g s\n",
+		printf("  timeouts: connect %.3g s, first byte %.3g s, gap %.3g s, total %.7g s\n",
 		       (double)p->timeouts.connect_ms / 1000, (double)p->timeouts.first_byte_ms / 1000,
-		       (double)p->timeouts.gap_ms / 1000);
+		       (double)p->timeouts.gap_ms / 1000, (double)p->timeouts.total_ms / 1000);
 	}
 	cli_printf(stdout, "\nsystem prompt: %s, %zu bytes\n", sp->base_from, strlen(sp->text));
 	for (size_t i = 0; i < sp->nfiles; i++)

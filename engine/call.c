@@ -8,6 +8,9 @@
  *   SENDING  --retryable failure---------------> WAITING  (backoff or Retry-After)
  *   WAITING  --timer---------------------------> ASKING   (the next attempt)
  *   SENDING  --transfer done, not retried------> ENDING
+ *   SENDING  --the reply's closing event-------> CLOSING  (a grace for the transfer to end)
+ *   CLOSING  --transfer done-------------------> ENDING   (complete, however it ended)
+ *   CLOSING  --timer: the grace is over--------> the transfer canceled, then ENDING (complete)
  *   any      --call_cancel---------------------> ENDING   (a transfer reports CANCELED first)
  *   ENDING   --on_done, timer closed-----------> freed
  */
@@ -25,6 +28,7 @@
 #include "base/xalloc.h"
 #include "engine/offline.h"
 #include "engine/sse.h"
+#include "engine/textfix.h"
 
 const struct call_retry CALL_RETRY_DEFAULT = {3, 1000, 8000, 60000};
 
@@ -32,7 +36,12 @@ const struct call_retry CALL_RETRY_DEFAULT = {3, 1000, 8000, 60000};
  * for its message). */
 #define ERROR_BODY_MAX (64u * 1024u)
 
-enum call_state { CALL_START, CALL_ASKING, CALL_SENDING, CALL_WAITING, CALL_ENDING };
+/* After the reply's closing event (an OpenAI finish_reason), how long the
+ * server has to end the transfer — time for the usage chunk and [DONE] —
+ * before the call ends it, complete (the gap timeout when shorter). */
+#define CLOSE_GRACE_MS 2000u
+
+enum call_state { CALL_START, CALL_ASKING, CALL_SENDING, CALL_CLOSING, CALL_WAITING, CALL_ENDING };
 
 struct call {
 	uv_loop_t *loop;
@@ -157,6 +166,17 @@ static void emit(void *arg, const struct stream_event *ev)
 		break;
 	}
 	c->hk.on_event(c->hk.ud, c, ev);
+	if (!c->x || c->cancel)
+		return;
+	/* Only what the reply says counts as progress: the transfer's
+	 * first-byte and gap timeouts never see comments or pings. */
+	if (stream_event_content(ev))
+		http_xfer_progress(c->x);
+	if (c->st == CALL_SENDING && stream_decoder_closed(c->dec)) {
+		unsigned gap = c->timeouts.gap_ms ? c->timeouts.gap_ms : HTTP_GAP_MS;
+		c->st = CALL_CLOSING;
+		uv_timer_start(&c->timer, timer_cb, gap < CLOSE_GRACE_MS ? gap : CLOSE_GRACE_MS, 0);
+	}
 }
 
 static int sse_cb(void *ud, const char *name, const char *data, size_t len)
@@ -173,21 +193,22 @@ static bool ok_status(long s)
 
 static void on_head(void *ud, struct http_xfer *x, long status)
 {
-	(void)x;
 	struct call *c = ud;
 	c->status = status;
 	c->res.http_status = status;
+	if (!ok_status(status))
+		http_xfer_progress(x); /* an error reply is no stream: every byte counts */
 }
 
 static int on_body(void *ud, struct http_xfer *x, const char *p, size_t n)
 {
-	(void)x;
 	struct call *c = ud;
 	if (c->paused)
 		return HTTP_BODY_PAUSE;
 	if (!ok_status(c->status)) {
 		size_t room = ERROR_BODY_MAX - c->errbody.len;
 		buf_add(&c->errbody, p, n < room ? n : room);
+		http_xfer_progress(x);
 		return HTTP_BODY_OK;
 	}
 	if (sse_feed(c->sse, p, n) == SSE_E_LIMIT && !c->stream_failed) {
@@ -245,7 +266,19 @@ static void http_error(struct call *c, struct http_xfer *x)
 	bool quota = code && strcmp(code, "insufficient_quota") == 0;
 	bool again = !quota && (c->status == 429 || c->status == 529 ||
 				(c->status >= 500 && c->status < 600));
-	set_result(c, CALL_PROVIDER_ERROR, code, "%s", msg);
+	const char *loc = http_xfer_header(x, "Location");
+	if (c->status >= 300 && c->status < 400 && loc && *loc) {
+		/* Redirects are not followed (a POST is never sent twice, and
+		 * never to another scheme): say where it pointed. */
+		char *where = textfix_string(loc, strnlen(loc, 300));
+		set_result(c, CALL_PROVIDER_ERROR, code,
+			   "the server redirects (HTTP %ld) to '%s'; redirects are not followed: "
+			   "set the base URL to the address that answers",
+			   c->status, where);
+		free(where);
+	} else {
+		set_result(c, CALL_PROVIDER_ERROR, code, "%s", msg);
+	}
 	long long asked = retry_after_ms(http_xfer_header(x, "Retry-After"));
 	free(msg);
 	free(code);
@@ -253,10 +286,38 @@ static void http_error(struct call *c, struct http_xfer *x)
 		finish(c);
 }
 
+/* A reply that timed out: delivery unknown, saying which timeout (its
+ * configuration key) and how long it was. */
+static void timed_out(struct call *c, enum http_outcome o)
+{
+	const struct http_timeouts *t = &c->timeouts;
+	unsigned ms;
+	const char *what, *key;
+	if (o == HTTP_E_TIMEOUT_FIRST_BYTE) {
+		ms = t->first_byte_ms ? t->first_byte_ms : HTTP_FIRST_BYTE_MS;
+		what = "no content in the reply within", key = "first_byte";
+	} else if (o == HTTP_E_TIMEOUT_GAP) {
+		ms = t->gap_ms ? t->gap_ms : HTTP_GAP_MS;
+		what = "no more content in the reply for", key = "gap";
+	} else {
+		ms = t->total_ms ? t->total_ms : HTTP_TOTAL_MS;
+		what = "the reply did not end within", key = "total";
+	}
+	set_result(c, CALL_DELIVERY_UNKNOWN, NULL, "%s: %s %g s (timeouts.%s)", http_outcome_name(o), what,
+		   ms / 1000.0, key);
+}
+
 static void on_done(void *ud, struct http_xfer *x, const struct http_result *r)
 {
 	struct call *c = ud;
 	c->x = NULL;
+	if (c->st == CALL_CLOSING && !c->cancel && !c->stream_failed) {
+		/* The closing event came: the reply is whole, however the
+		 * connection ended (or was ended after the grace). */
+		set_result(c, CALL_COMPLETE, NULL, "%s", "");
+		finish(c);
+		return;
+	}
 	if (c->cancel || r->outcome == HTTP_E_CANCELED) {
 		if (c->stream_failed && !c->cancel)
 			finish(c); /* cut short for a malformed reply: said above */
@@ -268,7 +329,8 @@ static void on_done(void *ud, struct http_xfer *x, const struct http_result *r)
 	}
 	if (c->status && !ok_status(c->status) &&
 	    (r->outcome == HTTP_COMPLETE || r->outcome == HTTP_E_BROKEN ||
-	     r->outcome == HTTP_E_TIMEOUT_GAP)) {
+	     r->outcome == HTTP_E_TIMEOUT_GAP || r->outcome == HTTP_E_TIMEOUT_FIRST_BYTE ||
+	     r->outcome == HTTP_E_TIMEOUT_TOTAL)) {
 		http_error(c, x);
 		return;
 	}
@@ -291,11 +353,15 @@ static void on_done(void *ud, struct http_xfer *x, const struct http_result *r)
 		break;
 	case HTTP_E_NO_RESPONSE:
 	case HTTP_E_BROKEN:
-	case HTTP_E_TIMEOUT_FIRST_BYTE:
-	case HTTP_E_TIMEOUT_GAP:
 		if (!c->stream_failed)
 			set_result(c, CALL_DELIVERY_UNKNOWN, NULL, "%s: %s",
 				   http_outcome_name(r->outcome), r->msg);
+		break;
+	case HTTP_E_TIMEOUT_FIRST_BYTE:
+	case HTTP_E_TIMEOUT_GAP:
+	case HTTP_E_TIMEOUT_TOTAL:
+		if (!c->stream_failed)
+			timed_out(c, r->outcome);
 		break;
 	case HTTP_E_SETUP:
 		set_result(c, CALL_PROVIDER_ERROR, NULL, "%s", r->msg);
@@ -334,6 +400,10 @@ static void timer_cb(uv_timer_t *t)
 		break;
 	case CALL_SENDING:
 		offline_tick(c);
+		break;
+	case CALL_CLOSING:
+		if (c->x)
+			http_xfer_cancel(c->x); /* on_done follows: complete */
 		break;
 	case CALL_ENDING:
 		finish(c);
@@ -403,6 +473,7 @@ void call_proceed(struct call *c)
 		.body = c->rq.body,
 		.body_len = c->rq.body_len,
 		.timeouts = c->timeouts,
+		.receiver_progress = true,
 		.on_head = on_head,
 		.on_body = on_body,
 		.on_done = on_done,
@@ -441,7 +512,7 @@ void call_resume(struct call *c)
 	if (!c->paused)
 		return;
 	c->paused = false;
-	if (c->st != CALL_SENDING)
+	if (c->st != CALL_SENDING && c->st != CALL_CLOSING)
 		return;
 	if (c->kind == PROVIDER_OFFLINE)
 		uv_timer_start(&c->timer, timer_cb, c->pace_ms, 0);

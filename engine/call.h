@@ -9,8 +9,13 @@
  *   stream: tried again, Retry-After honoured up to its cap, else backoff;
  * - any other HTTP error, an error inside the stream, a request that
  *   cannot be built: CALL_PROVIDER_ERROR with the server's message;
- * - the request sent and the reply lost, cut off or stalled before its
- *   closing event: CALL_DELIVERY_UNKNOWN, never sent again.
+ * - the request sent and the reply lost, cut off, or timed out before its
+ *   closing event (no content within first_byte, none for gap, not done
+ *   by total; comments and pings are not content): CALL_DELIVERY_UNKNOWN,
+ *   never sent again;
+ * - the closing event came: CALL_COMPLETE, however the connection ends (a
+ *   server holding it open after an OpenAI finish_reason is given a short
+ *   grace for the usage chunk, then the transfer is ended).
  * At most retry.max_retries attempts follow the first. Before every
  * attempt the caller is asked (before_attempt) and answers with
  * call_proceed once its request/prepared for that attempt is durable, or

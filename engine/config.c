@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,7 +32,8 @@ static void set_str(char **dst, const char *v)
 
 static void defaults(struct config *cfg)
 {
-	static const struct config_timeouts t = {CONFIG_CONNECT_MS, CONFIG_FIRST_BYTE_MS, CONFIG_GAP_MS};
+	static const struct config_timeouts t = {CONFIG_CONNECT_MS, CONFIG_FIRST_BYTE_MS, CONFIG_GAP_MS,
+						 CONFIG_TOTAL_MS};
 	struct config_provider *p = cfg->providers;
 	p[0] = (struct config_provider){.name = "openai", .kind = PROVIDER_OPENAI,
 					.base_url = xstrdup(CONFIG_OPENAI_URL), .base_url_from = "default",
@@ -149,7 +151,8 @@ static int get_str(const struct config *cfg, const cJSON *o, const char *prefix,
 	return 1;
 }
 
-/* A number of seconds > 0 (fractions allowed) as milliseconds. */
+/* A number of seconds > 0 (fractions allowed), at most
+ * CONFIG_TIMEOUT_MAX_S, as milliseconds. */
 static int get_seconds(const struct config *cfg, const cJSON *o, const char *prefix,
 		       const char *name, int64_t *ms, struct cerr *err)
 {
@@ -158,8 +161,8 @@ static int get_seconds(const struct config *cfg, const cJSON *o, const char *pre
 		return 0;
 	char key[128];
 	snprintf(key, sizeof key, "%s%s", prefix, name);
-	if (!cJSON_IsNumber(v) || !(v->valuedouble > 0) || v->valuedouble > 86400.0 * 365)
-		return bad(cfg, err, key, "must be a number of seconds greater than 0");
+	if (!cJSON_IsNumber(v) || !(v->valuedouble > 0) || v->valuedouble > CONFIG_TIMEOUT_MAX_S)
+		return bad(cfg, err, key, "must be a number of seconds greater than 0, at most 2592000 (30 days)");
 	*ms = (int64_t)llround(v->valuedouble * 1000.0);
 	if (*ms == 0)
 		*ms = 1;
@@ -169,7 +172,7 @@ static int get_seconds(const struct config *cfg, const cJSON *o, const char *pre
 static int get_timeouts(const struct config *cfg, const cJSON *o, const char *prefix,
 			struct config_timeouts *t, struct cerr *err)
 {
-	static const char *const keys[] = {"connect", "first_byte", "gap", NULL};
+	static const char *const keys[] = {"connect", "first_byte", "gap", "total", NULL};
 	if (!o)
 		return 0;
 	if (!cJSON_IsObject(o))
@@ -179,7 +182,8 @@ static int get_timeouts(const struct config *cfg, const cJSON *o, const char *pr
 	if (check_keys(cfg, o, pre, keys, err) < 0 ||
 	    get_seconds(cfg, o, pre, "connect", &t->connect_ms, err) < 0 ||
 	    get_seconds(cfg, o, pre, "first_byte", &t->first_byte_ms, err) < 0 ||
-	    get_seconds(cfg, o, pre, "gap", &t->gap_ms, err) < 0)
+	    get_seconds(cfg, o, pre, "gap", &t->gap_ms, err) < 0 ||
+	    get_seconds(cfg, o, pre, "total", &t->total_ms, err) < 0)
 		return -1;
 	return 0;
 }
@@ -197,6 +201,31 @@ static int get_int(const struct config *cfg, const cJSON *o, const char *key, co
 		return bad(cfg, err, key, what);
 	}
 	return 0;
+}
+
+/* An http:// or https:// URL with a host: the only base URLs a request
+ * may go to (libcurl would read file:// as a reply, or speak FTP). */
+static bool web_url(const char *u)
+{
+	size_t n = strncasecmp(u, "https://", 8) == 0 ? 8 : strncasecmp(u, "http://", 7) == 0 ? 7 : 0;
+	return n && u[n] && !strchr("/?#", u[n]);
+}
+
+/* The base URL u refused unless it is web_url; key names the file's key
+ * it came from, else var the variable. */
+static int check_base_url(const struct config *cfg, const char *u, const char *key, const char *var,
+			  struct cerr *err)
+{
+	if (web_url(u))
+		return 0;
+	char *shown = config_redact_url(u);
+	if (key)
+		cerr_set(err, CERR_USAGE, 0, "config '%s': '%s' must be an http:// or https:// URL, not '%s'",
+			 cfg->path, key, shown);
+	else
+		cerr_set(err, CERR_USAGE, 0, "%s '%s' is not an http:// or https:// URL", var, shown);
+	free(shown);
+	return -1;
 }
 
 static int read_provider(struct config *cfg, struct config_provider *p, const cJSON *o,
@@ -225,8 +254,13 @@ static int read_provider(struct config *cfg, struct config_provider *p, const cJ
 	int r;
 	if ((r = get_str(cfg, o, pre, "base_url", &p->base_url, err)) < 0)
 		return -1;
-	if (r)
+	if (r) {
+		char key[96];
+		snprintf(key, sizeof key, "%sbase_url", pre);
+		if (check_base_url(cfg, p->base_url, key, NULL, err) < 0)
+			return -1;
 		p->base_url_from = "config";
+	}
 	if (get_str(cfg, o, pre, "api_key_env", &p->key_env, err) < 0)
 		return -1;
 	if ((r = get_str(cfg, o, pre, "model", &p->model, err)) < 0)
@@ -432,6 +466,14 @@ int config_load(struct config *cfg, struct cerr *err)
 		set_str(&cfg->providers[1].base_url, u);
 		cfg->providers[1].base_url_from = "ANTHROPIC_BASE_URL";
 	}
+	/* The file's were checked as it was read. */
+	for (int i = 0; i < 2; i++)
+		if (strcmp(cfg->providers[i].base_url_from, "config") != 0 &&
+		    check_base_url(cfg, cfg->providers[i].base_url, NULL, cfg->providers[i].base_url_from,
+				   err) < 0) {
+			config_release(cfg);
+			return -1;
+		}
 	return 0;
 }
 

@@ -16,8 +16,10 @@
 #include "engine/stream.h"
 
 #define CONFIG_CONNECT_MS 10000
-#define CONFIG_FIRST_BYTE_MS 300000
+#define CONFIG_FIRST_BYTE_MS 600000
 #define CONFIG_GAP_MS 120000
+#define CONFIG_TOTAL_MS 3600000
+#define CONFIG_TIMEOUT_MAX_S 2592000 /* 30 days: every timeout fits an unsigned count of ms */
 #define CONFIG_PACE_MS 20
 #define CONFIG_OPENAI_URL "https://api.openai.com/v1"
 #define CONFIG_ANTHROPIC_URL "https://api.anthropic.com"
@@ -26,10 +28,14 @@
 #define CONFIG_TOOL_RESULT_MAX (30 * 1024)
 #define CONFIG_TOOL_OUTPUT_MAX (8 << 20)
 
+/* Of one request. The reply progresses when a whole event of its stream
+ * carries text, reasoning or a tool call: comments, pings and partial
+ * lines do not count. */
 struct config_timeouts {
 	int64_t connect_ms;    /* to establish the connection */
-	int64_t first_byte_ms; /* from the request sent to the first byte of the reply */
-	int64_t gap_ms;        /* between two chunks of the reply */
+	int64_t first_byte_ms; /* from the request sent to the reply's first progress */
+	int64_t gap_ms;        /* between two progresses of the reply */
+	int64_t total_ms;      /* from the request's start to the reply's end */
 };
 
 /* One provider's effective settings. All fields are read-only; *_from say

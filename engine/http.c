@@ -3,9 +3,10 @@
  * uv_poll each) and when to call it back (multi_timer_fn → one uv_timer);
  * both feed curl_multi_socket_action, and finished transfers are collected
  * after each call. Each transfer has its own uv_timer for the phase it is
- * in (connecting, waiting for the first byte, receiving), which also
- * defers a cancel to the loop, outside libcurl's callbacks, where libcurl
- * may be called again. */
+ * in (connecting, waiting for the first progress, receiving), set to the
+ * phase's timeout or what is left of the total, whichever ends first; it
+ * also defers a cancel to the loop, outside libcurl's callbacks, where
+ * libcurl may be called again. */
 #include "engine/http.h"
 
 #include "base/buf.h"
@@ -22,6 +23,15 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+/* CURLOPT_PROTOCOLS_STR and CURLOPT_REDIR_PROTOCOLS_STR came in 7.85.0. */
+#if LIBCURL_VERSION_NUM < 0x075500
+#error "libcurl 7.85.0 or later is needed"
+#endif
+
+/* The only schemes a transfer may use, for its URL and any redirect:
+ * libcurl would otherwise read file:// as a reply or speak FTP. */
+#define HTTP_PROTOCOLS "http,https"
 
 /* One socket libcurl asked us to watch. */
 struct poll_ctx {
@@ -44,11 +54,18 @@ struct http {
 	void *close_ud;
 };
 
+/* Phases, with their transitions:
+ *   CONNECTING --prereq_cb (connected)------------------> WAITING
+ *   WAITING    --progress (a byte, or http_xfer_progress)--> RECEIVING
+ *   RECEIVING  --progress--------------------------------> RECEIVING (the gap again)
+ *   WAITING, RECEIVING --on_body pauses--------------------> PAUSED
+ *   PAUSED     --http_xfer_resume-------------------------> WAITING or RECEIVING
+ *   any        --libcurl done, timer, cancel---------------> DONE */
 enum xfer_phase {
 	X_CONNECTING, /* resolving, connecting, TLS: the connect timeout runs */
-	X_WAITING,    /* connected, the request goes out: the first-byte timeout runs */
-	X_RECEIVING,  /* response bytes arrive: the gap timeout runs */
-	X_PAUSED,     /* the receiver paused: no timeout */
+	X_WAITING,    /* connected, the request goes out, no progress yet: the first-byte timeout runs */
+	X_RECEIVING,  /* the response progressed: the gap timeout runs */
+	X_PAUSED,     /* the receiver paused: no timeout, the total stands still */
 	X_DONE,       /* removed from the multi; on_done ran or runs now */
 };
 
@@ -59,6 +76,11 @@ struct http_xfer {
 	uv_timer_t timer;
 	enum xfer_phase phase;
 	struct http_timeouts t;
+	bool receiver_progress; /* only http_xfer_progress is progress */
+	bool progressed;        /* progress came: the gap, not the first byte, applies */
+	bool deadline_armed;    /* the timer runs to the total's end, not the phase's */
+	uint64_t run_ms;        /* time not paused before run_since */
+	uint64_t run_since;     /* loop time the transfer last started or resumed */
 	struct buf head;        /* "name\0value\0" of the final header block */
 	bool response_started;
 	bool refused_resend;    /* libcurl wanted to send the request again */
@@ -196,14 +218,24 @@ static const unsigned *phase_timeout(const struct http_xfer *x, enum xfer_phase 
 
 static void xfer_timer_cb(uv_timer_t *t);
 
-/* Enter phase p and (re)start its timeout; nothing once an outcome is
- * decided, so a deferred cancel is never pushed back. */
+/* Milliseconds left of the total: the time not paused counts. */
+static uint64_t total_left(const struct http_xfer *x)
+{
+	uint64_t used = x->run_ms + (uv_now(x->h->loop) - x->run_since);
+	return used >= x->t.total_ms ? 0 : x->t.total_ms - used;
+}
+
+/* Enter phase p and (re)start its timeout, or what is left of the total
+ * when that ends first; nothing once an outcome is decided, so a deferred
+ * cancel is never pushed back. */
 static void arm(struct http_xfer *x, enum xfer_phase p)
 {
 	if (x->forced >= 0 || x->phase == X_DONE)
 		return;
 	x->phase = p;
-	uv_timer_start(&x->timer, xfer_timer_cb, *phase_timeout(x, p), 0);
+	uint64_t ms = *phase_timeout(x, p), left = total_left(x);
+	x->deadline_armed = left <= ms;
+	uv_timer_start(&x->timer, xfer_timer_cb, x->deadline_armed ? left : ms, 0);
 }
 
 static bool setup_error(CURLcode rc)
@@ -290,15 +322,23 @@ static void xfer_timer_cb(uv_timer_t *t)
 {
 	struct http_xfer *x = t->data;
 	struct http *h = x->h;
-	if (x->forced < 0) {
-		unsigned ms = *phase_timeout(x, x->phase);
-		const char *what = x->phase == X_CONNECTING ? "no connection within"
-				   : x->phase == X_WAITING  ? "no response within"
-							    : "the response stalled for";
-		x->forced = x->phase == X_CONNECTING ? HTTP_E_TIMEOUT_CONNECT
-			    : x->phase == X_WAITING  ? HTTP_E_TIMEOUT_FIRST_BYTE
-						     : HTTP_E_TIMEOUT_GAP;
-		snprintf(x->forced_msg, sizeof x->forced_msg, "%s %u ms", what, ms);
+	if (x->forced >= 0) {
+		/* a deferred cancel */
+	} else if (x->phase == X_CONNECTING) {
+		unsigned ms = x->deadline_armed ? x->t.total_ms : x->t.connect_ms;
+		x->forced = HTTP_E_TIMEOUT_CONNECT;
+		snprintf(x->forced_msg, sizeof x->forced_msg, "no connection within %u ms", ms);
+	} else if (x->deadline_armed) {
+		x->forced = HTTP_E_TIMEOUT_TOTAL;
+		snprintf(x->forced_msg, sizeof x->forced_msg, "not done within the deadline of %u ms",
+			 x->t.total_ms);
+	} else {
+		bool waiting = x->phase == X_WAITING;
+		const char *what = x->receiver_progress ? (waiting ? "nothing within" : "nothing more for")
+				   : waiting		? "no response within"
+							: "the response stalled for";
+		x->forced = waiting ? HTTP_E_TIMEOUT_FIRST_BYTE : HTTP_E_TIMEOUT_GAP;
+		snprintf(x->forced_msg, sizeof x->forced_msg, "%s %u ms", what, *phase_timeout(x, x->phase));
 	}
 	finish(x, CURLE_OK);
 	after_curl(h);
@@ -318,10 +358,14 @@ static size_t write_cb(char *p, size_t size, size_t nmemb, void *ud)
 		return 0;
 	if (r == HTTP_BODY_PAUSE) {
 		x->phase = X_PAUSED;
+		x->run_ms += uv_now(x->h->loop) - x->run_since;
 		uv_timer_stop(&x->timer);
 		return CURL_WRITEFUNC_PAUSE;
 	}
-	arm(x, X_RECEIVING);
+	if (!x->receiver_progress) {
+		x->progressed = true;
+		arm(x, X_RECEIVING);
+	}
 	return n;
 }
 
@@ -337,7 +381,10 @@ static size_t header_cb(char *p, size_t size, size_t nitems, void *ud)
 	if (x->forced >= 0)
 		return 0;
 	x->response_started = true;
-	arm(x, X_RECEIVING);
+	if (!x->receiver_progress) {
+		x->progressed = true;
+		arm(x, X_RECEIVING);
+	}
 	size_t len = n;
 	while (len > 0 && (p[len - 1] == '\n' || p[len - 1] == '\r'))
 		len--;
@@ -567,6 +614,11 @@ struct http_xfer *http_start(struct http *h, const struct http_request *req, str
 		x->t.first_byte_ms = HTTP_FIRST_BYTE_MS;
 	if (!x->t.gap_ms)
 		x->t.gap_ms = HTTP_GAP_MS;
+	if (!x->t.total_ms)
+		x->t.total_ms = HTTP_TOTAL_MS;
+	x->receiver_progress = req->receiver_progress;
+	uv_update_time(h->loop);
+	x->run_since = uv_now(h->loop);
 	x->on_head = req->on_head;
 	x->on_body = req->on_body;
 	x->on_done = req->on_done;
@@ -581,6 +633,9 @@ struct http_xfer *http_start(struct http *h, const struct http_request *req, str
 		abort();
 
 	curl_easy_setopt(e, CURLOPT_URL, req->url);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, HTTP_PROTOCOLS);
+	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, HTTP_PROTOCOLS);
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L); /* a 3xx is the reply */
 	curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)x);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	/* HTTP/2 would buffer up to its stream window while paused. */
@@ -651,9 +706,19 @@ void http_xfer_resume(struct http_xfer *x)
 {
 	if (x->phase != X_PAUSED || x->forced >= 0)
 		return;
-	arm(x, X_RECEIVING);
+	x->run_since = uv_now(x->h->loop);
+	arm(x, x->progressed ? X_RECEIVING : X_WAITING);
 	/* May hand the held bytes to on_body at once (which may pause again). */
 	curl_easy_pause(x->easy, CURLPAUSE_CONT);
+}
+
+void http_xfer_progress(struct http_xfer *x)
+{
+	if (x->forced >= 0 || x->phase == X_DONE || x->phase == X_CONNECTING)
+		return;
+	x->progressed = true;
+	if (x->phase != X_PAUSED)
+		arm(x, X_RECEIVING);
 }
 
 const char *http_xfer_header(const struct http_xfer *x, const char *name)
@@ -686,6 +751,8 @@ const char *http_outcome_name(enum http_outcome o)
 		return "first byte timeout";
 	case HTTP_E_TIMEOUT_GAP:
 		return "gap timeout";
+	case HTTP_E_TIMEOUT_TOTAL:
+		return "deadline";
 	case HTTP_E_CANCELED:
 		return "canceled";
 	case HTTP_E_SETUP:

@@ -12,16 +12,19 @@
  * Every descriptor is close-on-exec; SIGPIPE is ignored for the whole
  * process from the first http_new (OpenSSL writes to sockets without
  * MSG_NOSIGNAL); HTTP/1.1 only, so a paused transfer holds at most one
- * receive buffer; no redirects; proxies from the standard variables
- * (http_proxy, https_proxy, all_proxy, no_proxy, read by libcurl); CA
+ * receive buffer; http:// and https:// only (any other scheme is
+ * HTTP_E_SETUP, never attempted); no redirects (a 3xx is the reply);
+ * proxies from the standard variables (http_proxy, https_proxy,
+ * all_proxy, no_proxy, read by libcurl); CA
  * bundle from CURL_CA_BUNDLE, else SSL_CERT_FILE (and SSL_CERT_DIR), read
  * at http_new. libcurl's silent re-send of a request on a reused connection
  * that died is refused: a request goes out at most once.
  *
  * Calling sequence: http_new; http_start per request (each ends with one
  * on_done); http_close (asynchronous, like uv_close). Callbacks run on the
- * loop. From inside on_head or on_body only http_xfer_cancel may be called;
- * http_start, http_xfer_resume and http_close wait until outside them. */
+ * loop. From inside on_head or on_body only http_xfer_cancel and
+ * http_xfer_progress may be called; http_start, http_xfer_resume and
+ * http_close wait until outside them. */
 #ifndef CAIRN_HTTP_H
 #define CAIRN_HTTP_H
 
@@ -32,16 +35,20 @@
 #include <uv.h>
 
 #define HTTP_CONNECT_MS 10000u     /* DNS, connect, proxy and TLS handshake */
-#define HTTP_FIRST_BYTE_MS 300000u /* connected to the first response byte */
-#define HTTP_GAP_MS 120000u        /* between two pieces of the response */
+#define HTTP_FIRST_BYTE_MS 600000u /* connected to the first progress */
+#define HTTP_GAP_MS 120000u        /* between two progresses */
+#define HTTP_TOTAL_MS 3600000u     /* the whole transfer */
 #define HTTP_HEAD_MAX (64u * 1024u) /* response header bytes kept for lookup */
 
-/* Timeouts in milliseconds; 0 takes the default above. A paused transfer
- * has no gap timeout: the receiver, not the server, is slow. */
+/* Timeouts in milliseconds; 0 takes the default above. Progress is a
+ * response byte, or what the receiver says it is (receiver_progress).
+ * While a transfer is paused no timeout runs and the total does not
+ * count: the receiver, not the server, is slow. */
 struct http_timeouts {
 	unsigned connect_ms;
 	unsigned first_byte_ms;
 	unsigned gap_ms;
+	unsigned total_ms;
 };
 
 /* How a transfer ended. */
@@ -51,8 +58,9 @@ enum http_outcome {
 	HTTP_E_NO_RESPONSE,        /* the request was (partly) sent, then the connection failed before any response byte */
 	HTTP_E_BROKEN,             /* the response began, then the connection failed (closed mid-body, reset) */
 	HTTP_E_TIMEOUT_CONNECT,    /* not connected within connect_ms: no byte of the request was sent */
-	HTTP_E_TIMEOUT_FIRST_BYTE, /* connected, no response byte within first_byte_ms */
-	HTTP_E_TIMEOUT_GAP,        /* the response stalled for gap_ms */
+	HTTP_E_TIMEOUT_FIRST_BYTE, /* connected, no progress within first_byte_ms */
+	HTTP_E_TIMEOUT_GAP,        /* no progress for gap_ms after the first */
+	HTTP_E_TIMEOUT_TOTAL,      /* connected, not done within total_ms */
 	HTTP_E_CANCELED,           /* http_xfer_cancel or http_close */
 	HTTP_E_SETUP,              /* refused before any attempt: a malformed URL, an unsupported scheme */
 };
@@ -80,6 +88,11 @@ struct http_request {
 	const void *body;            /* copied; may be NULL */
 	size_t body_len;
 	struct http_timeouts timeouts;
+	/* What counts as progress (the end of the first-byte wait, a new gap):
+	 * false, every response byte; true, only http_xfer_progress — the
+	 * receiver decides, so bytes that carry nothing (keep-alive comments,
+	 * a trickle, a partial line) never hold a transfer open. */
+	bool receiver_progress;
 	/* The final (non-1xx) status and its headers arrived; look them up
 	 * with http_xfer_header. Optional. */
 	void (*on_head)(void *ud, struct http_xfer *x, long status);
@@ -108,6 +121,9 @@ struct http_xfer *http_start(struct http *h, const struct http_request *req, str
 void http_xfer_cancel(struct http_xfer *x);
 /* Resume a transfer on_body paused: the held bytes come again first. */
 void http_xfer_resume(struct http_xfer *x);
+/* The reply progressed (receiver_progress): the first-byte wait ends, the
+ * gap timeout starts again. May be called from inside on_head or on_body. */
+void http_xfer_progress(struct http_xfer *x);
 /* The value of response header name (any case) of the final status, or
  * NULL; owned by the transfer, valid until on_done returns. */
 const char *http_xfer_header(const struct http_xfer *x, const char *name);

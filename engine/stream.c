@@ -60,6 +60,26 @@ const struct stream_usage *stream_decoder_usage(const struct stream_decoder *d)
 	return &d->usage;
 }
 
+bool stream_event_content(const struct stream_event *ev)
+{
+	switch (ev->kind) {
+	case STREAM_TEXT:
+	case STREAM_REASONING:
+	case STREAM_REASONING_END:
+	case STREAM_REDACTED:
+	case STREAM_TOOL_START:
+	case STREAM_TOOL_ARGS:
+		return true;
+	case STREAM_TOOL_END:
+	case STREAM_USAGE:
+	case STREAM_FINISH:
+	case STREAM_ERROR:
+	case STREAM_DONE:
+		return false;
+	}
+	return false;
+}
+
 const char *stream_finish_name(enum stream_finish f)
 {
 	switch (f) {

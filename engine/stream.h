@@ -86,6 +86,10 @@ void stream_decoder_cut(struct stream_decoder *d);
 bool stream_decoder_failed(const struct stream_decoder *d);
 /* The usage reported so far (fields -1 when not reported). */
 const struct stream_usage *stream_decoder_usage(const struct stream_decoder *d);
+/* True when ev carries what the model produced — text, reasoning, a tool
+ * call's start or arguments — the progress a reply's timeouts wait for
+ * (usage, finish, errors and the closing event are not). */
+bool stream_event_content(const struct stream_event *ev);
 /* The name of a finish reason ("stop", "tool_calls", ...); static. */
 const char *stream_finish_name(enum stream_finish f);
 

@@ -37,7 +37,9 @@ tool loop are routed by the prompt that began it. The Nth other accepted
 request gets reply N (a 500 once they run out). A REPLY, every key optional:
 
   status, headers        an HTTP error (status != 200) with extra headers,
-                         e.g. {"status": 429, "headers": {"Retry-After": "2"}};
+                         e.g. {"status": 429, "headers": {"Retry-After": "2"}}, or a
+                         redirect: {"status": 302, "headers": {"Location":
+                         "file:///etc/passwd"}, "body": ""};
                          error: {"type", "message", "code"} fills the API's
                          error body; body: a raw body instead
   text                   the reply text, streamed as deltas; pieces: N splits
@@ -53,13 +55,18 @@ request gets reply N (a 500 once they run out). A REPLY, every key optional:
   usage                  {"input": N, "output": M}
   usage_null             OpenAI: "usage": null on every chunk
   comments               SSE comment lines between events
+  keepalive_ms,          a comment line (": keep-alive") every keepalive_ms
+  keepalive_for_ms,      for keepalive_for_ms, before write number
+  keepalive_after        keepalive_after (default 0: before the first event),
+                         as a server sends while its model thinks
   stream_error           {"type", "message"}: an error event after the deltas
   split                  "random" (default): the byte stream is written in
                          pieces cut at random offsets (UTF-8 characters
                          split across writes); "event": one write per event;
                          N: pieces of N bytes
   seed                   random seed (default 1)
-  rate                   writes per second (default: as fast as possible)
+  rate                   writes per second (default: as fast as possible);
+                         with split: 1, a trickle of one byte per write
   stall_before_ms        sleep before the status line
   stall_after_head_ms    sleep after the headers
   stall_ms, stall_after  sleep stall_ms once, after stall_after writes
@@ -67,6 +74,9 @@ request gets reply N (a 500 once they run out). A REPLY, every key optional:
                          ending the chunked body (reset: true sends a RST)
   close_without_response read the request, then close
   omit_end               end cleanly without [DONE] / message_stop
+  no_done                OpenAI: the finish_reason (and usage) chunk, no [DONE]
+  hold_ms                after the last write, hold the connection open this
+                         long before ending the body
   repeat_text            repeat "text" this many times (long streams)
 """
 import argparse
@@ -225,7 +235,8 @@ def openai_events(body, r, rng):
         c["usage"] = {"prompt_tokens": u["input"], "completion_tokens": u["output"],
                       "total_tokens": u["input"] + u["output"]}
         out.append(sse(None, c))
-    out.append(b"data: [DONE]\n\n")
+    if not r.get("no_done"):
+        out.append(b"data: [DONE]\n\n")
     return out
 
 
@@ -629,6 +640,8 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(r["stall_after_head_ms"] / 1000)
             pause = 1.0 / r["rate"] if r.get("rate") else 0
             for i, w in enumerate(writes):
+                if r.get("keepalive_ms") and i == r.get("keepalive_after", 0):
+                    self.keepalive(r["keepalive_ms"], r.get("keepalive_for_ms", 0))
                 if r.get("disconnect_after") is not None and i == r["disconnect_after"]:
                     self.abort(bool(r.get("reset")))
                     return
@@ -640,11 +653,23 @@ class Handler(BaseHTTPRequestHandler):
                     self.sent(w)
                 if pause:
                     time.sleep(pause)
+            if r.get("hold_ms"):
+                time.sleep(r["hold_ms"] / 1000)
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
             self.sent(end=True)
         except OSError:  # the client went away
             self.close_connection = True
+
+    def keepalive(self, every_ms, for_ms):
+        """Comment lines, every every_ms for for_ms: bytes, no event."""
+        end = time.monotonic() + for_ms / 1000
+        while time.monotonic() < end:
+            w = b": keep-alive\n\n"
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(w), w))
+            self.wfile.flush()
+            self.sent(w)
+            time.sleep(every_ms / 1000)
 
     def abort(self, reset):
         """Close mid-stream: no terminating chunk. A reset (RST) comes a

@@ -3,7 +3,9 @@
 claims: strict like the real APIs (keys, versions, histories, error JSON
 shapes), rejected requests take no scripted reply, streams reassemble to
 the scripted text with UTF-8 characters split across writes, tool-call
-deltas, in-stream errors, Retry-After, the record and --before-reply.
+deltas, in-stream errors, Retry-After, the record and --before-reply,
+keep-alive comments, a reply without [DONE] held open, a trickle, a
+redirect.
 Prints TAP; run by tests/cli/test_fake_model.sh."""
 import json
 import os
@@ -320,6 +322,48 @@ def main():
         check("an after_tool route answers the request after the tools by the prompt that began the loop "
               "(OpenAI, Anthropic); a prompt after results takes the plain route; others the list",
               rec == [(1, None), (1, None), (0, None), (None, 0)], rec)
+    finally:
+        f.stop()
+    f = Fake({"replies": [
+        {"text": "thought", "split": "event", "keepalive_ms": 50, "keepalive_for_ms": 400},
+        {"text": "ab", "deltas": ["a", "b"], "split": "event", "keepalive_ms": 50, "keepalive_for_ms": 300,
+         "keepalive_after": 2},
+        {"text": "done", "no_done": True, "hold_ms": 500},
+        {"text": "drip", "split": 1, "rate": 200},
+        {"status": 302, "headers": {"Location": "ftp://127.0.0.1:21/x"}, "body": ""},
+    ]})
+    try:
+        import time
+        t0 = time.monotonic()
+        st, _, ch = f.raw("/v1/chat/completions", OA, chat)
+        t1 = time.monotonic()
+        lead = [c for c in ch[:3]]
+        comments = [c for c in ch if c == b": keep-alive\n\n"]
+        check("keepalive: comment lines, no event, for keepalive_for_ms before the first event",
+              st == 200 and all(c == b": keep-alive\n\n" for c in lead) and len(comments) >= 4 and
+              t1 - t0 >= 0.4 and ch[len(comments)].startswith(b"data: "), lead, len(comments), t1 - t0)
+        st, _, ch = f.raw("/v1/chat/completions", OA, chat)
+        at = [i for i, c in enumerate(ch) if c == b": keep-alive\n\n"]
+        check("... after keepalive_after writes: the events before them are whole",
+              at and at[0] == 2 and ch[0].startswith(b"data: ") and ch[1].startswith(b"data: ") and
+              events(ch[:2])[-1][1].find('"a"') > 0, at)
+        t0 = time.monotonic()
+        st, _, ch = f.raw("/v1/chat/completions", OA, chat)
+        t1 = time.monotonic()
+        ev = events(ch)
+        fin = [json.loads(d)["choices"][0]["finish_reason"] for _, d in ev if json.loads(d)["choices"]]
+        check("no_done: finish_reason stop and the usage chunk, no [DONE]; hold_ms: the body ends that late",
+              fin[-1] == "stop" and json.loads(ev[-1][1])["usage"]["completion_tokens"] == 5 and
+              all(d != "[DONE]" for _, d in ev) and t1 - t0 >= 0.5, fin, t1 - t0)
+        st, _, ch = f.raw("/v1/chat/completions", OA, chat)
+        check("split 1 with a rate: a trickle of one byte per write",
+              len(ch) > 100 and all(len(c) == 1 for c in ch) and
+              "drip" in "".join(json.loads(d)["choices"][0]["delta"].get("content", "")
+                                for _, d in events(ch) if d != "[DONE]" and json.loads(d)["choices"]),
+              len(ch))
+        st, hd, ch = f.raw("/v1/chat/completions", OA, chat)
+        check("a redirect: the status and its Location, an empty body",
+              st == 302 and hd.get("location") == "ftp://127.0.0.1:21/x" and b"".join(ch) == b"", st, hd)
     finally:
         f.stop()
     print(f"1..{N}")

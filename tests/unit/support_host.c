@@ -232,7 +232,7 @@ struct host_call hx_fake_call(struct hx *x, const char *script)
 	c.call.kind = PROVIDER_OPENAI;
 	c.call.params = (struct provider_params){.model = "m-1", .base_url = x->base,
 						 .api_key = "sk-test"};
-	c.call.timeouts = (struct http_timeouts){2000, 8000, 8000};
+	c.call.timeouts = (struct http_timeouts){2000, 8000, 8000, 0};
 	return c;
 }
 

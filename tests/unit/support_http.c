@@ -24,6 +24,8 @@ int on_sse(void *ud, const char *name, const char *data, size_t len)
 {
 	struct got *g = ud;
 	buf_printf(&g->events, "%s %.*s\n", name, (int)len, data);
+	if (g->progress_by_events && g->x)
+		http_xfer_progress(g->x);
 	return 0;
 }
 
@@ -103,6 +105,7 @@ struct http_xfer *start(struct http *h, struct got *g, const char *u, const char
 	struct http_request req = {
 		.method = "POST", .url = u, .headers = headers, .body = body,
 		.body_len = body ? strlen(body) : 0, .timeouts = t,
+		.receiver_progress = g->progress_by_events,
 		.on_head = on_head, .on_body = on_body, .on_done = on_done, .ud = g,
 	};
 	struct cerr err;

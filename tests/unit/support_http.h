@@ -31,6 +31,7 @@ struct got {
 	struct buf events;     /* SSE event names and data, one per line */
 	size_t cancel_after;   /* cancel once this many body bytes arrived (0: never) */
 	bool pause;            /* pause at every body call until resumed */
+	bool progress_by_events; /* receiver_progress: each SSE event (g->sse) is progress */
 	size_t body_calls;
 	size_t body_after_cancel;
 	bool canceled;

@@ -4,7 +4,9 @@
  * reported, 429/5xx/529 retried with backoff or Retry-After (never for
  * insufficient_quota, never past the cap), other HTTP errors with the
  * server's message, errors inside the stream, replies cut off or stalled
- * (delivery unknown, never re-sent) — plus cancel at every stage, the
+ * (delivery unknown, never re-sent), what counts as progress (content,
+ * never comments), the deadline, a finish_reason that closes a reply held
+ * open — plus cancel at every stage, the
  * caller's go-ahead before each attempt, pause and resume, and the offline
  * provider. Each test ends with uv_loop_close() == 0. */
 #include <setjmp.h>
@@ -49,6 +51,8 @@ struct run {
 	size_t texts_at_pause;
 	struct call *c;
 	uv_timer_t resume;       /* resumes a paused call later */
+	struct http_timeouts timeouts; /* when connect_ms is set, instead of the usual */
+	uint64_t ms;             /* from call_start to on_done */
 };
 
 static void before_attempt(void *ud, struct call *c, unsigned attempt)
@@ -173,14 +177,19 @@ static void run_call(struct run *r, enum provider_kind kind, const char *base_ur
 		.n = n,
 		.prompt = "Say hello",
 		.pace_ms = 0,
-		.timeouts = {2000, 2000, 300},
+		.timeouts = {2000, 2000, 300, 0},
 		.retry = {3, 5, 20, 60000},
 	};
+	if (r->timeouts.connect_ms)
+		spec.timeouts = r->timeouts;
 	struct call_hooks hk = {before_attempt, on_event, on_done, r};
+	uv_update_time(&r->loop);
+	uint64_t t0 = uv_now(&r->loop);
 	r->c = call_start(&r->loop, r->http, &spec, &hk);
 	assert_int_equal(r->asked, 0); /* never from inside call_start */
 	while (!r->done)
 		uv_run(&r->loop, UV_RUN_ONCE);
+	r->ms = uv_now(&r->loop) - t0;
 	assert_int_equal(r->done, 1);
 	free(own);
 }
@@ -189,6 +198,16 @@ static void serve(struct run *r, const char *script)
 {
 	fake_start(&r->fake, script, NULL);
 	r->have_fake = true;
+}
+
+/* Ready for another call on the same loop, engine and server. */
+static void again(struct run *r)
+{
+	r->done = 0;
+	r->asked = 0;
+	r->texts = 0;
+	buf_release(&r->text);
+	buf_init(&r->text);
 }
 
 static int requests(struct run *r)
@@ -413,6 +432,94 @@ static void test_call_lost_replies_are_delivery_unknown(void **state)
 	}
 }
 
+/* ---- what counts as progress, and the closing event ---- */
+
+/* Keep-alive comments while the model thinks: tolerated up to the
+ * first-byte timeout (2 s here), though they outlast the gap (300 ms) —
+ * the gap applies only once content came; past the first-byte timeout
+ * they hold nothing open. */
+static void test_call_comments_before_content_count_for_nothing(void **state)
+{
+	struct run *r = *state;
+	serve(r, "{\"replies\":[{\"text\":\"after thinking\",\"split\":\"event\",\"keepalive_ms\":100,"
+		  "\"keepalive_for_ms\":1000},{\"text\":\"never\",\"split\":\"event\","
+		  "\"keepalive_ms\":100,\"keepalive_for_ms\":6000}]}");
+	run_call(r, PROVIDER_OPENAI, NULL);
+	if (r->res.outcome != CALL_COMPLETE)
+		fail_msg("%s (%s)", call_outcome_name(r->res.outcome), r->res.message);
+	assert_string_equal(r->text.p, "after thinking");
+	again(r); /* the same server, its second reply */
+	run_call(r, PROVIDER_OPENAI, NULL);
+	if (r->res.outcome != CALL_DELIVERY_UNKNOWN)
+		fail_msg("%s (%s)", call_outcome_name(r->res.outcome), r->res.message);
+	assert_string_equal(r->res.message,
+			    "first byte timeout: no content in the reply within 2 s (timeouts.first_byte)");
+	assert_true(r->ms >= 1990 && r->ms < 5000);
+	assert_null(r->text.p);
+	run_end(r);
+}
+
+/* Comments between pieces of content: the gap runs on. */
+static void test_call_comments_after_content_do_not_reset_the_gap(void **state)
+{
+	struct run *r = *state;
+	serve(r, "{\"replies\":[{\"deltas\":[\"one \",\"two\"],\"split\":\"event\",\"keepalive_ms\":50,"
+		  "\"keepalive_for_ms\":4000,\"keepalive_after\":2}]}");
+	run_call(r, PROVIDER_OPENAI, NULL);
+	if (r->res.outcome != CALL_DELIVERY_UNKNOWN)
+		fail_msg("%s (%s)", call_outcome_name(r->res.outcome), r->res.message);
+	assert_string_equal(r->res.message,
+			    "gap timeout: no more content in the reply for 0.3 s (timeouts.gap)");
+	assert_string_equal(r->text.p, "one ");
+	assert_true(r->ms < 3000);
+	run_end(r);
+}
+
+/* Content that keeps coming, each piece well within the gap, ends at the
+ * deadline; a slow one within it completes. */
+static void test_call_deadline_bounds_the_whole_reply(void **state)
+{
+	struct run *r = *state;
+	serve(r, "{\"replies\":[{\"text\":\"a b c d e f g h i j k l m n o p q r s t\",\"pieces\":20,"
+		  "\"split\":\"event\",\"rate\":10},{\"text\":\"a b c d\",\"pieces\":4,"
+		  "\"split\":\"event\",\"rate\":10}]}");
+	r->timeouts = (struct http_timeouts){2000, 2000, 1000, 1000};
+	run_call(r, PROVIDER_OPENAI, NULL);
+	if (r->res.outcome != CALL_DELIVERY_UNKNOWN)
+		fail_msg("%s (%s)", call_outcome_name(r->res.outcome), r->res.message);
+	assert_string_equal(r->res.message, "deadline: the reply did not end within 1 s (timeouts.total)");
+	assert_true(r->ms >= 995 && r->ms < 1900);
+	assert_true(r->text.len > 0 && r->text.len < strlen("a b c d e f g h i j k l m n o p q r s t"));
+	again(r);
+	r->timeouts = (struct http_timeouts){2000, 2000, 1000, 3000};
+	run_call(r, PROVIDER_OPENAI, NULL);
+	if (r->res.outcome != CALL_COMPLETE)
+		fail_msg("%s (%s)", call_outcome_name(r->res.outcome), r->res.message);
+	run_end(r);
+}
+
+/* A finish_reason closes an OpenAI reply: a server that then holds the
+ * connection without [DONE] gets a short grace (the usage chunk came in
+ * it), then the call ends complete — not delivery unknown at the gap. */
+static void test_call_finish_reason_without_done_completes(void **state)
+{
+	struct run *r = *state;
+	serve(r, "{\"replies\":[{\"text\":\"whole answer\",\"no_done\":true,\"hold_ms\":8000,"
+		  "\"usage\":{\"input\":6,\"output\":2}}]}");
+	r->timeouts = (struct http_timeouts){2000, 2000, 5000, 0};
+	run_call(r, PROVIDER_OPENAI, NULL);
+	if (r->res.outcome != CALL_COMPLETE)
+		fail_msg("%s (%s)", call_outcome_name(r->res.outcome), r->res.message);
+	assert_string_equal(r->text.p, "whole answer");
+	assert_true(r->res.have_finish);
+	assert_int_equal(r->res.finish, FINISH_STOP);
+	assert_int_equal(r->res.usage.output, 2);
+	if (r->ms < 1990 || r->ms >= 4500) /* the grace (2 s), not the gap (5 s) */
+		fail_msg("ended after %llu ms", (unsigned long long)r->ms);
+	assert_int_equal(requests(r), 1);
+	run_end(r);
+}
+
 /* ---- the caller's control ---- */
 
 /* Canceled before the first attempt was allowed: nothing is sent. */
@@ -483,6 +590,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_call_bad_key_is_a_provider_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_call_error_inside_the_stream, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_call_lost_replies_are_delivery_unknown, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_call_comments_before_content_count_for_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_call_comments_after_content_do_not_reset_the_gap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_call_deadline_bounds_the_whole_reply, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_call_finish_reason_without_done_completes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_call_cancel_before_sending_sends_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_call_cancel_mid_stream_keeps_the_partial_text, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_call_pause_holds_the_reply_until_resumed, setup, teardown),

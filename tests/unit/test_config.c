@@ -1,7 +1,8 @@
 /* test_config.c — engine/config and engine/sysprompt: the selection
  * precedence table (an empty variable counts as unset), the file's keys
  * applied, the variables outranking the file, a malformed file named with
- * its line and column, unknown keys and wrong kinds refused, URLs shown
+ * its line and column, unknown keys and wrong kinds refused, base URLs
+ * other than http(s) refused (file and variables), URLs shown
  * without credentials, and the system prompt: default, file, config, and
  * the AGENTS.md files in order (global, repository root down to cwd,
  * nothing above the root). */
@@ -77,7 +78,7 @@ static void test_provider_and_model_follow_flag_session_file_env(void **state)
 		{NULL, NULL, NULL, "anthropic", NULL, "ok", NULL, NULL, "anthropic", "config", "claude-sonnet-4-5", "default"},
 		{NULL, "openai", "gpt-x", "anthropic", NULL, NULL, "ak", NULL, "openai", "session", "gpt-x", "session"},
 		{NULL, "openai", "gpt-x", NULL, NULL, NULL, NULL, "o3", "openai", "session", "o3", "--model"},
-		{"anthropic", "openai", "gpt-x", "offline", "u", "ok", NULL, NULL, "anthropic", "--provider", "claude-sonnet-4-5", "default"},
+		{"anthropic", "openai", "gpt-x", "offline", "http://u/v1", "ok", NULL, NULL, "anthropic", "--provider", "claude-sonnet-4-5", "default"},
 		{"openai", "openai", "gpt-x", NULL, NULL, NULL, NULL, NULL, "openai", "--provider", "gpt-x", "session"},
 		{"offline", NULL, NULL, NULL, NULL, "ok", NULL, "gpt-4.1", "offline", "--provider", "offline", "default"},
 		{"openai", NULL, NULL, NULL, NULL, NULL, NULL, "qwen3", "openai", "--provider", "qwen3", "--model"},
@@ -120,11 +121,11 @@ static void test_file_values_override_defaults_and_name_their_source(void **stat
 {
 	write_config("{\n"
 		     "  \"provider\": \"openai\",\n"
-		     "  \"timeouts\": {\"connect\": 5, \"first_byte\": 600, \"gap\": 0.5},\n"
+		     "  \"timeouts\": {\"connect\": 5, \"first_byte\": 900, \"gap\": 0.5, \"total\": 7200},\n"
 		     "  \"system_prompt\": \"Answer in French.\",\n"
 		     "  \"providers\": {\n"
 		     "    \"openai\": {\"base_url\": \"http://localhost:11434/v1\", \"model\": \"llama3\",\n"
-		     "               \"api_key_env\": \"MY_KEY\", \"timeouts\": {\"gap\": 30}},\n"
+		     "               \"api_key_env\": \"MY_KEY\", \"timeouts\": {\"gap\": 30, \"total\": 1.5}},\n"
 		     "    \"anthropic\": {\"max_tokens\": 2048},\n"
 		     "    \"offline\": {\"pace_ms\": 0}\n"
 		     "  }\n"
@@ -141,14 +142,16 @@ static void test_file_values_override_defaults_and_name_their_source(void **stat
 	assert_string_equal(o->model, "llama3");
 	assert_string_equal(o->model_from, "config");
 	assert_int_equal(o->timeouts.connect_ms, 5000);
-	assert_int_equal(o->timeouts.first_byte_ms, 600000);
+	assert_int_equal(o->timeouts.first_byte_ms, 900000);
 	assert_int_equal(o->timeouts.gap_ms, 30000);
+	assert_int_equal(o->timeouts.total_ms, 1500);
 	assert_null(config_api_key(o));
 	setenv("MY_KEY", "secret", 1);
 	assert_string_equal(config_api_key(o), "secret");
 	const struct config_provider *a = config_provider(&cfg, "anthropic");
 	assert_int_equal(a->max_tokens, 2048);
 	assert_int_equal(a->timeouts.gap_ms, 500);
+	assert_int_equal(a->timeouts.total_ms, 7200000);
 	assert_string_equal(a->base_url, CONFIG_ANTHROPIC_URL);
 	/* Tools: the defaults, and the providers' key variables stripped,
 	 * MY_KEY too though it does not look like a key. */
@@ -189,6 +192,9 @@ static void test_file_values_override_defaults_and_name_their_source(void **stat
 	assert_string_equal(cfg.path, path_in(dir, ".config/cairn/config.json"));
 	assert_int_equal(cfg.pace_ms, CONFIG_PACE_MS);
 	assert_int_equal(cfg.providers[0].timeouts.first_byte_ms, CONFIG_FIRST_BYTE_MS);
+	assert_int_equal(cfg.providers[1].timeouts.total_ms, CONFIG_TOTAL_MS);
+	assert_int_equal(CONFIG_TOTAL_MS, 3600000);
+	assert_int_equal(CONFIG_FIRST_BYTE_MS, 600000);
 	config_release(&cfg);
 }
 
@@ -211,6 +217,10 @@ static void test_malformed_config_is_refused_with_line_and_key(void **state)
 	expect_refused("{\"provider\": \"gemini\"}", CERR_USAGE, "'provider' names no provider");
 	expect_refused("{\"provider\": \"openai\", \"provider\": \"offline\"}", CERR_USAGE, "given twice");
 	expect_refused("{\"timeouts\": {\"connect\": -1}}", CERR_USAGE, "'timeouts.connect' must be");
+	expect_refused("{\"timeouts\": {\"total\": 0}}", CERR_USAGE, "'timeouts.total' must be a number of seconds");
+	expect_refused("{\"providers\": {\"openai\": {\"timeouts\": {\"total\": 2592001}}}}", CERR_USAGE,
+		       "'providers.openai.timeouts.total' must be a number of seconds greater than 0, at most 2592000");
+	expect_refused("{\"timeouts\": {\"deadline\": 5}}", CERR_USAGE, "'timeouts.deadline' is not a known key");
 	expect_refused("{\"providers\": {\"openai\": {\"model\": 4}}}", CERR_USAGE, "'providers.openai.model'");
 	expect_refused("{\"providers\": {\"openai\": {\"max_tokens\": 4}}}", CERR_USAGE, "Anthropic");
 	expect_refused("{\"providers\": {\"offline\": {\"pace_ms\": 1.5}}}", CERR_USAGE, "'providers.offline.pace_ms'");
@@ -238,6 +248,36 @@ static void test_malformed_config_is_refused_with_line_and_key(void **state)
 		config_release(&cfg);
 	}
 	expect_refused("{\"providers\": {\"anthropic\": 1}}", CERR_USAGE, "'providers.anthropic' must be an object");
+}
+
+/* Only http:// and https:// base URLs, from the file or a variable; the
+ * message names the URL (without its credentials) and where it came from. */
+static void test_base_urls_must_be_http_or_https(void **state)
+{
+	expect_refused("{\"providers\": {\"openai\": {\"base_url\": \"file:///etc/passwd\"}}}", CERR_USAGE,
+		       "'providers.openai.base_url' must be an http:// or https:// URL, not 'file:///etc/passwd'");
+	expect_refused("{\"providers\": {\"anthropic\": {\"base_url\": \"ftp://u:secret@host/\"}}}",
+		       CERR_USAGE, "not 'ftp://***@host/'");
+	expect_refused("{\"providers\": {\"openai\": {\"base_url\": \"http:///v1\"}}}", CERR_USAGE,
+		       "'providers.openai.base_url' must be");
+	write_config("{\"providers\": {\"openai\": {\"base_url\": \"HTTPS://h.example/v1\"}}}");
+	struct config cfg;
+	struct cerr err;
+	assert_int_equal(config_load(&cfg, &err), 0);
+	config_release(&cfg);
+	static const char *const rows[][3] = {
+		{"OPENAI_BASE_URL", "file:///etc/passwd", "OPENAI_BASE_URL 'file:///etc/passwd' is not an http:// or https:// URL"},
+		{"ANTHROPIC_BASE_URL", "ftp://127.0.0.1/", "ANTHROPIC_BASE_URL 'ftp://127.0.0.1/' is not"},
+		{"OPENAI_BASE_URL", "127.0.0.1:8080/v1", "OPENAI_BASE_URL '127.0.0.1:8080/v1' is not"},
+	};
+	write_config("{}");
+	for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+		setenv(rows[i][0], rows[i][1], 1);
+		FAILS(config_load(&cfg, &err), CERR_USAGE);
+		if (!strstr(err.msg, rows[i][2]))
+			fail_msg("row %zu: '%s'", i, err.msg);
+		unsetenv(rows[i][0]);
+	}
 }
 
 static void test_redact_url_hides_credentials_only(void **state)
@@ -342,6 +382,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_provider_and_model_follow_flag_session_file_env, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_file_values_override_defaults_and_name_their_source, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_config_is_refused_with_line_and_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_base_urls_must_be_http_or_https, setup, teardown),
 		cmocka_unit_test(test_redact_url_hides_credentials_only),
 		cmocka_unit_test_setup_teardown(test_agents_files_read_global_then_root_down_to_cwd, setup, teardown),
 	};

@@ -325,7 +325,7 @@ static void test_tools_provider_call_over_the_wire(void **state)
 	c.call.kind = PROVIDER_OPENAI;
 	c.call.params = (struct provider_params){.model = "m-1", .base_url = x->base,
 						 .api_key = "sk-test", .tools = schemas};
-	c.call.timeouts = (struct http_timeouts){2000, 8000, 8000};
+	c.call.timeouts = (struct http_timeouts){2000, 8000, 8000, 0};
 	struct cerr err;
 	assert_int_equal(host_set_call(x->h, x->id, &c, &err), 0);
 	policy(x, APPROVAL_ALL);
@@ -363,7 +363,7 @@ static void wire_call(struct hx *x, enum provider_kind kind, const char *script)
 	c.call.params = (struct provider_params){.model = "m-1", .base_url = x->base,
 						 .api_key = kind == PROVIDER_OPENAI ? "sk-test" : "ant-test",
 						 .tools = schemas};
-	c.call.timeouts = (struct http_timeouts){2000, 8000, 8000};
+	c.call.timeouts = (struct http_timeouts){2000, 8000, 8000, 0};
 	struct cerr err;
 	assert_int_equal(host_set_call(x->h, x->id, &c, &err), 0);
 	policy(x, APPROVAL_ALL);

@@ -4,7 +4,7 @@
  * exact misbehaviour: nothing listening, a connection closed before the
  * response. Each outcome of a transfer is pinned with what it says about
  * the request having been sent: complete (an HTTP error included), refused,
- * a bad URL, no response, broken mid-body, and no resend on a reused
+ * a bad URL, a scheme other than http(s) (file://, ftp://), no response, broken mid-body, and no resend on a reused
  * connection. Timeouts: test_http_timeouts.c; cancel and pause:
  * test_http_control.c; descriptors, signals and the environment:
  * test_http_env.c. Every test ends with uv_loop_close() == 0. */
@@ -16,9 +16,11 @@
 #include <cmocka.h>
 
 #include <cjson/cJSON.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -157,6 +159,48 @@ static void test_bad_url_fails_at_setup_before_sending(void **state)
 	got_release(&g);
 }
 
+/* Only http:// and https:// go out: a file:// URL is never read as a
+ * reply, an ftp:// one never connects. */
+static void test_other_schemes_are_refused_at_setup(void **state)
+{
+	setup_env();
+	char dir[] = "/tmp/cairn-http-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char *file = xasprintf("%s/reply", dir);
+	FILE *fp = fopen(file, "w");
+	assert_non_null(fp);
+	fputs("data: {\"choices\":[{\"delta\":{\"content\":\"from a file\"}}]}\n\n", fp);
+	fclose(fp);
+	char *u = xasprintf("file://%s", file);
+	struct got g;
+	got_init(&g);
+	one_transfer(&g, u, chat, auth_headers, (struct http_timeouts){0});
+	if (g.res.outcome != HTTP_E_SETUP)
+		fail_msg("file://: outcome %s (%s)", http_outcome_name(g.res.outcome), g.res.msg);
+	assert_false(g.res.request_sent);
+	assert_int_equal(g.body.len, 0);
+	got_release(&g);
+	free(u);
+
+	int port;
+	int lfd = listen_any(&port);
+	u = xasprintf("ftp://127.0.0.1:%d/", port);
+	got_init(&g);
+	one_transfer(&g, u, chat, auth_headers, (struct http_timeouts){.connect_ms = 500});
+	if (g.res.outcome != HTTP_E_SETUP)
+		fail_msg("ftp://: outcome %s (%s)", http_outcome_name(g.res.outcome), g.res.msg);
+	assert_false(g.res.request_sent);
+	/* Nothing ever connected. */
+	assert_int_equal(fcntl(lfd, F_SETFL, O_NONBLOCK), 0);
+	assert_int_equal(accept(lfd, NULL, NULL), -1);
+	close(lfd);
+	got_release(&g);
+	free(u);
+	unlink(file);
+	rmdir(dir);
+	free(file);
+}
+
 static void test_close_after_request_is_no_response(void **state)
 {
 	setup_env();
@@ -250,6 +294,7 @@ int main(void)
 		cmocka_unit_test(test_http_error_with_retry_after),
 		cmocka_unit_test(test_refused_connect_fails_before_sending),
 		cmocka_unit_test(test_bad_url_fails_at_setup_before_sending),
+		cmocka_unit_test(test_other_schemes_are_refused_at_setup),
 		cmocka_unit_test(test_close_after_request_is_no_response),
 		cmocka_unit_test(test_connection_broken_mid_body_is_broken),
 		cmocka_unit_test(test_no_resend_on_a_reused_connection),

@@ -354,7 +354,7 @@ static struct runner_turn openai_turn(struct rx *x, const char *text, char **bas
 	t.call.kind = PROVIDER_OPENAI;
 	t.call.params = (struct provider_params){.model = "m-1", .base_url = *base,
 						 .api_key = "sk-test"};
-	t.call.timeouts = (struct http_timeouts){2000, 2000, 1000};
+	t.call.timeouts = (struct http_timeouts){2000, 2000, 1000, 0};
 	return t;
 }
 

@@ -4,13 +4,16 @@
  * random order. Every text emitted is valid UTF-8 of the length given,
  * nothing follows an error or the closing event, a reply finishes at most
  * once, every tool call started is ended before FINISH, and a closed
- * stream's last event was DONE or FINISH. */
+ * stream's last event was DONE or FINISH. Which events are content (the
+ * progress a reply's timeouts wait for): text, reasoning, tool calls;
+ * never a role chunk, a ping, usage or the finish. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,11 +160,85 @@ static void test_anthropic_decoder_keeps_its_contract_on_mutated_input(void **st
 	run(PROVIDER_ANTHROPIC, anthropic, sizeof anthropic / sizeof anthropic[0]);
 }
 
+/* Which events are content: of each SSE event fed, the kinds that count. */
+struct kinds {
+	char seen[256];
+};
+
+static void note_kind(void *arg, const struct stream_event *ev)
+{
+	struct kinds *k = arg;
+	size_t n = strlen(k->seen);
+	if (n + 2 < sizeof k->seen) {
+		k->seen[n] = stream_event_content(ev) ? 'C' : '-';
+		k->seen[n + 1] = '\0';
+	}
+}
+
+/* Feed events (name, data pairs, ended by a NULL data) and say, per event, the
+ * content marks ('C' content, '-' not) it emitted, '|' between events. */
+static void content_marks(enum provider_kind kind, const char *const *evs, char *out, size_t cap)
+{
+	struct kinds k = {""};
+	struct stream_decoder *d = stream_decoder_new(kind, note_kind, &k);
+	out[0] = '\0';
+	for (size_t i = 0; evs[i + 1]; i += 2) {
+		k.seen[0] = '\0';
+		stream_decoder_feed(d, evs[i], evs[i + 1], strlen(evs[i + 1]));
+		snprintf(out + strlen(out), cap - strlen(out), "%s%s", i ? "|" : "", k.seen);
+	}
+	stream_decoder_free(d);
+}
+
+static void test_content_is_text_reasoning_or_tool_calls(void **state)
+{
+	static const char *const oa_events[] = {
+		NULL, "{\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}",
+		NULL, "{\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"hm\"}}]}",
+		NULL, "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}",
+		NULL, "{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\","
+		      "\"function\":{\"name\":\"f\",\"arguments\":\"\"}}]}}]}",
+		NULL, "{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,"
+		      "\"function\":{\"arguments\":\"{}\"}}]}}]}",
+		NULL, "{\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}",
+		NULL, "{\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2}}",
+		NULL, "[DONE]",
+		NULL, NULL,
+	};
+	char got[256];
+	content_marks(PROVIDER_OPENAI, oa_events, got, sizeof got);
+	/* the role chunk: nothing; reasoning; text; a tool call's start, its
+	 * arguments; the finish (the call's end, the finish); usage; done */
+	assert_string_equal(got, "|C|C|C|C|--|-|-");
+	static const char *const an_events[] = {
+		"message_start", "{\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3}}}",
+		"ping", "{\"type\":\"ping\"}",
+		"content_block_start", "{\"type\":\"content_block_start\",\"index\":0,"
+				       "\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}",
+		"content_block_delta", "{\"type\":\"content_block_delta\",\"index\":0,"
+				       "\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"so\"}}",
+		"content_block_stop", "{\"type\":\"content_block_stop\",\"index\":0}",
+		"content_block_start", "{\"type\":\"content_block_start\",\"index\":1,"
+				       "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}",
+		"content_block_delta", "{\"type\":\"content_block_delta\",\"index\":1,"
+				       "\"delta\":{\"type\":\"text_delta\",\"text\":\"ok\"}}",
+		"message_delta", "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},"
+				 "\"usage\":{\"output_tokens\":2}}",
+		"message_stop", "{\"type\":\"message_stop\"}",
+		NULL, NULL,
+	};
+	content_marks(PROVIDER_ANTHROPIC, an_events, got, sizeof got);
+	/* usage; a ping: nothing; an empty block start: nothing; reasoning;
+	 * its end (the signature); nothing; text; usage, finish; done */
+	assert_string_equal(got, "-|||C|C||C|--|-");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_openai_decoder_keeps_its_contract_on_mutated_input),
 		cmocka_unit_test(test_anthropic_decoder_keeps_its_contract_on_mutated_input),
+		cmocka_unit_test(test_content_is_text_reasoning_or_tool_calls),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
