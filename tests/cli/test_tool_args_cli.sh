@@ -6,6 +6,7 @@
 # error result the model reads, never run (the NUL would have cut the
 # command short); the next request carries a history the server accepts,
 # within the turn and after a resume; log cat and inspect read the log.
+# Model text with an escaped NUL or a lone surrogate is saved valid.
 . "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/../.."
 export XDG_CONFIG_HOME="$T/config"
@@ -93,7 +94,7 @@ unset ANTHROPIC_BASE_URL ANTHROPIC_API_KEY
 # An escaped NUL alone in a step, beside a call that is fine: the NUL's
 # call never runs shortened, the other runs.
 rm -f nul-mark ok-mark
-start_fake '{"replies": [{"tool_calls": [{"id": "c_nul", "name": "shell", "arguments": "{\"command\":\"touch nul-mark\\u0000 ok-mark\"}"}, {"id": "c_ok", "name": "shell", "arguments": "{\"command\":\"touch ok-mark\"}"}]}, {"text": "done"}]}'
+start_fake '{"replies": [{"tool_calls": [{"id": "c_nul", "name": "shell", "arguments": "{\"command\":\"touch nul-mark\\u0000 ok-mark\"}"}, {"id": "c_ok", "name": "shell", "arguments": "{\"command\":\"touch ok-mark\"}"}]}, {"raw_deltas": ["fine\\u0000", " \\ud800 end"]}]}'
 export OPENAI_BASE_URL="http://127.0.0.1:$PORT/v1" OPENAI_API_KEY=sk-test
 expect_code 0 "an escaped NUL in a command: the turn completes" "$CAIRN" -p "nul" --approve all
 stop_fake
@@ -104,5 +105,12 @@ import json, sys
 L = [json.loads(l) for l in sys.stdin]
 r = [e["data"] for e in L if e["type"] == "tool/result"]
 sys.exit(0 if [x["status"] for x in r] == ["error", "ok"] and "escaped NUL" in r[0]["output"] else 1)' < <("$CAIRN" log cat "$(last_session)")
+# Model text is kept valid as well: an escaped NUL and a lone surrogate in
+# the answer's deltas are saved as U+FFFD.
+check "... the answer's NUL and lone surrogate saved as U+FFFD" python3 -c '
+import json, sys
+L = [json.loads(l) for l in sys.stdin]
+t = "".join(e["data"]["text"] for e in L if e["type"] == "assistant/text")
+sys.exit(0 if t == "fine\ufffd \ufffd end" and L[-1]["data"]["outcome"] == "completed" else 1)' < <("$CAIRN" log cat "$(last_session)")
 unset OPENAI_BASE_URL OPENAI_API_KEY
 finish
