@@ -89,9 +89,20 @@ static void keep_last_answer(struct chat *c)
 	}
 }
 
+void chat_give_back(struct chat *c, const char *text, const char *why)
+{
+	if (composer_edited(c->comp) || !composer_empty(c->comp)) {
+		composer_history_add(c->comp, text, strlen(text));
+		chat_sayf(c, true, "not sent (in history: Up): %s", why);
+	} else {
+		composer_restore(c->comp, text, strlen(text));
+		chat_sayf(c, true, "not sent: %s", why); /* the composer shows it */
+	}
+	chat_draft_touch(c);
+}
+
 /* A prompt whose turn never started (its save failed: the session is
- * unsaved, the disk full, ...) is not in the log: it goes back into the
- * composer, never over unsent text, and the error is said. */
+ * unsaved, the disk full, ...) is not in the log: it is given back. */
 static void give_back(struct chat *c, const cJSON *done)
 {
 	const cJSON *o = cJSON_GetObjectItem(done, "outcome");
@@ -100,14 +111,7 @@ static void give_back(struct chat *c, const cJSON *done)
 	    !cJSON_IsString(text) || cJSON_GetObjectItem(done, "input_id"))
 		return; /* started (in the log), or queued input: it stays queued */
 	const cJSON *msg = cJSON_GetObjectItem(cJSON_GetObjectItem(done, "error"), "message");
-	const char *why = cJSON_IsString(msg) ? msg->valuestring : "its save failed";
-	if (composer_edited(c->comp) || !composer_empty(c->comp)) {
-		composer_history_add(c->comp, text->valuestring, strlen(text->valuestring));
-		chat_sayf(c, true, "not sent (in history: Up): %s", why);
-	} else {
-		composer_restore(c->comp, text->valuestring, strlen(text->valuestring));
-		chat_sayf(c, true, "not sent: %s", why); /* the composer shows it */
-	}
+	chat_give_back(c, text->valuestring, cJSON_IsString(msg) ? msg->valuestring : "its save failed");
 }
 
 static void ring(struct chat *c, const char *why)
