@@ -72,10 +72,27 @@ size_t toolstep_count(const struct toolstep *ts)
 	return ts->n;
 }
 
+/* An event holds its data, and the data of a tool/call its args: two
+ * levels of the log's nesting limit are taken before the arguments'. */
+#define ARGS_DEPTH_MAX (CJSON_NESTING_LIMIT - 2)
+
+/* The nesting depth of v's containers, v at level (stops past the max). */
+static int depth(const cJSON *v, int level)
+{
+	int most = level;
+	for (const cJSON *c = v->child; c && most <= ARGS_DEPTH_MAX; c = c->next)
+		if (cJSON_IsArray(c) || cJSON_IsObject(c)) {
+			int d = depth(c, level + 1);
+			most = d > most ? d : most;
+		}
+	return most;
+}
+
 /* The call's arguments as a JSON object the log can keep, else args NULL
  * and args_error why: not JSON, not an object, or JSON the log's strict
  * rules refuse (a duplicate key, a number a double cannot hold, an escaped
- * NUL — which cJSON would cut a string at, shortening a command). */
+ * NUL — which cJSON would cut a string at, shortening a command — or
+ * nesting deeper than an event may hold). */
 static void parse_args(struct tcall *c)
 {
 	const char *text = *c->args_text ? c->args_text : "{}";
@@ -93,9 +110,15 @@ static void parse_args(struct tcall *c)
 		return;
 	}
 	c->args = json_parse_strict(text, strlen(text), &why);
-	if (!c->args)
+	if (!c->args) {
 		c->args_error = xasprintf("the arguments are JSON that cannot be kept as it is (%s)",
 					  why);
+	} else if (depth(c->args, 1) > ARGS_DEPTH_MAX) {
+		cJSON_Delete(c->args);
+		c->args = NULL;
+		c->args_error = xasprintf("the arguments are JSON nested deeper than %d levels",
+					  ARGS_DEPTH_MAX);
+	}
 }
 
 void toolstep_add(struct toolstep *ts, const struct stream_event *ev)

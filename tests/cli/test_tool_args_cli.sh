@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tool-call arguments the log cannot keep as JSON, over the wire of both
 # protocols (the fake model server): a duplicate key (at the top and
-# nested), a number beyond a double's range, an escaped NUL. cairn -p
+# nested), a number beyond a double's range, an escaped NUL, nesting
+# deeper than an event may hold. cairn -p
 # exits 0: each call is logged with its text as sent (args_raw) and an
 # error result the model reads, never run (the NUL would have cut the
 # command short); the next request carries a history the server accepts,
@@ -25,13 +26,14 @@ calls = [
     {"id": "c_nest", "name": "shell", "arguments": '{"command":"touch nest","env":{"k":"1","k":"2"}}'},
     {"id": "c_big", "name": "shell", "arguments": '{"command":"touch big","timeout_ms":1e400}'},
     {"id": "c_nul", "name": "shell", "arguments": '{"command":"touch nul-mark\\u0000x"}'},
+    {"id": "c_deep", "name": "shell", "arguments": '{"command":"touch deep","x":' + "[" * 998 + "]" * 998 + "}"},
 ]
 print(json.dumps({"replies": [{"tool_calls": calls}, {"text": "understood"}, {"text": "resumed"}]}))
 PY
 SCRIPT=$(cat "$T/script.json")
 
 for proto in openai anthropic; do
-	rm -f dup-a dup-b nest big nul-mark
+	rm -f dup-a dup-b nest big nul-mark deep
 	start_fake "$SCRIPT"
 	if [ "$proto" = openai ]; then
 		export OPENAI_BASE_URL="http://127.0.0.1:$PORT/v1" OPENAI_API_KEY=sk-test
@@ -43,7 +45,7 @@ for proto in openai anthropic; do
 		"$CAIRN" -p "do it" --provider "$proto" --approve all
 	check "... $proto: the answer" test "$OUT" = "understood"
 	check "... $proto: no command ran (the NUL did not shorten one)" \
-		bash -c '! ls dup-a dup-b nest big nul-mark 2>/dev/null | grep -q .'
+		bash -c '! ls dup-a dup-b nest big nul-mark deep 2>/dev/null | grep -q .'
 	S=$(last_session)
 	"$CAIRN" log cat "$S" >"$T/$proto.log"
 	check "... $proto: each call keeps its text as sent in args_raw, args {}" python3 - "$T/$proto.log" "$T/script.json" <<'PY'
@@ -57,8 +59,9 @@ PY
 import json, sys
 L = [json.loads(l) for l in open(sys.argv[1])]
 res = [e["data"] for e in L if e["type"] == "tool/result"]
-why = ["duplicate object key", "duplicate object key", "number out of range", "escaped NUL"]
-ok = len(res) == 4 and all(r["status"] == "error" and w in r["output"] and "did not run" in r["output"]
+why = ["duplicate object key", "duplicate object key", "number out of range", "escaped NUL",
+       "nested deeper"]
+ok = len(res) == 5 and all(r["status"] == "error" and w in r["output"] and "did not run" in r["output"]
                            for r, w in zip(res, why))
 ok = ok and not any(e["type"] in ("tool/started", "interaction/request") for e in L)
 ok = ok and L[-1]["type"] == "turn/end" and L[-1]["data"]["outcome"] == "completed"
@@ -82,8 +85,8 @@ for r in R[1:]:
         blocks = [b for m in msgs if isinstance(m["content"], list) for b in m["content"]]
         args = [b["input"] for b in blocks if b["type"] == "tool_use"]
         errs = [b["content"] for b in blocks if b["type"] == "tool_result" and b.get("is_error")]
-    ok = ok and args == (["{}"] * 4 if proto == "openai" else [{}] * 4)
-    ok = ok and len(errs) == 4 and all("You sent:" in e for e in errs)
+    ok = ok and args == (["{}"] * 5 if proto == "openai" else [{}] * 5)
+    ok = ok and len(errs) == 5 and all("You sent:" in e for e in errs)
 sys.exit(0 if ok else 1)
 PY
 	expect_code 0 "... $proto: inspect reads the log" "$CAIRN" inspect "$S"
