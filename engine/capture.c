@@ -13,11 +13,12 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "base/xalloc.h"
 #include "persist/pathkey.h"
 #include "persist/event_batch.h"
 
-static const struct capture_opts DEFAULTS = {100, 16 * 1024};
+static const struct capture_opts DEFAULTS = {100, 16 * 1024, CAPTURE_BYTES_MAX};
 
 struct waiter {
 	uint64_t target; /* items that must have completed */
@@ -45,6 +46,7 @@ struct capture {
 
 	cJSON *pending;    /* events not posted yet */
 	size_t pending_text;
+	size_t pending_json; /* bytes of the structural events' data in pending */
 	uint64_t pending_since;
 	struct buf text;   /* the open text event, not in pending yet */
 	bool text_open;
@@ -72,6 +74,8 @@ struct capture *capture_new(uv_loop_t *loop, struct fifo *f, const char *session
 	c->o = opts ? *opts : DEFAULTS;
 	if (c->o.batch_max < 64)
 		c->o.batch_max = 64; /* room for any character, and then some */
+	if (!c->o.bytes_max)
+		c->o.bytes_max = CAPTURE_BYTES_MAX;
 	c->next_seq = next_seq;
 	c->version = version;
 	c->pending = cJSON_CreateArray();
@@ -194,6 +198,7 @@ static void flush(struct capture *c)
 	cJSON *batch = c->pending;
 	c->pending = cJSON_CreateArray();
 	c->pending_text = 0;
+	c->pending_json = 0;
 	struct sent *s = xcalloc(1, sizeof *s);
 	s->first_seq = c->next_seq;
 	s->events = cJSON_Duplicate(batch, 1);
@@ -238,8 +243,17 @@ void capture_event(struct capture *c, enum vocab_type type, const char *turn,
 {
 	if (!capturing(c))
 		return;
+	/* Its size as the writer prints it (what a batch's limit counts);
+	 * the text of an open text event is counted in bytes as well. */
+	char *printed = data ? json_print(data) : NULL;
+	size_t size = printed ? strlen(printed) : 2;
+	free(printed);
+	if (c->st == CAPTURE_OPEN && cJSON_GetArraySize(c->pending) > 0 &&
+	    c->pending_json + c->pending_text + size > c->o.bytes_max)
+		flush(c); /* the batch so far goes alone: this one starts the next */
 	arm_deadline(c);
 	close_text(c);
+	c->pending_json += size;
 	cJSON_AddItemToArray(c->pending,
 			     event_batch_event(type, turn, data ? cJSON_Duplicate(data, 1) : NULL));
 }
@@ -357,6 +371,7 @@ enum capture_state capture_take(struct capture *c, cJSON **events, uint64_t *nex
 	*events = c->pending;
 	c->pending = cJSON_CreateArray();
 	c->pending_text = 0;
+	c->pending_json = 0;
 	*next_seq = c->next_seq;
 	if (c->st == CAPTURE_OPEN || c->st == CAPTURE_FAILED)
 		c->st = CAPTURE_TAKEN;

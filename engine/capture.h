@@ -10,7 +10,9 @@
  *   assistant/text or assistant/reasoning event, split at batch_max bytes
  *   (on a character boundary) so no event nears the log's line limit;
  * - a batch goes flush_ms after its first event, or at once when it holds
- *   batch_max bytes of text;
+ *   batch_max bytes of text; and before a structural event that would take
+ *   its JSON past bytes_max (a step of many large tool calls is saved in
+ *   several items, never refused as one batch over the log's limit);
  * - capture_commit posts what is pending and calls back once everything
  *   posted so far is acknowledged. The runner commits before each provider
  *   request (request/prepared the last event) and before each tool body.
@@ -52,7 +54,13 @@ enum capture_stream { CAPTURE_TEXT, CAPTURE_REASONING };
 struct capture_opts {
 	uint64_t flush_ms; /* a batch goes this long after its first event (100) */
 	size_t batch_max;  /* ... or once it holds this many bytes of text (16 KiB) */
+	size_t bytes_max;  /* ... or before an event would take it past this many
+			    * bytes of JSON (0: CAPTURE_BYTES_MAX) */
 };
+
+/* Far below the log's limit of a batch (16 MiB), whatever the writer
+ * adds around each event's data. */
+#define CAPTURE_BYTES_MAX (4u * 1024u * 1024u)
 
 /* Called once per commit on the loop: err NULL when every item posted
  * before the commit is durable; else CERR_IO with class capture_failed in

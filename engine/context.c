@@ -221,13 +221,18 @@ static int add_tool_call(struct context *c, struct turn *t, const cJSON *data, s
 	const cJSON *args = cJSON_GetObjectItemCaseSensitive(data, "args");
 	if (!id || !name || !args)
 		return cerr_set(err, CERR_CORRUPT, 0, "'tool/call' lacks call_id, name or args");
+	/* Arguments that were not a JSON object the log could keep are their
+	 * text as sent (args_raw, its blob if long): the call never ran, and
+	 * goes back as an empty object, which every provider accepts; the
+	 * model reads what it sent in the result's error. */
+	bool raw = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(data, "args_raw"));
 	/* Arguments over the line limit are in a blob, their JSON text whole;
 	 * args keeps only their head and tail. */
 	char *whole = NULL;
-	if (blob_text(c, data, &whole, err) < 0)
+	if (!raw && blob_text(c, data, &whole, err) < 0)
 		return -1;
 	bool in_blob = whole != NULL;
-	if (!in_blob && cJSON_GetObjectItemCaseSensitive(data, "blob")) {
+	if (!raw && !in_blob && cJSON_GetObjectItemCaseSensitive(data, "blob")) {
 		free(whole);
 		return cerr_set(err, CERR_MISSING, 0,
 				"the arguments of tool call '%s' are in a blob that cannot be read", id);
@@ -240,7 +245,7 @@ static int add_tool_call(struct context *c, struct turn *t, const cJSON *data, s
 	/* A call cut off keeps its partial arguments as a string in the log;
 	 * the model gets an empty object back, and nothing ever runs it. */
 	p->incomplete = bool_field(data, "incomplete") || (cJSON_IsString(args) && !in_blob);
-	p->args = p->incomplete ? xstrdup("{}") : in_blob ? xstrdup(whole) : json_print(args);
+	p->args = p->incomplete || raw ? xstrdup("{}") : in_blob ? xstrdup(whole) : json_print(args);
 	free(whole);
 	t->open_text = t->open_reasoning = false;
 	return 0;

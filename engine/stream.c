@@ -141,12 +141,27 @@ void stream_reasoning(struct stream_decoder *d, const char *s, size_t n)
 	emit_fixed(d, STREAM_REASONING, &d->reasoning_fix, s, n, false);
 }
 
+/* Does the valid text s fit one log event once JSON-escaped? A field the
+ * log cannot hold must never reach the capture: its batch would be
+ * refused, and the session with it. */
+static bool fits_event(const char *s)
+{
+	size_t n = strlen(s);
+	return textfix_piece(s, n, TEXTFIX_PIECE_MAX) == n;
+}
+
 void stream_reasoning_end(struct stream_decoder *d, const char *sig)
 {
 	if (d->failed || d->finished)
 		return;
 	emit_fixed(d, STREAM_REASONING, &d->reasoning_fix, NULL, 0, true);
 	char *s = sig ? textfix_string(sig, strlen(sig)) : NULL;
+	if (s && !fits_event(s)) {
+		/* Too long to keep (it comes in any number of deltas): the
+		 * block stays, unsigned, and is never sent back. */
+		free(s);
+		s = NULL;
+	}
 	emit(d, (struct stream_event){.kind = STREAM_REASONING_END, .text = s, .len = s ? strlen(s) : 0});
 	free(s);
 }
@@ -156,7 +171,10 @@ void stream_redacted(struct stream_decoder *d, const char *data)
 	if (d->failed || d->finished)
 		return;
 	char *s = textfix_string(data, strlen(data));
-	emit(d, (struct stream_event){.kind = STREAM_REDACTED, .text = s, .len = strlen(s)});
+	/* Opaque data the log cannot hold in one event is dropped: the
+	 * block can only go back whole. */
+	if (fits_event(s))
+		emit(d, (struct stream_event){.kind = STREAM_REDACTED, .text = s, .len = strlen(s)});
 	free(s);
 }
 
@@ -165,9 +183,12 @@ size_t stream_tool_new(struct stream_decoder *d, long index, const char *id, con
 	d->tools = xreallocarray(d->tools, d->ntools + 1, sizeof *d->tools);
 	struct stream_tool *t = &d->tools[d->ntools];
 	*t = (struct stream_tool){.index = index, .args = BUF_INIT, .fix = TEXTFIX_INIT};
-	if (id && *id) {
-		t->id = textfix_string(id, strlen(id));
-	} else {
+	t->id = id && *id ? textfix_string(id, strlen(id)) : NULL;
+	if (t->id && textfix_piece(t->id, strlen(t->id), STREAM_ID_MAX) < strlen(t->id)) {
+		free(t->id); /* longer than any id: one of ours goes back instead */
+		t->id = NULL;
+	}
+	if (!t->id) {
 		/* Some servers send no id; the log and the next request need
 		 * one that no other call of the session has. */
 		char u[ULID_LEN + 1];
@@ -175,6 +196,9 @@ size_t stream_tool_new(struct stream_decoder *d, long index, const char *id, con
 		t->id = xasprintf("call_%s", u);
 	}
 	t->name = textfix_string(name ? name : "", name ? strlen(name) : 0);
+	/* No tool has a name this long: the call answers "no such tool",
+	 * and the log and the next request get its head only. */
+	t->name[textfix_piece(t->name, strlen(t->name), STREAM_ID_MAX)] = '\0';
 	if (!d->failed && !d->finished) {
 		t->announced = true;
 		emit(d, (struct stream_event){.kind = STREAM_TOOL_START, .id = t->id, .name = t->name});

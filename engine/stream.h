@@ -61,6 +61,13 @@ typedef void (*stream_emit_fn)(void *arg, const struct stream_event *ev);
 
 enum provider_kind { PROVIDER_OPENAI, PROVIDER_ANTHROPIC, PROVIDER_OFFLINE };
 
+/* What the decoder keeps of a tool call's id and name, JSON-escaped: a
+ * longer id is replaced by one made up (as when none is sent), a longer
+ * name cut (no tool has one). Everything a reply says must fit the log:
+ * a reasoning signature too long for one event is dropped (the block is
+ * then unsigned, never sent back), as is redacted reasoning. */
+#define STREAM_ID_MAX 4096u
+
 struct stream_decoder;
 
 /* A decoder for kind's wire format (OPENAI or ANTHROPIC) calling emit

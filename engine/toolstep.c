@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "base/xalloc.h"
 #include "engine/textfix.h"
 #include "persist/closer_text.h"
@@ -71,6 +72,55 @@ size_t toolstep_count(const struct toolstep *ts)
 	return ts->n;
 }
 
+/* An event holds its data, and the data of a tool/call its args: two
+ * levels of the log's nesting limit are taken before the arguments'. */
+#define ARGS_DEPTH_MAX (CJSON_NESTING_LIMIT - 2)
+
+/* The nesting depth of v's containers, v at level (stops past the max). */
+static int depth(const cJSON *v, int level)
+{
+	int most = level;
+	for (const cJSON *c = v->child; c && most <= ARGS_DEPTH_MAX; c = c->next)
+		if (cJSON_IsArray(c) || cJSON_IsObject(c)) {
+			int d = depth(c, level + 1);
+			most = d > most ? d : most;
+		}
+	return most;
+}
+
+/* The call's arguments as a JSON object the log can keep, else args NULL
+ * and args_error why: not JSON, not an object, or JSON the log's strict
+ * rules refuse (a duplicate key, a number a double cannot hold, an escaped
+ * NUL — which cJSON would cut a string at, shortening a command — or
+ * nesting deeper than an event may hold). */
+static void parse_args(struct tcall *c)
+{
+	const char *text = *c->args_text ? c->args_text : "{}";
+	const char *end = NULL, *why = NULL;
+	cJSON *loose = cJSON_ParseWithOpts(text, &end, 1);
+	if (!loose) {
+		c->args_error = xasprintf("the arguments are not valid JSON (near byte %zu)",
+					  end ? (size_t)(end - text) : 0);
+		return;
+	}
+	bool obj = cJSON_IsObject(loose);
+	cJSON_Delete(loose);
+	if (!obj) {
+		c->args_error = xstrdup("the arguments are not a JSON object");
+		return;
+	}
+	c->args = json_parse_strict(text, strlen(text), &why);
+	if (!c->args) {
+		c->args_error = xasprintf("the arguments are JSON that cannot be kept as it is (%s)",
+					  why);
+	} else if (depth(c->args, 1) > ARGS_DEPTH_MAX) {
+		cJSON_Delete(c->args);
+		c->args = NULL;
+		c->args_error = xasprintf("the arguments are JSON nested deeper than %d levels",
+					  ARGS_DEPTH_MAX);
+	}
+}
+
 void toolstep_add(struct toolstep *ts, const struct stream_event *ev)
 {
 	ts->v = xrealloc(ts->v, (ts->n + 1) * sizeof *ts->v);
@@ -81,19 +131,8 @@ void toolstep_add(struct toolstep *ts, const struct stream_event *ev)
 	c->name = textfix_string(ev->name ? ev->name : "", ev->name ? strlen(ev->name) : 0);
 	c->args_text = textfix_string(ev->text ? ev->text : "", ev->text ? ev->len : 0);
 	c->incomplete = ev->incomplete;
-	if (!c->incomplete) {
-		const char *text = *c->args_text ? c->args_text : "{}";
-		const char *end = NULL;
-		c->args = cJSON_ParseWithOpts(text, &end, 1);
-		if (!c->args)
-			c->args_error = xasprintf("the arguments are not valid JSON (near byte %zu)",
-						  end ? (size_t)(end - text) : 0);
-		else if (!cJSON_IsObject(c->args)) {
-			cJSON_Delete(c->args);
-			c->args = NULL;
-			c->args_error = xstrdup("the arguments are not a JSON object");
-		}
-	}
+	if (!c->incomplete)
+		parse_args(c);
 	snprintf(c->request_id, sizeof c->request_id, "r-%s", c->id);
 	ts->n++;
 }
@@ -335,10 +374,17 @@ void toolstep_record(struct toolstep *ts)
 		if (c->provider_id)
 			cJSON_AddStringToObject(d, "provider_id", c->provider_id);
 		cJSON_AddStringToObject(d, "name", c->name);
-		if (c->args)
+		if (c->args) {
 			cJSON_AddItemToObject(d, "args", cJSON_Duplicate(c->args, 1));
-		else
-			cJSON_AddStringToObject(d, "args", c->args_text); /* as sent */
+		} else if (c->incomplete) {
+			cJSON_AddStringToObject(d, "args", c->args_text); /* the part sent */
+		} else {
+			/* Not an object the log can keep: the text as sent, and
+			 * an empty object in its place (what the model is sent
+			 * back with the call). */
+			cJSON_AddItemToObject(d, "args", cJSON_CreateObject());
+			cJSON_AddStringToObject(d, "args_raw", c->args_text);
+		}
 		if (c->incomplete)
 			cJSON_AddBoolToObject(d, "incomplete", 1);
 		ts->hk.capture(ts->hk.ud, VT_TOOL_CALL, d);

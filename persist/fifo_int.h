@@ -192,7 +192,8 @@ void fifo_sess_close_log(struct fifo *f, struct fifo_sess *w);
 /* w's log open for writing, created if `it` allows it (fifo_item_create). */
 /* fifo_spill.c: in events (a batch about to be appended to lg's log),
  * replace every text too long for an event (user/message and input/queued
- * "text", tool/result "output" over BLOB_INLINE_MAX) with its head and
+ * "text", tool/result "output", tool/call "args" or "args_raw" over
+ * BLOB_INLINE_MAX) with its head and
  * tail, and write the whole to a blob the event names; events that name a
  * blob already are left alone. 0, or -1 as blob_write. Writer thread. */
 int fifo_spill_batch(struct log *lg, cJSON *events, struct cerr *err);

@@ -14,7 +14,7 @@
 #include "persist/vocab.h"
 
 /* The text field of an event type that may hold long content, or NULL. */
-static const char *long_field(const char *type)
+static const char *long_field(const char *type, const cJSON *data)
 {
 	switch (vocab_type_of(type)) {
 	case VT_USER_MESSAGE:
@@ -25,7 +25,10 @@ static const char *long_field(const char *type)
 	case VT_SESSION_SETTINGS:
 		return "system_prompt"; /* AGENTS.md files add up */
 	case VT_TOOL_CALL:
-		return "args"; /* a write_file of a large file */
+		/* a write_file of a large file; arguments the log could not
+		 * keep as JSON are their text as sent, args_raw */
+		return cJSON_IsString(cJSON_GetObjectItemCaseSensitive(data, "args_raw")) ? "args_raw"
+											 : "args";
 	default:
 		return NULL;
 	}
@@ -37,7 +40,7 @@ int fifo_spill_batch(struct log *lg, cJSON *events, struct cerr *err)
 	for (cJSON *ev = events ? events->child : NULL; ev; ev = ev->next) {
 		const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
 		cJSON *data = cJSON_GetObjectItemCaseSensitive(ev, "data");
-		const char *field = cJSON_IsString(type) ? long_field(type->valuestring) : NULL;
+		const char *field = cJSON_IsString(type) ? long_field(type->valuestring, data) : NULL;
 		if (!field || !cJSON_IsObject(data) || cJSON_GetObjectItemCaseSensitive(data, "blob"))
 			continue; /* a producer that wrote its blob itself is left alone */
 		cJSON *text = cJSON_GetObjectItemCaseSensitive(data, field);

@@ -62,6 +62,7 @@ static const struct vocab_field f_tool_call[] = {
 	{"args", VK_ANY, true, NULL},
 	BLOB_FIELD,
 	{"incomplete", VK_BOOL, false, NULL},
+	{"args_raw", VK_STR, false, NULL},
 	END};
 static const struct vocab_field f_call_id[] = {
 	{"call_id", VK_STR, true, NULL},

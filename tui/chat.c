@@ -89,6 +89,31 @@ static void keep_last_answer(struct chat *c)
 	}
 }
 
+void chat_give_back(struct chat *c, const char *text, const char *why)
+{
+	if (composer_edited(c->comp) || !composer_empty(c->comp)) {
+		composer_history_add(c->comp, text, strlen(text));
+		chat_sayf(c, true, "not sent (in history: Up): %s", why);
+	} else {
+		composer_restore(c->comp, text, strlen(text));
+		chat_sayf(c, true, "not sent: %s", why); /* the composer shows it */
+	}
+	chat_draft_touch(c);
+}
+
+/* A prompt whose turn never started (its save failed: the session is
+ * unsaved, the disk full, ...) is not in the log: it is given back. */
+static void give_back(struct chat *c, const cJSON *done)
+{
+	const cJSON *o = cJSON_GetObjectItem(done, "outcome");
+	const cJSON *text = cJSON_GetObjectItem(done, "text");
+	if (!cJSON_IsString(o) || strcmp(o->valuestring, "not_started") != 0 ||
+	    !cJSON_IsString(text) || cJSON_GetObjectItem(done, "input_id"))
+		return; /* started (in the log), or queued input: it stays queued */
+	const cJSON *msg = cJSON_GetObjectItem(cJSON_GetObjectItem(done, "error"), "message");
+	chat_give_back(c, text->valuestring, cJSON_IsString(msg) ? msg->valuestring : "its save failed");
+}
+
 static void ring(struct chat *c, const char *why)
 {
 	/* Only when nobody typed for a while: someone watching needs no bell. */
@@ -126,6 +151,7 @@ static void read_cb(struct sink *s, const struct sink_item *it, void *ctx)
 		/* Everything before it is applied to the model: settle. */
 		struct cerr err;
 		keep_last_answer(c);
+		give_back(c, it->data);
 		if (host_applied(c->d.host, it, &err) < 0)
 			chat_sayf(c, true, "%s", err.msg);
 		ring(c, "the turn has ended");

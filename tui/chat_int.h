@@ -109,6 +109,9 @@ struct chat {
 void chat_sayf(struct chat *c, bool error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The composer changed (maybe): its draft is saved a moment later. */
 void chat_draft_touch(struct chat *c);
+/* A prompt that was not sent (why): back into the composer, or into its
+ * history when the composer holds unsent text; said on the status line. */
+void chat_give_back(struct chat *c, const char *text, const char *why);
 
 /* chat_keys.c */
 /* uiloop's input hook: read, decode and act on every key waiting. */

@@ -25,15 +25,40 @@
 
 /* ---- the host's answers ---- */
 
-static void sent_cb(void *ctx, const struct host_result *r, const struct cerr *err)
+/* What a send that went through says. */
+static void say_sent(struct chat *c, const struct host_result *r)
+{
+	if (r && r->queued)
+		chat_sayf(c, false, "queued: it runs once the turn before it completed and was saved");
+	else if (r && r->replayed)
+		chat_sayf(c, false, "already sent (turn %s)", r->turn ? r->turn : "?");
+}
+
+/* A queued input sent: on failure it stays queued (it is in the log). */
+static void input_sent_cb(void *ctx, const struct host_result *r, const struct cerr *err)
 {
 	struct chat *c = ctx;
 	if (err)
 		chat_sayf(c, true, "not sent: %s", err->msg);
-	else if (r && r->queued)
-		chat_sayf(c, false, "queued: it runs once the turn before it completed and was saved");
-	else if (r && r->replayed)
-		chat_sayf(c, false, "already sent (turn %s)", r->turn ? r->turn : "?");
+	else
+		say_sent(c, r);
+}
+
+/* A prompt under way from the composer: given back if it fails. */
+struct sending {
+	struct chat *c;
+	char *text;
+};
+
+static void sent_cb(void *ctx, const struct host_result *r, const struct cerr *err)
+{
+	struct sending *sd = ctx;
+	if (err)
+		chat_give_back(sd->c, sd->text, err->msg);
+	else
+		say_sent(sd->c, r);
+	free(sd->text);
+	free(sd);
 }
 
 static void send_text(struct chat *c, char *text)
@@ -41,12 +66,17 @@ static void send_text(struct chat *c, char *text)
 	struct cerr err;
 	struct host_send s = {.text = text};
 	composer_history_add(c->comp, text, strlen(text));
-	if (host_send(c->d.host, c->id, &s, sent_cb, c, &err) < 0)
-		chat_sayf(c, true, "not sent: %s", err.msg);
-	else
+	struct sending *sd = xcalloc(1, sizeof *sd);
+	sd->c = c;
+	sd->text = text;
+	if (host_send(c->d.host, c->id, &s, sent_cb, sd, &err) < 0) {
+		chat_give_back(c, text, err.msg);
+		free(sd);
+		free(text);
+	} else {
 		*c->note = '\0';
+	}
 	c->follow = true;
-	free(text);
 }
 
 void chat_send_composer(struct chat *c)
@@ -110,7 +140,7 @@ static void queued_op(struct chat *c, enum keyact act)
 	struct cerr err;
 	int rc;
 	if (act == KEYACT_SEND_WAITING) {
-		rc = host_input_send(c->d.host, c->id, id, sent_cb, c, &err);
+		rc = host_input_send(c->d.host, c->id, id, input_sent_cb, c, &err);
 	} else if (act == KEYACT_PULL_QUEUED) {
 		c->pulling = true;
 		rc = host_input_take(c->d.host, c->id, id, input_cb, c, &err);

@@ -97,6 +97,11 @@ static bool call(struct transcript *tr, struct transcript_turn *t, const cJSON *
 	transcript_set_str(&x->name, name ? name : "");
 	const cJSON *args = cJSON_GetObjectItem(d, "args");
 	const cJSON *blob = cJSON_GetObjectItem(d, "blob");
+	/* Arguments that were not a JSON object the log could keep: the
+	 * text the model sent is what is shown. */
+	bool raw = cJSON_IsString(cJSON_GetObjectItem(d, "args_raw"));
+	if (raw)
+		args = cJSON_GetObjectItem(d, "args_raw");
 	free((char *)x->args);
 	free((char *)x->target);
 	x->target = NULL;
@@ -109,7 +114,7 @@ static bool call(struct transcript *tr, struct transcript_turn *t, const cJSON *
 		 * cut off, spilled to a blob, or simply not valid. */
 		x->args = xstrdup(args->valuestring);
 		x->args_state = cJSON_IsTrue(cJSON_GetObjectItem(d, "incomplete")) ? TR_ARGS_CUT_OFF
-				: blob ? TR_ARGS_BLOB : TR_ARGS_INVALID;
+				: blob && !raw ? TR_ARGS_BLOB : TR_ARGS_INVALID;
 		int64_t size = 0;
 		if (blob && json_get_int(cJSON_GetObjectItem(blob, "size"), 0, INT64_MAX, &size))
 			x->args_blob_size = (uint64_t)size;

@@ -206,7 +206,7 @@ static void test_capture_coalesces_deltas_and_commit_waits_for_durability(void *
 static void test_capture_batch_goes_at_its_deadline(void **state)
 {
 	struct cx *x = *state;
-	struct capture_opts o = {40, 16 * 1024};
+	struct capture_opts o = {40, 16 * 1024, 0};
 	struct capture *c = capture_new(&x->loop, x->f, "S", x->next_seq, x->version, &o);
 	struct commits k = {.durable = BUF_INIT};
 	capture_on_durable(c, durable_cb, &k);
@@ -235,7 +235,7 @@ static void test_capture_batch_goes_at_its_deadline(void **state)
 static void test_capture_long_text_is_cut_on_character_boundaries(void **state)
 {
 	struct cx *x = *state;
-	struct capture_opts o = {10000, 64};
+	struct capture_opts o = {10000, 64, 0};
 	struct capture *c = capture_new(&x->loop, x->f, "S", x->next_seq, x->version, &o);
 	struct buf want = BUF_INIT;
 	for (int i = 0; i < 200; i++)
@@ -275,7 +275,7 @@ static void test_capture_long_text_is_cut_on_character_boundaries(void **state)
 static void test_capture_bytes_not_utf8_fail_the_capture_without_hanging(void **state)
 {
 	struct cx *x = *state;
-	struct capture_opts o = {10000, 64};
+	struct capture_opts o = {10000, 64, 0};
 	struct capture *c = capture_new(&x->loop, x->f, "S", x->next_seq, x->version, &o);
 	char junk[300];
 	for (size_t i = 0; i < sizeof junk; i++)
@@ -398,7 +398,7 @@ static void test_capture_take_hands_the_rest_to_the_full_save(void **state)
 static void test_capture_close_with_items_in_flight(void **state)
 {
 	struct cx *x = *state;
-	struct capture_opts o = {10000, 64};
+	struct capture_opts o = {10000, 64, 0};
 	struct capture *c = capture_new(&x->loop, x->f, "S", x->next_seq, x->version, &o);
 	char chunk[200];
 	memset(chunk, 'z', sizeof chunk);
@@ -417,6 +417,47 @@ static void test_capture_close_with_items_in_flight(void **state)
 	scan_free(s);
 }
 
+/* A step of many large tool calls (80 of 220 KB: more than the log takes
+ * in one batch, none large enough for a blob) is saved in several items,
+ * each under bytes_max, never refused as one batch over the limit. */
+static void test_capture_many_large_events_go_in_several_items(void **state)
+{
+	struct cx *x = *state;
+	struct capture *c = capture_new(&x->loop, x->f, "S", x->next_seq, x->version, NULL);
+	struct commits k = {.durable = BUF_INIT};
+	capture_on_durable(c, durable_cb, &k);
+	size_t n = 220000;
+	char *content = malloc(n + 1);
+	memset(content, 'y', n);
+	content[n] = '\0';
+	for (int i = 0; i < 80; i++) {
+		cJSON *d = cJSON_CreateObject(), *args = cJSON_CreateObject();
+		char id[16];
+		snprintf(id, sizeof id, "t1.%d", i + 1);
+		cJSON_AddStringToObject(d, "call_id", id);
+		cJSON_AddStringToObject(d, "name", "write_file");
+		cJSON_AddStringToObject(args, "path", id);
+		cJSON_AddStringToObject(args, "content", content);
+		cJSON_AddItemToObject(d, "args", args);
+		capture_event(c, VT_TOOL_CALL, "t1", d);
+		cJSON_Delete(d);
+	}
+	free(content);
+	assert_int_equal(capture_commit(c, commit_cb, &k), 0);
+	run_until(x, &k.calls, 1);
+	if (k.err.cls != CERR_OK)
+		fail_msg("commit: %s", k.err.msg);
+	/* 4 MiB is 19 of these events: 5 items */
+	assert_string_equal(k.durable.p, "3:19 22:19 41:19 60:19 79:4 ");
+	struct scan *s = read_log(x);
+	assert_int_equal(s->n_events, 3 + 80);
+	assert_string_equal(s->events[82].type, "tool/call");
+	scan_free(s);
+	capture_close(c);
+	uv_run(&x->loop, UV_RUN_NOWAIT);
+	buf_release(&k.durable);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -428,6 +469,7 @@ int main(void)
 		T(test_capture_failed_item_stops_everything_after_it),
 		T(test_capture_take_hands_the_rest_to_the_full_save),
 		T(test_capture_close_with_items_in_flight),
+		T(test_capture_many_large_events_go_in_several_items),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,8 +2,9 @@
  * sees. Pieces joined, reasoning blocks closed by their signature, the
  * partial text of an interrupted answer kept, empty parts dropped, every
  * call answered (a synthetic not_executed result when the log has none),
- * results without their call dropped, a cut-off call replayed as {}, and
- * the branch followed through parent turns. */
+ * results without their call dropped, a cut-off call replayed as {}, as
+ * is one whose arguments the log kept only as text (args_raw), and the
+ * branch followed through parent turns. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -329,6 +330,66 @@ static void test_blob_content_reaches_the_model_whole(void **state)
 	rm_rf(dir);
 }
 
+/* A call whose arguments the log could not keep as JSON (args_raw, in a
+ * blob when long) goes back with {}: the text is not sent as arguments,
+ * and the blob is not needed (a missing one fails nothing). */
+static void test_call_with_raw_args_goes_back_with_an_empty_object(void **state)
+{
+	(void)state;
+	char dir[256], root[256];
+	assert_int_equal(tmp_root("ctxraw", dir, sizeof dir, root, sizeof root), 0);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	size_t n = BLOB_INLINE_MAX + 1000;
+	char *big = malloc(n + 1);
+	memset(big, 'x', n);
+	memcpy(big, "{\"a\":1e400,\"b\":\"", 16); /* a number a double cannot hold */
+	memcpy(big + n - 2, "\"}", 3);
+	struct blob_ref ref;
+	char *inl = NULL;
+	struct cerr err;
+	assert_int_equal(blob_spill(dfd, big, n, &ref, &inl, &err), 1);
+	cJSON *spilled = cJSON_Parse("{\"call_id\":\"c1\",\"name\":\"shell\",\"args\":{}}");
+	cJSON_AddStringToObject(spilled, "args_raw", inl);
+	blob_ref_to_data(spilled, &ref);
+	cJSON *small = cJSON_Parse("{\"call_id\":\"c2\",\"name\":\"shell\",\"args\":{},"
+				   "\"args_raw\":\"{\\\"command\\\":\\\"a\\\",\\\"command\\\":\\\"b\\\"}\"}");
+	cJSON *r1 = cJSON_Parse("{\"call_id\":\"c1\",\"status\":\"error\",\"output\":\"error: invalid arguments\"}");
+	cJSON *r2 = cJSON_Parse("{\"call_id\":\"c2\",\"status\":\"error\",\"output\":\"error: invalid arguments\"}");
+	for (int gone = 0; gone < 2; gone++) {
+		if (gone) {
+			char path[512];
+			snprintf(path, sizeof path, "%s/blobs/%s", dir, ref.sha256);
+			assert_int_equal(unlink(path), 0);
+		}
+		struct context *c = context_new();
+		context_set_blob_dir(c, dfd);
+		assert_int_equal(context_add(c, VT_TOOL_CALL, "t", spilled, &err), 0);
+		assert_int_equal(context_add(c, VT_TOOL_CALL, "t", small, &err), 0);
+		assert_int_equal(context_add(c, VT_TOOL_RESULT, "t", r1, &err), 0);
+		assert_int_equal(context_add(c, VT_TOOL_RESULT, "t", r2, &err), 0);
+		size_t k;
+		const struct ctx_message *m = context_messages(c, NULL, &k);
+		assert_int_equal(k, 3);
+		assert_int_equal(m[0].nparts, 2);
+		for (size_t i = 0; i < 2; i++) {
+			assert_int_equal(m[0].parts[i].kind, CTX_TOOL_CALL);
+			assert_string_equal(m[0].parts[i].args, "{}");
+			assert_false(m[0].parts[i].incomplete); /* answered: not cut off */
+		}
+		assert_string_equal(m[1].parts[0].text, "error: invalid arguments");
+		context_free(c);
+	}
+	cJSON_Delete(spilled);
+	cJSON_Delete(small);
+	cJSON_Delete(r1);
+	cJSON_Delete(r2);
+	free(inl);
+	free(big);
+	close(dfd);
+	rm_rf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -339,6 +400,7 @@ int main(void)
 		cmocka_unit_test(test_context_follows_parent_turns_not_log_order),
 		cmocka_unit_test(test_malformed_data_fails_and_unseen_types_are_ignored),
 		cmocka_unit_test(test_blob_content_reaches_the_model_whole),
+		cmocka_unit_test(test_call_with_raw_args_goes_back_with_an_empty_object),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

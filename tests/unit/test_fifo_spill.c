@@ -207,12 +207,56 @@ static void test_an_event_naming_its_blob_is_left_alone(void **state)
 	free(text);
 }
 
+/* Arguments the log kept as text (tool/call args_raw: not JSON it could
+ * keep) longer than the line limit go to a blob like any long text: the
+ * call is saved, not refused. */
+static void test_long_raw_tool_arguments_go_to_a_blob(void **state)
+{
+	struct sx *x = *state;
+	char *raw = long_text(2u * EVENT_MAX_LINE);
+	cJSON *d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "call_id", "c1");
+	cJSON_AddStringToObject(d, "name", "write_file");
+	cJSON_AddItemToObject(d, "args", cJSON_CreateObject());
+	cJSON_AddStringToObject(d, "args_raw", raw);
+	cJSON *evs = cJSON_CreateArray();
+	cJSON_AddItemToArray(evs, event("turn/start", "t1", cJSON_CreateObject()));
+	cJSON_AddItemToArray(evs, event("tool/call", "t1", d));
+	struct fifo_item *it = fifo_history("S", 1, evs);
+	fifo_item_create(it, "/w");
+	save(x, it);
+	if (x->last.cls != CERR_OK)
+		fail_msg("save: %s", x->last.msg);
+	char *log = session_path(x->root, STORE_SESSIONS, "/w", "S", LOG_FILE);
+	struct scan *s = scan_path(log);
+	free(log);
+	assert_int_equal(s->status, SCAN_OK);
+	assert_int_equal(s->n_events, 3);
+	const cJSON *data = s->events[2].data;
+	assert_true(cJSON_IsObject(cJSON_GetObjectItem(data, "args")));
+	const char *kept = cJSON_GetObjectItem(data, "args_raw")->valuestring;
+	assert_true(strlen(kept) < BLOB_INLINE_HEAD + BLOB_INLINE_TAIL + 512);
+	struct blob_ref ref;
+	struct cerr err;
+	assert_int_equal(blob_ref_from_data(data, &ref, &err), 1);
+	int dirfd = session_dir(x);
+	struct buf b = BUF_INIT;
+	assert_int_equal(blob_read(dirfd, &ref, &b, &err), 0);
+	assert_int_equal(b.len, strlen(raw));
+	assert_memory_equal(b.p, raw, b.len);
+	buf_release(&b);
+	close(dirfd);
+	scan_free(s);
+	free(raw);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_long_texts_go_to_blobs_and_read_back_whole),
 		T(test_an_event_naming_its_blob_is_left_alone),
+		T(test_long_raw_tool_arguments_go_to_a_blob),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

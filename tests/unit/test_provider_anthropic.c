@@ -19,7 +19,9 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/xalloc.h"
 #include "engine/provider.h"
+#include "engine/textfix.h"
 #include "tests/unit/support_stream.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -308,6 +310,62 @@ static void test_decoded_reply_goes_back_with_signature_and_tool_use(void **stat
 	context_free(cap.ctx);
 }
 
+/* Nothing a reply says may be too long for the log: a signature that grows
+ * past one event over many deltas is dropped (the block unsigned), as is
+ * redacted data too long for one event; a tool id longer than any id is
+ * replaced by one made up, a name longer than any name cut. */
+static void test_fields_too_long_for_the_log_are_bounded(void **state)
+{
+	(void)state;
+	size_t piece = 400000;
+	char *sig = malloc(piece + 1), *big = malloc(TEXTFIX_PIECE_MAX + 2);
+	memset(sig, 'S', piece);
+	sig[piece] = '\0';
+	memset(big, 'R', TEXTFIX_PIECE_MAX + 1);
+	big[TEXTFIX_PIECE_MAX + 1] = '\0';
+	char *long_id = malloc(STREAM_ID_MAX + 2);
+	memset(long_id, 'i', STREAM_ID_MAX + 1);
+	long_id[STREAM_ID_MAX + 1] = '\0';
+	struct buf b[6] = {BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT};
+	buf_printf(&b[0], "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":"
+		   "\"signature_delta\",\"signature\":\"%s\"}}", sig);
+	buf_printf(&b[1], "{\"type\":\"content_block_start\",\"index\":1,\"content_block\":"
+		   "{\"type\":\"redacted_thinking\",\"data\":\"%s\"}}", big);
+	buf_printf(&b[2], "{\"type\":\"content_block_start\",\"index\":2,\"content_block\":"
+		   "{\"type\":\"tool_use\",\"id\":\"%s\",\"name\":\"shell\",\"input\":{}}}", long_id);
+	buf_printf(&b[3], "{\"type\":\"content_block_start\",\"index\":3,\"content_block\":"
+		   "{\"type\":\"tool_use\",\"id\":\"toolu_2\",\"name\":\"%s\",\"input\":{}}}", long_id);
+	const struct sse ev[] = {
+		{"content_block_start", "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}"},
+		{"content_block_delta", "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hm\"}}"},
+		{"content_block_delta", b[0].p},
+		{"content_block_delta", b[0].p},
+		{"content_block_delta", b[0].p},
+		{"content_block_stop", "{\"type\":\"content_block_stop\",\"index\":0}"},
+		{"content_block_start", b[1].p},
+		{"content_block_stop", "{\"type\":\"content_block_stop\",\"index\":1}"},
+		{"content_block_start", b[2].p},
+		{"content_block_stop", "{\"type\":\"content_block_stop\",\"index\":2}"},
+		{"content_block_start", b[3].p},
+		{"content_block_stop", "{\"type\":\"content_block_stop\",\"index\":3}"},
+		{"message_delta", "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":9}}"},
+		{"message_stop", "{\"type\":\"message_stop\"}"},
+	};
+	char *name = xstrdup(long_id);
+	name[STREAM_ID_MAX] = '\0';
+	char *want = xasprintf("R(hm) RE() TS(call_*,shell) TS(toolu_2,%s) U(-1,9,-1,-1,-1) "
+			       "TE(call_*,shell,{}) TE(toolu_2,%s,{}) F(tool_calls,tool_use) D|closed",
+			       name, name);
+	expect_decode(ev, N(ev), want);
+	free(want);
+	free(name);
+	for (size_t i = 0; i < 6; i++)
+		buf_release(&b[i]);
+	free(long_id);
+	free(big);
+	free(sig);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -315,6 +373,7 @@ int main(void)
 		cmocka_unit_test(test_max_tokens_per_model_with_a_default),
 		cmocka_unit_test(test_decoded_stream_is_whole_only_after_message_stop),
 		cmocka_unit_test(test_decode_redacted_and_cut),
+		cmocka_unit_test(test_fields_too_long_for_the_log_are_bounded),
 		cmocka_unit_test(test_cut_reply_ends_its_begun_calls_incomplete),
 		cmocka_unit_test(test_error_event_ends_the_reply_as_a_provider_error),
 		cmocka_unit_test(test_decoded_reply_goes_back_with_signature_and_tool_use),

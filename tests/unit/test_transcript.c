@@ -737,6 +737,40 @@ static void test_transcript_title_is_its_own_or_the_first_prompts(void **state)
 	cJSON_Delete(cleared);
 }
 
+/* A call whose arguments the log kept only as text (args_raw, args {})
+ * shows the text the model sent, as not valid: never "{}" as if it were
+ * fine; with a blob, still not valid (the blob is that text). */
+static void test_transcript_raw_tool_arguments_show_as_sent(void **state)
+{
+	(void)state;
+	struct transcript *tr = transcript_new("S");
+	cJSON *d = cJSON_CreateObject();
+	uint64_t seq = 1;
+	assert_true(transcript_apply_event(tr, VT_TURN_START, "t1", seq++, 0, d));
+	cJSON_Delete(d);
+	const char *const calls[] = {
+		"{\"call_id\":\"t1.1\",\"name\":\"shell\",\"args\":{},"
+		"\"args_raw\":\"{\\\"command\\\":\\\"a\\\",\\\"command\\\":\\\"b\\\"}\"}",
+		"{\"call_id\":\"t1.2\",\"name\":\"shell\",\"args\":{},\"args_raw\":\"{\\\"x\\\":1e400 ...\","
+		"\"blob\":{\"sha256\":\"0000000000000000000000000000000000000000000000000000000000000000\","
+		"\"size\":300000}}",
+	};
+	for (size_t i = 0; i < 2; i++) {
+		d = cJSON_Parse(calls[i]);
+		assert_non_null(d);
+		assert_true(transcript_apply_event(tr, VT_TOOL_CALL, "t1", seq++, 0, d));
+		cJSON_Delete(d);
+	}
+	const struct transcript_turn *t = transcript_turn(tr, 0);
+	const struct transcript_tool *a = transcript_block_tool(transcript_turn_block(t, 0));
+	const struct transcript_tool *b = transcript_block_tool(transcript_turn_block(t, 1));
+	assert_int_equal(a->args_state, TR_ARGS_INVALID);
+	assert_string_equal(a->args, "{\"command\":\"a\",\"command\":\"b\"}");
+	assert_int_equal(b->args_state, TR_ARGS_INVALID);
+	assert_string_equal(b->args, "{\"x\":1e400 ...");
+	transcript_free(tr);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -766,6 +800,7 @@ int main(void)
 		cmocka_unit_test(test_transcript_title_is_its_own_or_the_first_prompts),
 		cmocka_unit_test_setup_teardown(test_transcript_window_drops_old_turns_and_remembers_them,
 						hx_setup, hx_teardown),
+		cmocka_unit_test(test_transcript_raw_tool_arguments_show_as_sent),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	cJSON_Delete(schemas);
