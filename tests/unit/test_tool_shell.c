@@ -23,6 +23,7 @@
 #include "base/utf8.h"
 #include "base/xalloc.h"
 #include "engine/tool.h"
+#include "engine/tool_reaper.h"
 
 #define FFFD "\xef\xbf\xbd"
 
@@ -494,8 +495,10 @@ static void test_schemas_name_the_parameters(void **state)
 	assert_false(tool_is_read_only(NULL));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	/* Shell commands run under a reaper: this program, again. */
+	tool_reaper_dispatch(argc, argv);
 	/* The runs here spawn /bin/sh; SIGPIPE from a closed pipe is not ours. */
 	signal(SIGPIPE, SIG_IGN);
 	const struct CMUnitTest tests[] = {
