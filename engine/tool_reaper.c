@@ -46,6 +46,10 @@
 
 #include <uv.h>
 
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
 #include "engine/tool_group.h"
 
 #define REAPER_GUARD_MS 50 /* how often a guard looks whether its group is empty */
@@ -119,6 +123,10 @@ _Noreturn static void reaper_main(char **cmd)
 		_exit(2);
 	}
 	fcntl(TOOL_REAPER_FD, F_SETFD, FD_CLOEXEC);
+#ifdef __linux__
+	/* Run as /proc/self/exe, ps would call it "exe". */
+	prctl(PR_SET_NAME, "cairn-reaper", 0, 0, 0);
+#endif
 	if (pipe(self_pipe) != 0) {
 		fprintf(stderr, "cairn: reaper: cannot make a pipe: %s\n", strerror(errno));
 		_exit(126);

@@ -387,8 +387,9 @@ static int shell_spawn(struct shell *s, uv_loop_t *loop, const struct tool_ctx *
 		return -1;
 	}
 	char **own_env = ctx->env ? NULL : tool_env(environ, NULL);
-	char reaper_arg[] = TOOL_REAPER_ARG, sh[] = "/bin/sh", dash_c[] = "-c";
-	char *argv[] = {(char *)exe, reaper_arg, sh, dash_c, (char *)command, NULL};
+	/* ps shows "cairn --internal-tool-reaper /bin/sh -c COMMAND". */
+	char name[] = "cairn", reaper_arg[] = TOOL_REAPER_ARG, sh[] = "/bin/sh", dash_c[] = "-c";
+	char *argv[] = {name, reaper_arg, sh, dash_c, (char *)command, NULL};
 	uv_stdio_container_t stdio[TOOL_REAPER_FD + 1] = {
 		{.flags = UV_IGNORE},  /* libuv opens /dev/null for it */
 		{.flags = UV_INHERIT_FD, .data.fd = fds[1]},
