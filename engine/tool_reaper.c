@@ -54,6 +54,7 @@
 
 #define REAPER_GUARD_MS 50 /* how often a guard looks whether its group is empty */
 
+static bool dispatched;
 static const char *reaper_exe;
 static char exe_path[4096];
 
@@ -191,6 +192,7 @@ void tool_reaper_dispatch(int argc, char **argv)
 {
 	if (argc >= 3 && strcmp(argv[1], TOOL_REAPER_ARG) == 0)
 		reaper_main(argv + 2);
+	dispatched = true;
 	/* /proc/self/exe runs this very program even if its file was replaced
 	 * since; elsewhere, the path it was started from. */
 	if (access("/proc/self/exe", X_OK) == 0) {
@@ -202,8 +204,11 @@ void tool_reaper_dispatch(int argc, char **argv)
 		reaper_exe = exe_path;
 }
 
-const char *tool_reaper_exe(void)
+const char *tool_reaper_exe(const char **why)
 {
+	if (!reaper_exe)
+		*why = dispatched ? "this program cannot find its own executable to run as the reaper"
+				  : "this program does not run as a reaper (tool_reaper_dispatch was not called)";
 	return reaper_exe;
 }
 

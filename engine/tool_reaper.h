@@ -20,9 +20,9 @@
  * tool refuses to start a command). */
 void tool_reaper_dispatch(int argc, char **argv);
 
-/* The program to run as a reaper (static storage), or NULL when
- * tool_reaper_dispatch was never called. */
-const char *tool_reaper_exe(void);
+/* The program to run as a reaper (static storage), or NULL with *why set
+ * to a sentence saying why there is none (static storage). */
+const char *tool_reaper_exe(const char **why);
 
 /* The read end of the pipe to hand to a reaper as TOOL_REAPER_FD (created
  * on first use, close-on-exec, owned by this module, never closed), or -1

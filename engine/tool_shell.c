@@ -376,14 +376,14 @@ static int shell_spawn(struct shell *s, uv_loop_t *loop, const struct tool_ctx *
 		s->error = xasprintf("shell: cannot open a pipe: %s", uv_strerror(rc));
 		return -1;
 	}
-	const char *exe = tool_reaper_exe();
+	const char *why = NULL;
+	const char *exe = tool_reaper_exe(&why);
 	int death = exe ? tool_reaper_fd() : -1;
 	if (death < 0) {
 		close(fds[1]);
 		s->error = exe ? xasprintf("shell: cannot make the pipe that ends a command with cairn: %s",
 					   strerror(errno))
-			       : xstrdup("shell: this program cannot run commands (no reaper: "
-					 "tool_reaper_dispatch was not called)");
+			       : xasprintf("shell: cannot run commands: %s", why);
 		return -1;
 	}
 	char **own_env = ctx->env ? NULL : tool_env(environ, NULL);
