@@ -160,6 +160,19 @@ static void test_exit_code_and_stderr_combined_in_order(void **state)
 	assert_int_equal(g.r.exit_code, -1);
 	assert_int_equal(g.r.signal, 9);
 	tool_result_release(&g.r);
+	/* The reaper between cairn and the shell ends as the shell did: a
+	 * command that signals its whole group (the reaper is in it) and
+	 * survives exits with its own code; one killed by a signal reports it. */
+	g = run_shell("trap 'echo hup' HUP; kill -HUP 0; exit 4", 0, 0);
+	assert_string_equal(g.r.output, "hup\n[exit 4]\n");
+	assert_int_equal(g.r.exit_code, 4);
+	tool_result_release(&g.r);
+	g = run_shell("kill -USR1 $$", 0, 0);
+	char want[64];
+	snprintf(want, sizeof want, "[killed by signal %d]\n", SIGUSR1);
+	assert_string_equal(g.r.output, want);
+	assert_int_equal(g.r.signal, SIGUSR1);
+	tool_result_release(&g.r);
 }
 
 static void test_stdin_is_at_eof(void **state)
