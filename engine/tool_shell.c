@@ -1,12 +1,13 @@
 /* tool_shell.c — the shell tool: `/bin/sh -c COMMAND` through uv_spawn in
  * a session of its own (no controlling terminal, its process group is the
  * unit that is signalled), stdin /dev/null, stdout and stderr into one pipe
- * so the output stays in order. What is spawned is a reaper that runs the
- * command and exits as it did, and ends the group if cairn dies first
- * (tool_reaper.c); it leads the group, so the group's id is its pid. A run ends when the main process has
- * exited, the pipe is closed and no live process is left in the group —
- * or, after KILL, when waiting longer cannot help (docs/tools.md: a
- * descendant that left the group is beyond reach). */
+ * so the output stays in order. What is spawned is a reaper (tool_reaper.c)
+ * that leads the group — the group's id is its pid — runs the shell in it,
+ * exits as the shell did, and ends the group if cairn dies first. A run
+ * ends when that main process has exited, the pipe is closed and no live
+ * process is left in the group — or, after KILL, when waiting longer
+ * cannot help (docs/tools.md: a descendant that left the group is beyond
+ * reach). */
 #include "engine/tool_int.h"
 #include "engine/tool_group.h"
 #include "engine/tool_reaper.h"
