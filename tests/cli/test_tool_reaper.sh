@@ -2,7 +2,7 @@
 # A shell command does not outlive cairn: cairn -p runs a command through
 # the offline provider (--approve all) and is killed with SIGKILL while the
 # command runs; within a bounded wait no live process of the command's
-# group is left, and its effects that were still to come (a touch after a
+# group is left (2 s), and its effects that were still to come (a touch after a
 # sleep, in the foreground and in a background job) never happen. Then the
 # same once the command's main process has exited and a background job
 # that ignores TERM is left in the group, while cairn is still waiting for
@@ -51,7 +51,7 @@ check "... in a group of its own, with its background job" \
 kill -9 "$C"
 wait "$C" 2>/dev/null
 t0=$(now_ms)
-check "cairn killed: no live process of the group within 3 s" wait_for 3 group_empty "$PG"
+check "cairn killed: no live process of the group within 2 s" wait_for 2 group_empty "$PG"
 echo "# group gone after $(($(now_ms) - t0)) ms; left: $(group_live "$PG" | tr '\n' ' ')"
 # The touches were due 3 and 4 s after the start: wait past them.
 sleep 4.5
@@ -73,7 +73,7 @@ check "... found its group" test -n "$PG"
 kill -9 "$C"
 wait "$C" 2>/dev/null
 t0=$(now_ms)
-check "cairn killed: no live process of the group within 3 s" wait_for 3 group_empty "$PG"
+check "cairn killed: no live process of the group within 2 s" wait_for 2 group_empty "$PG"
 echo "# group gone after $(($(now_ms) - t0)) ms; left: $(group_live "$PG" | tr '\n' ' ')"
 sleep 3.5
 check "... the job's touch never ran" test ! -e Z
