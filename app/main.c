@@ -3,6 +3,7 @@
 #include "app/cli.h"
 #include "app/cmds.h"
 #include "base/xalloc.h"
+#include "engine/tool_reaper.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,8 @@ static int chat_option(const char *a)
 
 int main(int argc, char **argv)
 {
+	/* First: a reaper of a shell command runs here and never returns. */
+	tool_reaper_dispatch(argc, argv);
 	struct cli c = {0};
 	if (headless(argc, argv))
 		return cmd_prompt(&c, argc, argv);

@@ -1,11 +1,16 @@
 /* tool_shell.c — the shell tool: `/bin/sh -c COMMAND` through uv_spawn in
  * a session of its own (no controlling terminal, its process group is the
  * unit that is signalled), stdin /dev/null, stdout and stderr into one pipe
- * so the output stays in order. A run ends when the main process has
- * exited, the pipe is closed and no live process is left in the group —
- * or, after KILL, when waiting longer cannot help (docs/tools.md: a
- * descendant that left the group is beyond reach). */
+ * so the output stays in order. What is spawned is a reaper (tool_reaper.c)
+ * that leads the group — the group's id is its pid — runs the shell in it,
+ * exits as the shell did, and ends the group if cairn dies first. A run
+ * ends when that main process has exited, the pipe is closed and no live
+ * process is left in the group — or, after KILL, when waiting longer
+ * cannot help (docs/tools.md: a descendant that left the group is beyond
+ * reach). */
 #include "engine/tool_int.h"
+#include "engine/tool_group.h"
+#include "engine/tool_reaper.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -58,7 +63,7 @@ struct shell {
 	uv_timer_t poll;
 	int nopen;       /* handles initialised and not yet closed */
 	bool has_proc, has_out;
-	pid_t pgid;      /* = the main process's pid (setsid) */
+	pid_t pgid;      /* = the reaper's pid (setsid) */
 	bool exited, eof, timed_out, canceled;
 	int64_t exit_status;
 	int term_signal;
@@ -112,39 +117,11 @@ static void collect_join(struct collect *c, struct buf *out)
 	}
 }
 
-/* Is a process of group pgid still alive? kill(-pgid, 0) also counts
- * zombies, which an init that does not reap leaves for good; so when it
- * says yes, /proc is asked whether a member that is not a zombie is left. */
+/* Is a process of group pgid still alive (tool_group.c)? Without /proc
+ * to tell a zombie from a live member, any member counts. */
 static bool group_alive(pid_t pgid)
 {
-	if (kill(-pgid, 0) != 0)
-		return errno == EPERM;
-	DIR *d = opendir("/proc");
-	if (!d)
-		return true;
-	bool alive = false;
-	struct dirent *de;
-	while (!alive && (de = readdir(d))) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		char path[300], line[512];
-		snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
-		FILE *f = fopen(path, "re");
-		if (!f)
-			continue;
-		size_t n = fread(line, 1, sizeof line - 1, f);
-		fclose(f);
-		line[n] = '\0';
-		/* "pid (comm) state ppid pgrp ...": comm may hold anything. */
-		char *rp = strrchr(line, ')');
-		char state;
-		int ppid, pgrp;
-		if (rp && sscanf(rp + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 && pgrp == pgid &&
-		    state != 'Z' && state != 'X')
-			alive = true;
-	}
-	closedir(d);
-	return alive;
+	return tool_group_state(pgid, 0) != TOOL_GROUP_EMPTY;
 }
 
 static void signal_group(struct shell *s, int sig)
@@ -400,22 +377,34 @@ static int shell_spawn(struct shell *s, uv_loop_t *loop, const struct tool_ctx *
 		s->error = xasprintf("shell: cannot open a pipe: %s", uv_strerror(rc));
 		return -1;
 	}
+	const char *why = NULL;
+	const char *exe = tool_reaper_exe(&why);
+	int death = exe ? tool_reaper_fd() : -1;
+	if (death < 0) {
+		close(fds[1]);
+		s->error = exe ? xasprintf("shell: cannot make the pipe that ends a command with cairn: %s",
+					   strerror(errno))
+			       : xasprintf("shell: cannot run commands: %s", why);
+		return -1;
+	}
 	char **own_env = ctx->env ? NULL : tool_env(environ, NULL);
-	char sh[] = "sh", dash_c[] = "-c";
-	char *argv[] = {sh, dash_c, (char *)command, NULL};
-	uv_stdio_container_t stdio[3] = {
+	/* ps shows "cairn --internal-tool-reaper /bin/sh -c COMMAND". */
+	char name[] = "cairn", reaper_arg[] = TOOL_REAPER_ARG, sh[] = "/bin/sh", dash_c[] = "-c";
+	char *argv[] = {name, reaper_arg, sh, dash_c, (char *)command, NULL};
+	uv_stdio_container_t stdio[TOOL_REAPER_FD + 1] = {
 		{.flags = UV_IGNORE},  /* libuv opens /dev/null for it */
 		{.flags = UV_INHERIT_FD, .data.fd = fds[1]},
 		{.flags = UV_INHERIT_FD, .data.fd = fds[1]},
+		{.flags = UV_INHERIT_FD, .data.fd = death},
 	};
 	uv_process_options_t o = {
 		.exit_cb = exit_cb,
-		.file = "/bin/sh",
+		.file = exe,
 		.args = argv,
 		.env = ctx->env ? (char **)ctx->env : own_env,
 		.cwd = ctx->cwd,
 		.flags = UV_PROCESS_DETACHED,
-		.stdio_count = 3,
+		.stdio_count = TOOL_REAPER_FD + 1,
 		.stdio = stdio,
 	};
 	s->proc.data = s;

@@ -30,6 +30,7 @@
 #include "engine/tool.h"
 #include "tests/unit/support_fixture.h"
 #include "tests/unit/support_host.h"
+#include "engine/tool_reaper.h"
 
 static cJSON *schemas;
 
@@ -524,8 +525,10 @@ static void test_tools_cut_by_the_token_limit_and_malformed(void **state)
 	cJSON_Delete(reqs);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	/* Shell commands run under a reaper: this program, again. */
+	tool_reaper_dispatch(argc, argv);
 #define T(fn) cmocka_unit_test_setup_teardown(fn, hx_setup, hx_teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_tools_call_runs_and_its_result_goes_back),

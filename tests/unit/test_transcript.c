@@ -21,6 +21,7 @@
 #include "engine/tool.h"
 #include "tests/unit/support_host.h"
 #include "tui/transcript.h"
+#include "engine/tool_reaper.h"
 
 /* The live consumer: every sink item into tr, checking on each delta that
  * only the block it streams into changed. */
@@ -771,8 +772,10 @@ static void test_transcript_raw_tool_arguments_show_as_sent(void **state)
 	transcript_free(tr);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	/* Shell commands run under a reaper: this program, again. */
+	tool_reaper_dispatch(argc, argv);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_transcript_plain_answer_shows_each_character_once,
 						hx_setup, hx_teardown),
