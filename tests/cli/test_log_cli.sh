@@ -393,4 +393,26 @@ ln -s "$T/realdir" "$sd"
 expect_code 4 "a symlinked session directory is refused (log cat)" "$CAIRN" --data-dir "$S" log cat "$sid"
 expect_code 4 "a symlinked session directory is refused (append)" "$CAIRN" --data-dir "$S" log append "$sid" --expect-seq 2 <<<"$MSG"
 
+# A bit flipped in the last acknowledged frame: an append by id, which
+# starts at the end the catalog's watermark names, checks that frame first
+# and refuses (corrupt, 4) rather than acknowledge a batch after damage.
+flip() { python3 -c 'import sys; f=open(sys.argv[1],"r+b"); o=int(sys.argv[2]); f.seek(o); b=f.read(1); f.seek(o); f.write(bytes([b[0]^1]))' "$1" "$2"; }
+W="$T/flip-root"
+expect_code 0 "a session for the flipped last frame" "$CAIRN" --data-dir "$W" log append --new --no-cwd <<<"$MSG"
+wid=${OUT%% *}
+wf=$(logfile "$wid" "$W")
+s0=$(stat -c %s "$wf")
+LONG="{\"type\":\"user/message\",\"data\":{\"text\":\"$(seq 1 200 | tr '\n' ' ')\"}}"
+expect_code 0 "... its last batch" "$CAIRN" --data-dir "$W" log append "$wid" --expect-seq 2 <<<"$LONG"
+expect_code 0 "... an append after an intact last frame" "$CAIRN" --data-dir "$W" log append "$wid" --expect-seq 3 <<<"$LONG"
+s0=$(stat -c %s "$wf")
+expect_code 0 "... and one more" "$CAIRN" --data-dir "$W" log append "$wid" --expect-seq 4 <<<"$LONG"
+s1=$(stat -c %s "$wf")
+flip "$wf" $(((s0 + s1) / 2))
+cp "$wf" "$T/before"
+expect_code 4 "append by id after a bit flip in the last frame: corrupt (4)" \
+	"$CAIRN" --data-dir "$W" log append "$wid" --expect-seq 5 <<<"$MSG"
+check "... the message names the damage" grep -q 'corrupt\|checksum' <<<"$ERR"
+check "... the log is unchanged, byte for byte" cmp -s "$wf" "$T/before"
+
 finish
