@@ -444,7 +444,7 @@ int config_load(struct config *cfg, struct cerr *err)
 	const char *xdg = config_env("XDG_CONFIG_HOME"), *home = config_env("HOME");
 	if (xdg && xdg[0] == '/')
 		cfg->dir = xasprintf("%s/cairn", xdg);
-	else if (home)
+	else if (home && home[0] == '/') /* a relative HOME names no place */
 		cfg->dir = xasprintf("%s/.config/cairn", home);
 	if (cfg->dir) {
 		cfg->path = xasprintf("%s/config.json", cfg->dir);

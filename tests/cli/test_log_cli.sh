@@ -79,6 +79,25 @@ check "... the log is under \$XDG_DATA_HOME/cairn" test -n "$(logfile "${OUT%% *
 expect_code 0 "without either: ~/.local/share/cairn" \
 	env -u CAIRN_HOME -u XDG_DATA_HOME HOME="$T/hm" "$CAIRN" log append --new --no-cwd <<<"$MSG"
 check "... the log is under \$HOME/.local/share/cairn" test -n "$(logfile "${OUT%% *}" "$T/hm/.local/share/cairn")"
+# A relative XDG_DATA_HOME or HOME names no place (it would put the root
+# under whatever directory cairn runs in): skipped like an unset one, so
+# with neither of the others the command is refused (usage, 2).
+mkdir -p "$T/rel"
+expect_code 0 "a relative \$XDG_DATA_HOME is skipped for \$HOME" \
+	bash -c 'cd "$1" && env -u CAIRN_HOME XDG_DATA_HOME=xdg HOME="$2" "$3" log append --new --no-cwd' \
+	_ "$T/rel" "$T/hm" "$CAIRN" <<<"$MSG"
+check "... the log is under \$HOME/.local/share/cairn" test -n "$(logfile "${OUT%% *}" "$T/hm/.local/share/cairn")"
+check "... nothing under the cwd" test -z "$(ls -A "$T/rel")"
+expect_code 2 "a relative \$HOME: no data directory (usage, 2)" \
+	bash -c 'cd "$1" && env -u CAIRN_HOME -u XDG_DATA_HOME HOME=hm "$2" log append --new --no-cwd' \
+	_ "$T/rel" "$CAIRN" <<<"$MSG"
+check "... says HOME must be an absolute path" grep -q 'set HOME (an absolute path)' <<<"$ERR"
+check "... nothing under the cwd" test -z "$(ls -A "$T/rel")"
+expect_code 2 "... sessions refuses it too" \
+	bash -c 'cd "$1" && env -u CAIRN_HOME -u XDG_DATA_HOME HOME=hm "$2" sessions' _ "$T/rel" "$CAIRN"
+expect_code 0 "... the configuration is not looked for under the cwd" \
+	bash -c 'cd "$1" && env -u CAIRN_HOME -u XDG_DATA_HOME -u XDG_CONFIG_HOME HOME=hm "$2" config' _ "$T/rel" "$CAIRN"
+check "... config names no file" grep -q '^config file: (none' <<<"$OUT"
 
 # --- log append --new ------------------------------------------------------
 
