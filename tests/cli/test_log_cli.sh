@@ -433,5 +433,10 @@ expect_code 4 "append by id after a bit flip in the last frame: corrupt (4)" \
 	"$CAIRN" --data-dir "$W" log append "$wid" --expect-seq 5 <<<"$MSG"
 check "... the message names the damage" grep -q 'corrupt\|checksum' <<<"$ERR"
 check "... the log is unchanged, byte for byte" cmp -s "$wf" "$T/before"
+# The persistence FIFO (here through rename) reads a log whole, with its
+# watermark, when it opens it: the same damage fails closed there too.
+expect_code 4 "a FIFO append (rename) after the bit flip: corrupt (4)" \
+	"$CAIRN" --data-dir "$W" rename "$wid" "a title"
+check "... the log is unchanged, byte for byte" cmp -s "$wf" "$T/before"
 
 finish
