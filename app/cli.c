@@ -65,7 +65,7 @@ int cli_open_store(struct cli *c, bool create, struct store **st, struct cerr *e
 	char *root = c->data_dir ? xstrdup(c->data_dir) : store_default_root();
 	if (!root)
 		return cerr_set(err, CERR_USAGE, 0,
-				"no data directory: set HOME, CAIRN_HOME or --data-dir");
+				"no data directory: set HOME (an absolute path), CAIRN_HOME or --data-dir");
 	int r = store_open(root, create, st, err);
 	free(root);
 	return r;

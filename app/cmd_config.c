@@ -91,7 +91,8 @@ static void print_json(const struct config *cfg, const struct config_selection *
 static void print_text(const struct config *cfg, const struct config_selection *sel,
 		       const struct sysprompt *sp)
 {
-	cli_printf(stdout, "config file: %s%s\n", cfg->path ? cfg->path : "(none: set HOME)",
+	cli_printf(stdout, "config file: %s%s\n",
+		   cfg->path ? cfg->path : "(none: set HOME, an absolute path)",
 		   cfg->path && !cfg->file_found ? " (not found)" : "");
 	cli_printf(stdout, "provider: %s (from %s)\n", sel->provider->name, sel->why);
 	cli_printf(stdout, "model: %s (from %s)\n", sel->model, sel->model_from);

@@ -46,7 +46,8 @@ static int run_items(struct cli *c, struct fifo_item **items, size_t n)
 	struct cerr err;
 	char *root = c->data_dir ? xstrdup(c->data_dir) : store_default_root();
 	if (!root)
-		return cli_usage(NULL, "no data directory: set HOME, CAIRN_HOME or --data-dir");
+		return cli_usage(NULL, "no data directory: set HOME (an absolute path), CAIRN_HOME or "
+				       "--data-dir");
 	uv_loop_t loop;
 	uv_loop_init(&loop);
 	/* One command, a few items: no helper threads to start. */

@@ -339,8 +339,13 @@ static void answer(struct hl *h, const cJSON *req)
 {
 	const char *id = str_of(req, "request_id");
 	struct cerr err;
-	cli_printf(stderr, "cairn: denied %s (nobody to ask: use --approve read-only or all)\n",
-		   str_of(req, "summary") ? str_of(req, "summary") : "a tool call");
+	/* Advice that holds: read-only only when that policy would allow it
+	 * (never when it is the policy that asked). */
+	const char *by = str_of(req, "allowed_by");
+	bool ro = by && strcmp(by, "read-only") == 0;
+	cli_printf(stderr, "cairn: denied %s (nobody to ask: use --approve %s)\n",
+		   str_of(req, "summary") ? str_of(req, "summary") : "a tool call",
+		   ro ? "read-only or all" : "all");
 	if (id && host_respond(h->p.host, h->id, id, "deny",
 			       "nobody can approve tool calls in this headless run", NULL, NULL,
 			       &err) < 0)

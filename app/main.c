@@ -88,7 +88,8 @@ static int overview(struct cli *c)
 {
 	char *root = c->data_dir ? xstrdup(c->data_dir) : store_default_root();
 	printf("cairn %s — durable sessions for language-model chat\n", CAIRN_VERSION);
-	cli_printf(stdout, "data root: %s\n", root ? root : "(none: set HOME or CAIRN_HOME)");
+	cli_printf(stdout, "data root: %s\n",
+		   root ? root : "(none: set HOME (an absolute path) or CAIRN_HOME)");
 	struct store *st;
 	struct cerr err;
 	if (root && store_open(root, false, &st, &err) == 0) {

@@ -60,6 +60,13 @@ const char **parts_opts_slot(struct parts_opts *o, const char *a)
 
 int parts_opts_check(struct parts_opts *o, struct cerr *err)
 {
+	/* An empty name is no choice: it must not fall back to the default. */
+	if (o->provider && !*o->provider)
+		return cerr_set(err, CERR_USAGE, 0, "--provider needs a value");
+	if (o->model && !*o->model)
+		return cerr_set(err, CERR_USAGE, 0, "--model needs a value");
+	if (o->system && !*o->system)
+		return cerr_set(err, CERR_USAGE, 0, "--system needs a value");
 	o->approve_set = o->approve_arg != NULL;
 	return o->approve_arg ? approval_policy_parse(o->approve_arg, &o->approve, err) : 0;
 }

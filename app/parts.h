@@ -68,7 +68,8 @@ struct parts {
  * --model, --system, --approve): where its value goes, or NULL when a is
  * none of them. */
 const char **parts_opts_slot(struct parts_opts *o, const char *a);
-/* After the arguments: --approve's word parsed (a usage error naming it). */
+/* After the arguments: an empty --provider, --model or --system refused
+ * and --approve's word parsed (a usage error naming it). */
 int parts_opts_check(struct parts_opts *o, struct cerr *err);
 
 /* Load the configuration, open the data root (created when missing),

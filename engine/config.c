@@ -378,7 +378,10 @@ static int read_tree(struct config *cfg, const cJSON *root, struct cerr *err)
 /* Read the whole file; 1 when absent, 0 read, -1 error. */
 static int slurp(const char *path, struct buf *b, struct cerr *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Non-blocking, so that a FIFO (or a device) at the path is refused
+	 * at once by the check below instead of waiting for a writer; a
+	 * regular file then reads as usual. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT || errno == ENOTDIR
 			       ? 1
@@ -387,6 +390,12 @@ static int slurp(const char *path, struct buf *b, struct cerr *err)
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return cerr_set(err, CERR_USAGE, 0, "config '%s' is not a regular file", path);
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+		int e = errno;
+		close(fd);
+		return cerr_set(err, CERR_IO, e, "cannot read config '%s'", path);
 	}
 	char chunk[8192];
 	ssize_t r;
@@ -402,6 +411,27 @@ static int slurp(const char *path, struct buf *b, struct cerr *err)
 	}
 	close(fd);
 	return 0;
+}
+
+/* The offset of the first raw control byte (below 0x20) inside a string
+ * of s[0..n), which JSON forbids (RFC 8259 §7) and cJSON lets through;
+ * n when there is none. s must be JSON cJSON accepted, so that every '"'
+ * outside a string opens one. */
+static size_t raw_control_in_string(const char *s, size_t n)
+{
+	bool in = false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (!in)
+			in = c == '"';
+		else if (c == '\\')
+			i++;
+		else if (c == '"')
+			in = false;
+		else if (c < 0x20)
+			return i;
+	}
+	return n;
 }
 
 static int parse_file(struct config *cfg, const struct buf *b, struct cerr *err)
@@ -428,6 +458,14 @@ static int parse_file(struct config *cfg, const struct buf *b, struct cerr *err)
 		position(b->p, at, &line, &col);
 		return cerr_set(err, CERR_USAGE, 0, "config '%s':%zu:%zu: invalid JSON", cfg->path, line, col);
 	}
+	size_t ctl = raw_control_in_string(b->p, b->len);
+	if (ctl < b->len) {
+		cJSON_Delete(root);
+		position(b->p, ctl, &line, &col);
+		return cerr_set(err, CERR_USAGE, 0,
+				"config '%s':%zu:%zu: invalid JSON (a raw control character in a string)",
+				cfg->path, line, col);
+	}
 	int r = read_tree(cfg, root, err);
 	cJSON_Delete(root);
 	return r;
@@ -440,7 +478,7 @@ int config_load(struct config *cfg, struct cerr *err)
 	const char *xdg = config_env("XDG_CONFIG_HOME"), *home = config_env("HOME");
 	if (xdg && xdg[0] == '/')
 		cfg->dir = xasprintf("%s/cairn", xdg);
-	else if (home)
+	else if (home && home[0] == '/') /* a relative HOME names no place */
 		cfg->dir = xasprintf("%s/.config/cairn", home);
 	if (cfg->dir) {
 		cfg->path = xasprintf("%s/config.json", cfg->dir);

@@ -199,7 +199,9 @@ struct host_settings {
  * of each; system_prompt whole, read from its blob when it went to one. */
 int host_settings(struct host *h, const char *id, struct host_settings *out, struct cerr *err);
 /* Answer an interaction request of id's running turn (a notice
- * "interaction" {request_id, call_id, tool, summary} asked for it):
+ * "interaction" {request_id, call_id, tool, summary, allowed_by} asked for
+ * it; allowed_by: "read-only" when that policy would have allowed the call,
+ * else "all"):
  * decision allow_once | allow_session | deny | canceled, note (may be
  * NULL) is shown to the model with a denial. Not pending: CERR_MISSING. */
 int host_respond(struct host *h, const char *id, const char *request_id, const char *decision,

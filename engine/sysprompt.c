@@ -21,16 +21,24 @@ void sysprompt_release(struct sysprompt *sp)
 	memset(sp, 0, sizeof *sp);
 }
 
-/* Read path whole (valid UTF-8 made of it). 1: absent, 0: read, -1: error. */
+/* Read path whole (valid UTF-8 made of it). 1: absent, 2: not a regular
+ * file (a directory, a FIFO: never read), 0: read, -1: error. */
 static int read_text(const char *path, char **out, struct cerr *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Non-blocking: a FIFO at the path must not wait for a writer. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT || errno == ENOTDIR ? 1 : cerr_set(err, CERR_IO, errno, "cannot open '%s'", path);
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return 1; /* a directory named AGENTS.md is not instructions */
+		return 2; /* a directory named AGENTS.md is not instructions */
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+		int e = errno;
+		close(fd);
+		return cerr_set(err, CERR_IO, e, "cannot read '%s'", path);
 	}
 	struct buf b = BUF_INIT;
 	char chunk[8192];
@@ -137,8 +145,11 @@ int sysprompt_build(const struct config *cfg, const char *system_file, const cha
 	if (file) {
 		int r = read_text(file, &text, err);
 		if (r != 0) {
-			if (r > 0)
+			if (r == 1)
 				cerr_set(err, CERR_MISSING, 0, "no system prompt file '%s'", file);
+			else if (r == 2)
+				cerr_set(err, CERR_USAGE, 0, "system prompt file '%s' is not a regular file",
+					 file);
 			goto fail;
 		}
 		buf_adds(&b, text);

@@ -34,6 +34,7 @@ struct toolstep {
 	struct tool_run *run;
 	uv_work_t decide;
 	bool need; /* the decision: ask the user */
+	bool ro_allows; /* the read-only policy would allow the call */
 };
 
 struct toolstep *toolstep_new(const struct toolstep_hooks *hk, const struct toolstep_opts *o)
@@ -281,6 +282,9 @@ static void asked(void *arg, const struct cerr *err)
 		return;
 	}
 	cJSON *d = request_data(c);
+	/* For the consumer only (not in the log): the least policy that
+	 * would allow the call without asking, for advice that holds. */
+	cJSON_AddStringToObject(d, "allowed_by", ts->ro_allows ? "read-only" : "all");
 	ts->hk.ask(ts->hk.ud, d);
 	cJSON_Delete(d);
 }
@@ -290,14 +294,18 @@ static void decide_work(uv_work_t *w)
 	struct toolstep *ts = w->data;
 	struct tcall *c = &ts->v[ts->cur];
 	ts->need = approval_needed(ts->o.policy, ts->o.grants, c->name, c->args, ts->o.tools->cwd);
+	ts->ro_allows = ts->need && !approval_needed(APPROVAL_READ_ONLY, ts->o.grants, c->name,
+						     c->args, ts->o.tools->cwd);
 }
 
 static void decided(uv_work_t *w, int status)
 {
 	struct toolstep *ts = w->data;
 	struct tcall *c = &ts->v[ts->cur];
-	if (status < 0)
+	if (status < 0) {
 		ts->need = true; /* not decided: ask */
+		ts->ro_allows = false;
+	}
 	cJSON *d = request_data(c);
 	ts->hk.capture(ts->hk.ud, VT_INTERACTION_REQUEST, d);
 	cJSON_Delete(d);

@@ -35,6 +35,7 @@
 #define CATALOG_SCHEMA 6     /* PRAGMA user_version; not the log format */
 #define CATALOG_SCHEMA_STR "6"
 #define CATALOG_TITLE_MAX 80 /* characters of a title derived from a prompt */
+#define CATALOG_EXPLICIT_TITLE_MAX 200 /* characters of an explicit title shown on a terminal */
 #define CATALOG_PREVIEW_MAX 200
 #define CATALOG_SEARCH_LIMIT 50
 #define CATALOG_SEARCH_WINDOW 2000 /* newest matching documents ranked by relevance */

@@ -129,8 +129,11 @@ void row_apply(struct row *r, uint64_t seq, int64_t t, enum vocab_type type, con
 	case VT_SESSION_META: {
 		const cJSON *title = cJSON_GetObjectItemCaseSensitive(data, "title");
 		if (cJSON_IsString(title)) {
-			char *norm = catalog_title_of(title->valuestring, 200);
-			set_str(&r->title, *norm ? norm : NULL);
+			/* Kept exactly as written (JSON output gives it so;
+			 * a terminal listing shows it normalised). One with
+			 * nothing to show once normalised counts as none. */
+			char *norm = catalog_title_of(title->valuestring, 1);
+			set_str(&r->title, *norm ? title->valuestring : NULL);
 			free(norm);
 		} else if (cJSON_IsNull(title)) {
 			set_str(&r->title, NULL);

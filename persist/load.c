@@ -394,8 +394,9 @@ static void tail_walk(struct load *l, const uint8_t *w, size_t n, uint64_t base,
 	load_walk(l, w + at, n - at, base + at, EVENT_ANY_SEQ, o);
 }
 
-int load_tail(int fd, size_t min_events, const struct scan_opts *o, struct load **out,
-	      struct cerr *err)
+/* load_tail and load_last: the window starts at win bytes. */
+static int tail_from(int fd, size_t min_events, size_t win, const struct scan_opts *o,
+		     struct load **out, struct cerr *err)
 {
 	struct stat st;
 	if (fsops->fstat(fd, &st) < 0)
@@ -408,8 +409,6 @@ int load_tail(int fd, size_t min_events, const struct scan_opts *o, struct load 
 		load_free(l);
 		return -1;
 	}
-	/* About 256 bytes of file per event to begin with, at least 64 KiB. */
-	size_t win = min_events < 256 ? 65536 : min_events * 256;
 	uint8_t *w = NULL;
 	while (h == 0) {
 		if (win >= size || size - win <= head_len) {
@@ -442,14 +441,9 @@ int load_tail(int fd, size_t min_events, const struct scan_opts *o, struct load 
 		free(c);
 		if (done && l->n_ev >= min_events)
 			break;
-		if (!done) {
-			tail_walk(l, w, n, base, n, o); /* nothing found: an empty tail */
-			l->st.status = SCAN_CORRUPT;
-			cerr_set(&l->st.err, CERR_CORRUPT, 0,
-				 "no frame found in the last %zu bytes of the log", n);
-			l->st.damage_at = base;
-			break;
-		}
+		/* Nothing found may only mean that the window starts inside a
+		 * frame longer than it: widen it (at frame 0 it becomes a full
+		 * load, which classifies whatever is there). */
 		win *= 2;
 	}
 	free(w);
@@ -460,6 +454,18 @@ int load_tail(int fd, size_t min_events, const struct scan_opts *o, struct load 
 	load_finish(l);
 	*out = l;
 	return 0;
+}
+
+int load_tail(int fd, size_t min_events, const struct scan_opts *o, struct load **out,
+	      struct cerr *err)
+{
+	/* About 256 bytes of file per event to begin with, at least 64 KiB. */
+	return tail_from(fd, min_events, min_events < 256 ? 65536 : min_events * 256, o, out, err);
+}
+
+int load_last(int fd, const struct scan_opts *o, struct load **out, struct cerr *err)
+{
+	return tail_from(fd, 1, 4096, o, out, err);
 }
 
 /* ---- reading a load ---- */

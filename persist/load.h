@@ -25,7 +25,9 @@
  * false start can only sit inside compressed data and would also have to
  * decode and pass its content checksum; if the first frame fails, the next
  * candidate is tried. The window doubles until it holds the events asked
- * for; one that reaches frame 0 becomes a full load. Frame 0 is read and
+ * for (a window with no valid frame start in it may start inside a frame
+ * longer than itself: it doubles too); one that reaches frame 0 becomes a
+ * full load. Frame 0 is read and
  * validated on its own for the header. The cost is that of the window, not
  * of the file (bench_load: the last 100 events of a 1,000,000-event log). */
 #ifndef CAIRN_LOAD_H
@@ -79,6 +81,10 @@ struct load *load_buffer(const uint8_t *p, size_t n, const struct scan_opts *o);
  * frees with load_free), -1 with CERR_IO. */
 int load_tail(int fd, size_t min_events, const struct scan_opts *o, struct load **out,
 	      struct cerr *err);
+/* load_tail for the last frame alone, as an append checks the end it
+ * builds on: the window starts at 4 KiB and doubles until it holds that
+ * frame's start, so it costs frame 0 and about the last frame. */
+int load_last(int fd, const struct scan_opts *o, struct load **out, struct cerr *err);
 void load_free(struct load *l);
 
 /* The classification, revision and header fields, as scan_fd reports them

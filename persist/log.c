@@ -12,6 +12,7 @@
 #include "persist/frame.h"
 #include "persist/fsops.h"
 #include "persist/leftover.h"
+#include "persist/load.h"
 #include "persist/lock.h"
 #include "persist/safefs.h"
 
@@ -229,9 +230,14 @@ int log_open_path(const char *path, struct log **out, struct cerr *err)
 	return log_open_path_opts(path, NULL, out, err);
 }
 
-/* Trust the watermark instead of reading: the file is exactly as long as
- * it says and its frame 0 is the one it names. Then every byte is durable
- * (acknowledged after a sync) and the cursor starts at its end. */
+/* Trust the watermark instead of reading the whole log: the file is
+ * exactly as long as it says, its frame 0 is the one it names, and the
+ * frame the next batch goes after is intact (load_last: its checksum, its
+ * lines, its seqs ending where the watermark does). Then every byte is
+ * durable (acknowledged after a sync) and the cursor starts at its end.
+ * The cost is frame 0 and the last frame, not the log. A last frame that
+ * fails is left to the full read, which classifies it (corruption below
+ * the watermark) and fails closed. */
 static int start_at_watermark(struct log *lg, bool *started, struct cerr *err)
 {
 	*started = false;
@@ -242,10 +248,18 @@ static int start_at_watermark(struct log *lg, bool *started, struct cerr *err)
 		return -1;
 	}
 	struct stat st;
-	bool found;
-	if (fsops->fstat(lg->fd, &st) < 0 || (uint64_t)st.st_size != lg->wm.wm_len ||
-	    scan_head_fd(lg->fd, lg->head, &found, err) < 0 || !found ||
-	    memcmp(lg->head, lg->wm.head, SHA256_LEN) != 0)
+	if (fsops->fstat(lg->fd, &st) < 0 || (uint64_t)st.st_size != lg->wm.wm_len)
+		return 0;
+	struct load *l;
+	if (load_last(lg->fd, &lg->wm, &l, err) < 0)
+		return -1;
+	const struct scan *s = load_scan(l);
+	bool intact = s->status == SCAN_OK && s->head_known && s->wm_applied &&
+		      s->rev.len == lg->wm.wm_len && s->rev.next_seq == lg->wm.wm_seq;
+	if (intact)
+		memcpy(lg->head, s->head, SHA256_LEN);
+	load_free(l);
+	if (!intact)
 		return 0;
 	snprintf(lg->id, sizeof lg->id, "%s", lg->ref.id);
 	lg->published = true;

@@ -65,11 +65,12 @@ int log_open_opts(struct store *st, const char *id, const struct scan_opts *wm, 
 		  struct cerr *err);
 int log_open_path_opts(const char *path, const struct scan_opts *wm, struct log **out,
 		       struct cerr *err);
-/* log_open_opts for an append that need not read the log: when the file
- * is exactly what the watermark says (its length, its frame 0) the handle
- * starts at its end without reading it (log_scan stays NULL until a
- * re-read), as the persistence FIFO does with a log it holds; otherwise
- * it reads it in full as log_open_opts does. */
+/* log_open_opts for an append that need not read the whole log: when the
+ * file is exactly what the watermark says (its length, its frame 0) and
+ * its last frame is intact (checksum, lines, seqs ending at the
+ * watermark's), the handle starts at its end having read only frame 0 and
+ * that frame (log_scan stays NULL until a re-read); otherwise it reads it
+ * in full as log_open_opts does, failing closed on damage. */
 int log_open_end(struct store *st, const char *id, const struct scan_opts *wm, struct log **out,
 		 struct cerr *err);
 /* After a read that found every frame complete and valid (status ok) and

@@ -22,16 +22,23 @@ struct store {
 	int rootfd;
 };
 
+/* $name when it is an absolute path, else NULL: XDG_DATA_HOME and HOME
+ * name a place only so (the XDG base directory rule); a relative one would
+ * put the data root under whatever directory cairn happens to run in. */
+static const char *absolute_env(const char *name)
+{
+	const char *v = getenv(name);
+	return v && v[0] == '/' ? v : NULL;
+}
+
 char *store_default_root(void)
 {
 	const char *v = getenv("CAIRN_HOME");
 	if (v && *v)
 		return xstrdup(v);
-	v = getenv("XDG_DATA_HOME");
-	if (v && *v)
+	if ((v = absolute_env("XDG_DATA_HOME")))
 		return xasprintf("%s/cairn", v);
-	v = getenv("HOME");
-	if (v && *v)
+	if ((v = absolute_env("HOME")))
 		return xasprintf("%s/.local/share/cairn", v);
 	return NULL;
 }

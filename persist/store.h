@@ -31,7 +31,9 @@ struct session_ref {
 };
 
 /* The default root: $CAIRN_HOME, else $XDG_DATA_HOME/cairn, else
- * ~/.local/share/cairn. Caller frees; NULL when no HOME is known. */
+ * ~/.local/share/cairn; XDG_DATA_HOME and HOME count only as absolute
+ * paths (a relative one is skipped like an unset one). Caller frees; NULL
+ * when none applies. */
 char *store_default_root(void);
 /* Open the root (creating it 0700 with create). Caller frees with
  * store_close. */

@@ -63,7 +63,45 @@ check "no key in the error" bash -c '! grep -q -- "$1" <<<"$2"' _ "$SECRET" "$ER
 printf '{"providers": {"openai": {"api_key": "%s"}}}' "$SECRET" >"$CFG"
 expect_code 2 "a key written into the file is refused" "$CAIRN" config
 check "its name is given, never its value" bash -c 'grep -q "providers.openai.api_key" <<<"$2" && ! grep -q -- "$1" <<<"$2"' _ "$SECRET" "$ERR"
+# Raw control bytes inside a string are not JSON (RFC 8259 §7); escaped
+# they are.
+printf '{"system_prompt": "a\001b"}' >"$CFG"
+expect_code 2 "a raw control byte inside a string: invalid JSON (2)" "$CAIRN" config
+check "... names the file and position" grep -q "config '$CFG':1:21: invalid JSON" <<<"$ERR"
+printf '{"system_prompt": "tab\there"}' >"$CFG"
+expect_code 2 "a raw tab inside a string is refused too" "$CAIRN" config
+printf '{"system_prompt": "a\\u0001b\\tc"}' >"$CFG"
+expect_code 0 "... the same characters escaped are read" "$CAIRN" config
 rm -f "$CFG"
+
+# Anything but a regular file at the path is refused at once (2), never
+# opened for a blocking read: a FIFO with no writer would wait forever
+# (the bound below only stops a run that hangs).
+mkdir "$CFG"
+expect_code 2 "a directory at the configuration path: usage (2)" "$CAIRN" config
+check "... says it is not a regular file" grep -q "config '$CFG' is not a regular file" <<<"$ERR"
+rmdir "$CFG"
+mkfifo "$CFG"
+expect_code 2 "a FIFO at the configuration path: usage (2), without waiting" timeout 20 "$CAIRN" config
+check "... says it is not a regular file" grep -q "config '$CFG' is not a regular file" <<<"$ERR"
+expect_code 2 "... cairn -p refuses it too" timeout 20 "$CAIRN" -p hello
+check "... naming it" grep -q "config '$CFG' is not a regular file" <<<"$ERR"
+rm -f "$CFG"
+mkfifo "$T/fifo.md"
+expect_code 2 "a FIFO as --system: usage (2), without waiting" timeout 20 "$CAIRN" config --system "$T/fifo.md"
+check "... says it is not a regular file" grep -q "'$T/fifo.md' is not a regular file" <<<"$ERR"
+mkdir -p "$T/fifodir"
+mkfifo "$T/fifodir/AGENTS.md"
+OUT=$(cd "$T/fifodir" && timeout 20 "$CAIRN" config --json)
+check "a FIFO named AGENTS.md is skipped, without waiting" \
+	test "$(python3 -c 'import json,sys; print(len(json.loads(sys.argv[1])["system_prompt"]["files"]))' "$OUT")" = 0
+
+# An empty --provider (or --model, --system) is no choice, not the default.
+for o in --provider --model --system; do
+	expect_code 2 "config $o '': usage (2)" "$CAIRN" config $o ''
+	expect_code 2 "-p with $o '': usage (2)" "$CAIRN" -p hello $o ''
+	check "... names $o" grep -q -- "$o needs a value" <<<"$ERR"
+done
 
 mkdir -p "$T/repo/.git" "$T/repo/sub"
 echo "be terse" >"$T/repo/AGENTS.md"

@@ -79,6 +79,25 @@ check "... the log is under \$XDG_DATA_HOME/cairn" test -n "$(logfile "${OUT%% *
 expect_code 0 "without either: ~/.local/share/cairn" \
 	env -u CAIRN_HOME -u XDG_DATA_HOME HOME="$T/hm" "$CAIRN" log append --new --no-cwd <<<"$MSG"
 check "... the log is under \$HOME/.local/share/cairn" test -n "$(logfile "${OUT%% *}" "$T/hm/.local/share/cairn")"
+# A relative XDG_DATA_HOME or HOME names no place (it would put the root
+# under whatever directory cairn runs in): skipped like an unset one, so
+# with neither of the others the command is refused (usage, 2).
+mkdir -p "$T/rel"
+expect_code 0 "a relative \$XDG_DATA_HOME is skipped for \$HOME" \
+	bash -c 'cd "$1" && env -u CAIRN_HOME XDG_DATA_HOME=xdg HOME="$2" "$3" log append --new --no-cwd' \
+	_ "$T/rel" "$T/hm" "$CAIRN" <<<"$MSG"
+check "... the log is under \$HOME/.local/share/cairn" test -n "$(logfile "${OUT%% *}" "$T/hm/.local/share/cairn")"
+check "... nothing under the cwd" test -z "$(ls -A "$T/rel")"
+expect_code 2 "a relative \$HOME: no data directory (usage, 2)" \
+	bash -c 'cd "$1" && env -u CAIRN_HOME -u XDG_DATA_HOME HOME=hm "$2" log append --new --no-cwd' \
+	_ "$T/rel" "$CAIRN" <<<"$MSG"
+check "... says HOME must be an absolute path" grep -q 'set HOME (an absolute path)' <<<"$ERR"
+check "... nothing under the cwd" test -z "$(ls -A "$T/rel")"
+expect_code 2 "... sessions refuses it too" \
+	bash -c 'cd "$1" && env -u CAIRN_HOME -u XDG_DATA_HOME HOME=hm "$2" sessions' _ "$T/rel" "$CAIRN"
+expect_code 0 "... the configuration is not looked for under the cwd" \
+	bash -c 'cd "$1" && env -u CAIRN_HOME -u XDG_DATA_HOME -u XDG_CONFIG_HOME HOME=hm "$2" config' _ "$T/rel" "$CAIRN"
+check "... config names no file" grep -q '^config file: (none' <<<"$OUT"
 
 # --- log append --new ------------------------------------------------------
 
@@ -392,5 +411,32 @@ mv "$sd" "$T/realdir"
 ln -s "$T/realdir" "$sd"
 expect_code 4 "a symlinked session directory is refused (log cat)" "$CAIRN" --data-dir "$S" log cat "$sid"
 expect_code 4 "a symlinked session directory is refused (append)" "$CAIRN" --data-dir "$S" log append "$sid" --expect-seq 2 <<<"$MSG"
+
+# A bit flipped in the last acknowledged frame: an append by id, which
+# starts at the end the catalog's watermark names, checks that frame first
+# and refuses (corrupt, 4) rather than acknowledge a batch after damage.
+flip() { python3 -c 'import sys; f=open(sys.argv[1],"r+b"); o=int(sys.argv[2]); f.seek(o); b=f.read(1); f.seek(o); f.write(bytes([b[0]^1]))' "$1" "$2"; }
+W="$T/flip-root"
+expect_code 0 "a session for the flipped last frame" "$CAIRN" --data-dir "$W" log append --new --no-cwd <<<"$MSG"
+wid=${OUT%% *}
+wf=$(logfile "$wid" "$W")
+s0=$(stat -c %s "$wf")
+LONG="{\"type\":\"user/message\",\"data\":{\"text\":\"$(seq 1 200 | tr '\n' ' ')\"}}"
+expect_code 0 "... its last batch" "$CAIRN" --data-dir "$W" log append "$wid" --expect-seq 2 <<<"$LONG"
+expect_code 0 "... an append after an intact last frame" "$CAIRN" --data-dir "$W" log append "$wid" --expect-seq 3 <<<"$LONG"
+s0=$(stat -c %s "$wf")
+expect_code 0 "... and one more" "$CAIRN" --data-dir "$W" log append "$wid" --expect-seq 4 <<<"$LONG"
+s1=$(stat -c %s "$wf")
+flip "$wf" $(((s0 + s1) / 2))
+cp "$wf" "$T/before"
+expect_code 4 "append by id after a bit flip in the last frame: corrupt (4)" \
+	"$CAIRN" --data-dir "$W" log append "$wid" --expect-seq 5 <<<"$MSG"
+check "... the message names the damage" grep -q 'corrupt\|checksum' <<<"$ERR"
+check "... the log is unchanged, byte for byte" cmp -s "$wf" "$T/before"
+# The persistence FIFO (here through rename) reads a log whole, with its
+# watermark, when it opens it: the same damage fails closed there too.
+expect_code 4 "a FIFO append (rename) after the bit flip: corrupt (4)" \
+	"$CAIRN" --data-dir "$W" rename "$wid" "a title"
+check "... the log is unchanged, byte for byte" cmp -s "$wf" "$T/before"
 
 finish

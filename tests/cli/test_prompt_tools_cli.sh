@@ -35,6 +35,22 @@ check "... the model read why" grep -q "^done: denied: " <<<"$OUT"
 check "... --approve is not saved into the session" \
 	pyl 'not any(e["type"]=="session/settings" and "approval" in e["data"] for e in L)' < <(events "$(last_session)")
 
+# The advice names a policy that would allow the call: a shell command
+# only under all; reading inside the cwd under read-only too; under
+# read-only, what it refused only under all.
+check "... the advice for a command is --approve all alone" \
+	grep -q "denied shell: touch should-not-exist (nobody to ask: use --approve all)" <<<"$ERR"
+expect_code 0 "default ask: a read inside the cwd is denied" "$CAIRN" -p "read notes.txt"
+check "... the advice names read-only or all" \
+	grep -q "denied read_file: notes.txt (nobody to ask: use --approve read-only or all)" <<<"$ERR"
+expect_code 0 "--approve read-only: a command is denied" "$CAIRN" -p "run touch should-not-exist" --approve read-only
+check "... the advice is --approve all, not the policy in force" \
+	grep -q "denied shell: touch should-not-exist (nobody to ask: use --approve all)" <<<"$ERR"
+check "... nothing ran" test ! -e should-not-exist
+expect_code 0 "--approve read-only: a read outside the cwd is denied" "$CAIRN" -p "read /etc/hostname" --approve read-only
+check "... the advice is --approve all" \
+	grep -q "denied read_file: /etc/hostname (nobody to ask: use --approve all)" <<<"$ERR"
+
 expect_code 2 "--approve with an unknown policy: usage" "$CAIRN" -p "x" --approve sometimes
 
 printf '{"max_steps": 1, "providers": {"offline": {"pace_ms": 0}}}\n' >"$T/config/cairn/config.json"

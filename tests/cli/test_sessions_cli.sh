@@ -125,6 +125,16 @@ expect_code 0 "rename by a unique prefix" "$CAIRN" rename "${S2:0:20}" "Explicit
 turn t2 "yet another prompt" | "$CAIRN" log append "$S2" --expect-seq $((S2_N + 1)) >/dev/null
 list
 check "an explicit title wins over prompts before and after it" pyj 'S(A[0])["title"]=="Explicit name"' "$S2"
+# --json gives a title exactly as written, its controls escaped; the text
+# listing shows one short line: whitespace collapsed, controls dropped.
+expect_code 0 "rename to a title holding controls" "$CAIRN" rename "$S2" "$(printf 'Tab\there\nnew \033[31mred\001')"
+list
+check "... --json gives it exactly" pyj 'S(A[0])["title"]==A[1]' "$S2" "$(printf 'Tab\there\nnew \033[31mred\001')"
+check "... as JSON escapes, no raw control written" bash -c '! LC_ALL=C grep -q "[[:cntrl:]]" <<<"$(tr -d "\n" <<<"$1")"' _ "$OUT"
+expect_code 0 "... sessions (text)" "$CAIRN" sessions
+check "... shows it normalised: whitespace collapsed, controls dropped" grep -qF "Tab here new [31mred  " <<<"$OUT"
+check "... no raw control on the terminal" bash -c '! LC_ALL=C grep -q "[[:cntrl:]]" <<<"$1"' _ "$OUT"
+expect_code 0 "... rename back" "$CAIRN" rename "$S2" "Explicit name"
 expect_code 0 "pin the least recent session" "$CAIRN" pin "$S3"
 list
 check "pinned first" pyj 'ids()[0]==A[0] and S(A[0])["pinned"] is True' "$S3"

@@ -149,9 +149,9 @@ check "... parses back to a snippet holding the raw controls" \
 TITLE="title $OSC"$'\n'"$RLO$C1"$'\t\x01'
 run 0 "rename to a title with controls" "$CAIRN" rename "$S" "$TITLE"
 run 0 "sessions: the explicit title shown inert" "$CAIRN" sessions
-check "... as the catalog keeps it (controls dropped, whitespace collapsed)" shows "title ]0;pwned 31m0;c1"
+check "... as one short line (controls dropped, whitespace collapsed)" shows "title ]0;pwned 31m0;c1"
 run 0 "sessions --json" "$CAIRN" sessions --json
-check "... the same title" pyj 'S(A[0])["title"]=="title ]0;pwned 31m0;c1"' "$S"
+check "... the exact title, its controls escaped" pyj 'S(A[0])["title"]==A[1]' "$S" "$TITLE"
 run 0 "pin" "$CAIRN" pin "$S"
 run 0 "unpin" "$CAIRN" unpin "$S"
 

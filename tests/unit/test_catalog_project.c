@@ -84,10 +84,11 @@ static void test_title_is_first_prompt_cut_and_pins_are_kept(void **state)
 	expect_row(f, "sT", "pinned=0|prompt~word word");
 	append_sync(f, "sT", "[" USER("a later prompt") "]");
 	expect_row(f, "sT", want); /* the FIRST prompt sets it */
+	/* An explicit title is kept exactly as written. */
 	append_sync(f, "sT", "[" META("{'title':'  My \\n  Title  '}") "]");
-	expect_row(f, "sT", "title=My Title|explicit=1|pinned=0");
+	expect_row(f, "sT", "title=  My \n  Title  |explicit=1|pinned=0");
 	append_sync(f, "sT", "[" META("{'pinned':true}") "," USER("another") "]");
-	expect_row(f, "sT", "title=My Title|explicit=1|pinned=1|prompt=another");
+	expect_row(f, "sT", "title=  My \n  Title  |explicit=1|pinned=1|prompt=another");
 	append_sync(f, "sT", "[" META("{'title':null,'pinned':false}") "]");
 	expect_row(f, "sT", want);
 	expect_row(f, "sT", "pinned=0");

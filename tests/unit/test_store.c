@@ -54,6 +54,14 @@ static void test_default_root_precedence(void **state)
 	r = store_default_root();
 	assert_string_equal(r, "/h/me/.local/share/cairn");
 	free(r);
+	/* A relative XDG_DATA_HOME or HOME is skipped like an unset one. */
+	setenv("XDG_DATA_HOME", "x/data", 1);
+	r = store_default_root();
+	assert_string_equal(r, "/h/me/.local/share/cairn");
+	free(r);
+	setenv("HOME", "h/me", 1);
+	assert_null(store_default_root());
+	unsetenv("XDG_DATA_HOME");
 	unsetenv("HOME");
 	assert_null(store_default_root());
 	setenv("CAIRN_HOME", "/only", 1);
