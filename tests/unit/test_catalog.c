@@ -241,7 +241,8 @@ static void test_schema_5_watermarks_migrate_by_header_or_drop(void **state)
 	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
 	struct cerr err;
-	assert_int_equal(catalog_open(f->st, &f->cat, &err), 0);
+	if (catalog_open(f->st, &f->cat, &err) < 0)
+		fail_msg("open: %s", err.msg);
 	raw_expect(f->root, "PRAGMA user_version", CATALOG_SCHEMA_STR);
 	raw_expect(f->root, "SELECT count(*) FROM pragma_table_info('sessions') WHERE name LIKE 'wm%'",
 		   "0");
