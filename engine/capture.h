@@ -76,7 +76,7 @@ void capture_on_durable(struct capture *c, capture_durable_cb cb, void *ctx);
  * producer to stop (paused true), and down to which it lets it go on: what
  * a stream faster than the disk brings waits in the network, not in
  * memory, and what a cancel has to save is bounded. */
-#define CAPTURE_INFLIGHT_HIGH (4u << 20)
+#define CAPTURE_INFLIGHT_HIGH (2u << 20)
 #define CAPTURE_INFLIGHT_LOW (1u << 20)
 typedef void (*capture_pressure_cb)(struct capture *c, void *ctx, bool paused);
 /* Be told when the text in flight crosses those marks (NULL: no). */
