@@ -298,14 +298,14 @@ static void test_capture_text_in_flight_is_bounded(void **state)
 	/* No loop runs meanwhile: nothing is acknowledged. */
 	for (; p.fed < 3 * CAPTURE_INFLIGHT_HIGH / 2; p.fed += sizeof piece)
 		capture_text(c, CAPTURE_TEXT, "t1", piece, sizeof piece);
-	assert_string_equal(p.seen.p, "1 ");
+	assert_string_equal(p.seen.p ? p.seen.p : "", "1 ");
 	assert_true(p.fed_then + sizeof piece >= CAPTURE_INFLIGHT_HIGH);
 	assert_true(p.fed_then <= CAPTURE_INFLIGHT_HIGH + 16 * 1024);
 	struct commits k = {.durable = BUF_INIT};
 	assert_int_equal(capture_commit(c, commit_cb, &k), 0);
 	run_until(x, &k.calls, 1);
 	assert_int_equal(k.err.cls, CERR_OK);
-	assert_string_equal(p.seen.p, "1 0 ");
+	assert_string_equal(p.seen.p ? p.seen.p : "", "1 0 ");
 	struct scan *s = read_log(x);
 	size_t got = 0;
 	for (size_t i = 3; i < s->n_events; i++)
