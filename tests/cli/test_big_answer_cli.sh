@@ -3,7 +3,9 @@
 # delta_chars with large writes): `cairn -p` saves it whole, exit 0, and it
 # is searchable (a phrase across the pieces it came in too); SIGTERM in
 # the middle of such a stream exits 11 (canceled, what arrived saved)
-# within a generous bound, the measured latency printed as a comment.
+# within a generous bound (10 s: an anti-hang check that holds under
+# sanitizers on a loaded machine, where it measured 4 s; the 2 s target is
+# bench_bigturn's, 0.3 s there), the measured latency printed as a comment.
 # The catalog's projection of each batch costs what the batch holds
 # (docs/catalog.md), so neither waits for work that grows with the answer.
 source "$(dirname "$0")/lib.sh"
@@ -50,7 +52,7 @@ check "the stream was under way (4 MB shown) before SIGTERM" [ "$grew" = 1 ]
 t0=$(now_ms)
 kill -TERM "$pid"
 rc=timeout
-for _ in $(seq 600); do # 30 s at most; the bound checked is 5 s
+for _ in $(seq 3000); do # 30 s at most; the bound checked is 10 s
 	if ! kill -0 "$pid" 2>/dev/null; then wait "$pid"; rc=$?; break; fi
 	sleep 0.01
 done
@@ -58,7 +60,7 @@ t1=$(now_ms)
 [ "$rc" = timeout ] && { kill -KILL "$pid"; wait "$pid"; }
 echo "# SIGTERM to exit: $((t1 - t0)) ms"
 if [ "$rc" = 11 ]; then ok "SIGTERM mid-stream exits 11"; else not_ok "SIGTERM mid-stream exits 11" "exit $rc" "stderr: $(cat "$T/term.err")"; fi
-check "  within 5 s ($((t1 - t0)) ms)" [ $((t1 - t0)) -le 5000 ]
+check "  within 10 s ($((t1 - t0)) ms)" [ $((t1 - t0)) -le 10000 ]
 id=$(sed -n 's/^cairn: session //p' "$T/term.err")
 check "  less than the whole answer arrived" [ "$(stat -c %s "$T/term.out")" -lt 50000000 ]
 expect_code 0 "what arrived is searchable" "$CAIRN" search word777 --json
