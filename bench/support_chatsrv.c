@@ -93,6 +93,33 @@ void chatsrv_render(struct buf *body, struct buf *text, size_t n_words)
 	buf_release(&word);
 }
 
+void chatsrv_render_long(struct buf *body, struct buf *text, size_t bytes, size_t piece)
+{
+	struct buf ev = BUF_INIT, delta = BUF_INIT;
+	buf_reset(body);
+	buf_reset(text);
+	for (unsigned w = 0; text->len < bytes; w++)
+		buf_printf(text, "w%u ", w);
+	add_delta(body, &ev, "{\"role\":\"assistant\",\"content\":\"\",\"refusal\":null}", "null");
+	char *part = xmalloc(piece + 1);
+	for (size_t at = 0; at < text->len; at += piece) {
+		size_t n = text->len - at < piece ? text->len - at : piece;
+		memcpy(part, text->p + at, n); /* ASCII: any cut is between characters */
+		part[n] = 0;
+		buf_reset(&delta);
+		buf_adds(&delta, "{\"content\":");
+		buf_add_json_string(&delta, part);
+		buf_addc(&delta, '}');
+		add_delta(body, &ev, delta.p, "null");
+	}
+	free(part);
+	add_delta(body, &ev, "{}", "\"stop\"");
+	add_event(body, "[DONE]", 6);
+	buf_adds(body, "0\r\n\r\n");
+	buf_release(&ev);
+	buf_release(&delta);
+}
+
 /* ---- serving ------------------------------------------------------------ */
 
 static bool write_all(int fd, const char *p, size_t n)

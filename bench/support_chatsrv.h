@@ -35,6 +35,11 @@ struct chatsrv_request {
  * Words come from bench_words via rnd(). Both bufs stay the caller's. */
 void chatsrv_render(struct buf *body, struct buf *text, size_t n_words);
 
+/* Renders a long answer of about `bytes` bytes of numbered words
+ * ("w0 w1 ..."), `piece` bytes per `data:` chunk, as chatsrv_render does
+ * otherwise; the text into text. Both bufs stay the caller's. */
+void chatsrv_render_long(struct buf *body, struct buf *text, size_t bytes, size_t piece);
+
 /* Listens on 127.0.0.1:0 and serves from a new thread; dies on failure.
  * The server is the caller's, to chatsrv_stop(). */
 struct chatsrv *chatsrv_start(void);

@@ -30,6 +30,7 @@ struct waiter {
 /* A posted batch kept for the durable callback. */
 struct sent {
 	uint64_t first_seq;
+	size_t text; /* bytes of text it holds */
 	cJSON *events;
 	struct sent *next;
 };
@@ -60,6 +61,10 @@ struct capture {
 	uint64_t lost_seq; /* ... the seq the first of them expected */
 	capture_durable_cb durable_cb;
 	void *durable_ctx;
+	size_t inflight;   /* text posted, not acknowledged */
+	bool pressed;      /* the producer was told to stop */
+	capture_pressure_cb pressure_cb;
+	void *pressure_ctx;
 	bool timer_closed;
 };
 
@@ -90,6 +95,24 @@ void capture_on_durable(struct capture *c, capture_durable_cb cb, void *ctx)
 {
 	c->durable_cb = cb;
 	c->durable_ctx = ctx;
+}
+
+void capture_on_pressure(struct capture *c, capture_pressure_cb cb, void *ctx)
+{
+	c->pressure_cb = cb;
+	c->pressure_ctx = ctx;
+}
+
+/* Tell the producer when the text in flight crosses a mark. */
+static void pressure(struct capture *c)
+{
+	bool want = c->pressed ? c->inflight > CAPTURE_INFLIGHT_LOW :
+				 c->inflight >= CAPTURE_INFLIGHT_HIGH;
+	if (want == c->pressed)
+		return;
+	c->pressed = want;
+	if (c->pressure_cb && c->st != CAPTURE_CLOSING)
+		c->pressure_cb(c, c->pressure_ctx, want);
 }
 
 static void arm_deadline(struct capture *c)
@@ -164,6 +187,7 @@ static void item_done(struct fifo_item *it, void *ctx, const struct fifo_receipt
 		c->sent_head = s->next;
 		if (!c->sent_head)
 			c->sent_tail = NULL;
+		c->inflight -= s->text;
 	}
 	if (!err)
 		c->version = r->content_version;
@@ -181,6 +205,7 @@ static void item_done(struct fifo_item *it, void *ctx, const struct fifo_receipt
 		cJSON_Delete(s->events);
 		free(s);
 	}
+	pressure(c);
 	resolve(c, false);
 	maybe_free(c);
 }
@@ -197,10 +222,11 @@ static void flush(struct capture *c)
 	}
 	cJSON *batch = c->pending;
 	c->pending = cJSON_CreateArray();
-	c->pending_text = 0;
 	c->pending_json = 0;
 	struct sent *s = xcalloc(1, sizeof *s);
 	s->first_seq = c->next_seq;
+	s->text = c->pending_text;
+	c->pending_text = 0;
 	s->events = cJSON_Duplicate(batch, 1);
 	struct cerr err;
 	if (fifo_post(c->f, fifo_history(c->session, c->next_seq, batch), item_done, c, &err) < 0) {
@@ -216,6 +242,8 @@ static void flush(struct capture *c)
 	c->sent_tail = s;
 	c->next_seq += (uint64_t)n;
 	c->posted++;
+	c->inflight += s->text;
+	pressure(c);
 }
 
 static void timer_cb(uv_timer_t *t)

@@ -80,6 +80,16 @@ struct capture *capture_new(uv_loop_t *loop, struct fifo *f, const char *session
 /* Be told of each durable batch (NULL: no). */
 void capture_on_durable(struct capture *c, capture_durable_cb cb, void *ctx);
 
+/* Text posted and not acknowledged yet at which a capture asks its
+ * producer to stop (paused true), and down to which it lets it go on: what
+ * a stream faster than the disk brings waits in the network, not in
+ * memory, and what a cancel has to save is bounded. */
+#define CAPTURE_INFLIGHT_HIGH (2u << 20)
+#define CAPTURE_INFLIGHT_LOW (1u << 20)
+typedef void (*capture_pressure_cb)(struct capture *c, void *ctx, bool paused);
+/* Be told when the text in flight crosses those marks (NULL: no). */
+void capture_on_pressure(struct capture *c, capture_pressure_cb cb, void *ctx);
+
 /* Capture a structural event of turn (data copied; NULL: {}). Ignored
  * unless OPEN or FAILED. */
 void capture_event(struct capture *c, enum vocab_type type, const char *turn,

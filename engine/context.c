@@ -157,11 +157,22 @@ static struct ctx_message *asst(struct turn *t)
 	return t->open_asst ? &t->msgs[t->n - 1] : push_msg(t, CTX_ASSISTANT);
 }
 
-static void append_text(char **dst, const char *s)
+/* Append s to p's text, in amortized O(s): the length is kept, the
+ * allocation grows by half again. */
+static void append_text(struct ctx_part *p, const char *s)
 {
-	size_t a = *dst ? strlen(*dst) : 0, b = strlen(s);
-	*dst = xrealloc(*dst, a + b + 1);
-	memcpy(*dst + a, s, b + 1);
+	if (!p->text_cap) {
+		p->text_len = p->text ? strlen(p->text) : 0;
+		p->text_cap = p->text_len + 1;
+	}
+	size_t b = strlen(s);
+	if (p->text_len + b + 1 > p->text_cap) {
+		size_t cap = p->text_cap + p->text_cap / 2;
+		p->text_cap = cap > p->text_len + b + 1 ? cap : p->text_len + b + 1;
+		p->text = xrealloc(p->text, p->text_cap);
+	}
+	memcpy(p->text + p->text_len, s, b + 1);
+	p->text_len += b;
 }
 
 static const char *str_field(const cJSON *data, const char *name)
@@ -259,7 +270,7 @@ static void add_reasoning(struct turn *t, const cJSON *data, const char *text)
 	struct ctx_part *p;
 	if (t->open_reasoning && !redacted) {
 		p = &m->parts[m->nparts - 1];
-		append_text(&p->text, text);
+		append_text(p, text);
 	} else {
 		p = push_part(m, CTX_REASONING);
 		p->text = xstrdup(text);
@@ -310,7 +321,7 @@ int context_add(struct context *c, enum vocab_type type, const char *turn, const
 		t = turn_of(c, turn);
 		struct ctx_message *m = asst(t);
 		if (t->open_text)
-			append_text(&m->parts[m->nparts - 1].text, text);
+			append_text(&m->parts[m->nparts - 1], text);
 		else
 			push_part(m, CTX_TEXT)->text = xstrdup(text);
 		t->open_text = true;

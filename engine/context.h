@@ -37,6 +37,10 @@ enum ctx_part_kind {
 struct ctx_part {
 	enum ctx_part_kind kind;
 	char *text;
+	/* text's length and allocation while pieces are appended to it (0:
+	 * not known yet, set from text at the first append), so a long
+	 * streamed answer costs what each piece holds */
+	size_t text_len, text_cap;
 	char *signature;
 	bool redacted;
 	char *call_id, *name;

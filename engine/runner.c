@@ -182,6 +182,17 @@ static cJSON *before_events(const struct turn *t)
 	return evs;
 }
 
+static void pause_or_resume(struct turn *t);
+
+/* The capture's text in flight crossed a mark (capture.h). */
+static void cap_pressure(struct capture *c, void *ctx, bool paused)
+{
+	(void)c;
+	struct turn *t = ctx;
+	t->cap_paused = paused;
+	pause_or_resume(t);
+}
+
 static void before_done(struct fifo_item *it, void *ctx, const struct fifo_receipt *rc,
 			const struct cerr *err)
 {
@@ -204,6 +215,7 @@ static void before_done(struct fifo_item *it, void *ctx, const struct fifo_recei
 	cJSON_Delete(evs);
 	t->cap = capture_new(t->r->d.loop, t->r->d.fifo, t->session, t->next_seq, t->version, NULL);
 	capture_on_durable(t->cap, captured, t);
+	capture_on_pressure(t->cap, cap_pressure, t);
 	runner_note_flush(t);
 	if (t->cancel) {
 		t->outcome = "canceled";
@@ -213,18 +225,25 @@ static void before_done(struct fifo_item *it, void *ctx, const struct fifo_recei
 	runner_step_start(t);
 }
 
+/* A turn's call reads on while neither the sink's consumer nor the
+ * turn's capture is behind. */
+static void pause_or_resume(struct turn *t)
+{
+	if (!t->call)
+		return;
+	if (t->r->paused || t->cap_paused)
+		call_pause(t->call);
+	else
+		call_resume(t->call);
+}
+
 static void pressure_cb(struct sink *s, bool paused, void *ctx)
 {
 	(void)s;
 	struct runner *r = ctx;
 	r->paused = paused;
 	for (struct turn *t = r->turns; t; t = t->next)
-		if (t->call) {
-			if (paused)
-				call_pause(t->call);
-			else
-				call_resume(t->call);
-		}
+		pause_or_resume(t);
 }
 
 struct runner *runner_new(const struct runner_deps *deps)

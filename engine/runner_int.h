@@ -43,6 +43,7 @@ struct turn {
 	char *model, *base_url, *api_key, *system;
 	cJSON *tools;
 	struct capture *cap;
+	bool cap_paused; /* its capture has too much text in flight: the call waits */
 	struct call *call;
 	unsigned step, max_steps, calls;
 	const struct tool_ctx *tool_ctx;

@@ -300,6 +300,6 @@ void runner_step_start(struct turn *t)
 	spec.prompt = t->text;
 	struct call_hooks hk = {before_attempt, on_event, on_done, t};
 	t->call = call_start(t->r->d.loop, t->r->d.http, &spec, &hk);
-	if (t->r->paused)
+	if (t->r->paused || t->cap_paused)
 		call_pause(t->call);
 }

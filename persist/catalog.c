@@ -243,6 +243,15 @@ int cat_in_tx(struct catalog *c, struct cerr *err, int (*fn)(struct catalog *, v
 	return catalog_commit(c, err);
 }
 
+struct cat_work catalog_work(struct catalog *c)
+{
+	int hit = 0, miss = 0, write = 0, hw;
+	sqlite3_db_status(c->db, SQLITE_DBSTATUS_CACHE_HIT, &hit, &hw, 1);
+	sqlite3_db_status(c->db, SQLITE_DBSTATUS_CACHE_MISS, &miss, &hw, 1);
+	sqlite3_db_status(c->db, SQLITE_DBSTATUS_CACHE_WRITE, &write, &hw, 1);
+	return (struct cat_work){(uint64_t)hit + (uint64_t)miss, (uint64_t)miss, (uint64_t)write};
+}
+
 int catalog_integrity(struct catalog *c, bool *ok, char **msg, struct cerr *err)
 {
 	sqlite3_stmt *st = cat_prepare(c, "PRAGMA integrity_check", err);

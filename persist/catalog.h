@@ -32,8 +32,8 @@
 #include "persist/store.h"
 
 #define CATALOG_FILE "index.db"
-#define CATALOG_SCHEMA 6     /* PRAGMA user_version; not the log format */
-#define CATALOG_SCHEMA_STR "6"
+#define CATALOG_SCHEMA 7     /* PRAGMA user_version; not the log format */
+#define CATALOG_SCHEMA_STR "7"
 #define CATALOG_TITLE_MAX 80 /* characters of a title derived from a prompt */
 #define CATALOG_EXPLICIT_TITLE_MAX 200 /* characters of an explicit title shown on a terminal */
 #define CATALOG_PREVIEW_MAX 200
@@ -248,6 +248,15 @@ void cat_hits_free(struct cat_hit *h, size_t n);
  * (open, completed, canceled, failed, interrupted). *found false if none. */
 int catalog_claim(struct catalog *c, const char *client_submit_id, bool *found, char **session,
 		  char **turn, char **state, struct cerr *err);
+
+/* The SQLite work of c's connection since the last call (or its opening):
+ * pages looked up (in its cache or read) and pages written to the WAL
+ * (SQLITE_DBSTATUS_CACHE_HIT, _MISS, _WRITE); for tests and benches that
+ * count work rather than time it. Returns values. */
+struct cat_work {
+	uint64_t pages_looked_up, pages_read, pages_written;
+};
+struct cat_work catalog_work(struct catalog *c);
 
 /* PRAGMA integrity_check: *ok and a message ("ok" or the first problem);
  * caller frees *msg. */

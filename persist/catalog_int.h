@@ -27,9 +27,11 @@ struct catalog {
 	size_t n_cache;
 };
 
-/* A document being built: all text of one role in one turn. */
+/* A document being built: the text of one role in one turn that a batch
+ * (or a whole log) brings, or of one event outside any turn. */
 struct doc {
 	char *turn;
+	uint64_t seq;     /* outside any turn: the event's */
 	const char *role; /* static: user, assistant, tool */
 	char *key;        /* "turn US role": its key in row.doc_at */
 	struct buf text;
@@ -60,6 +62,21 @@ struct row {
 	struct claim *claims, *ends;
 	size_t n_claims, n_ends;
 };
+
+/* Search documents (catalog_docs.c): a role's text in a turn cut into
+ * segments of at most CAT_SEG_MAX bytes, each starting up to
+ * CAT_SEG_OVERLAP bytes before the previous one ends; an open turn's text
+ * after the last cut waits outside the word index. */
+#define CAT_SEG_MAX (64 * 1024)
+#define CAT_SEG_OVERLAP 1024
+#define CAT_SEG_WINDOW 512 /* a cut looks for a space in the segment's last bytes */
+/* Add text[0..n) to the document of (session, turn, role), or outside any
+ * turn (turn "") a document of its own for the event seq; open: the turn
+ * is open (its tail waits outside the word index). */
+int cat_doc_add(struct catalog *c, const char *session, const char *turn, const char *role,
+		int64_t seq, const char *text, size_t n, bool open, struct cerr *err);
+/* The turn ended: its tails go into the word index. */
+int cat_doc_close(struct catalog *c, const char *session, const char *turn, struct cerr *err);
 
 int cat_fail(struct catalog *c, struct cerr *err, int rc, const char *what);
 /* Run fn inside the caller's transaction, or in one of its own. */

@@ -42,11 +42,14 @@ static const char *str_field(const cJSON *data, const char *name)
 
 #define DOC_MAX (64 * 1024) /* text indexed per event */
 
-static void add_doc(struct row *r, const char *turn, const char *role, const char *text)
+static void add_doc(struct row *r, uint64_t seq, const char *turn, const char *role,
+		    const char *text)
 {
 	if (!text || !*text)
 		return; /* nothing to index, and no separator: a batch never stores one */
-	char *key = xasprintf("%s\x1f%s", turn, role);
+	/* Outside any turn, each event is a document of its own. */
+	char *key = *turn ? xasprintf("%s\x1f%s", turn, role) :
+			    xasprintf("\x1f%s\x1f%llu", role, (unsigned long long)seq);
 	size_t at;
 	struct doc *d;
 	if (strmap_get(&r->doc_at, key, &at)) {
@@ -56,6 +59,7 @@ static void add_doc(struct row *r, const char *turn, const char *role, const cha
 		r->docs = xreallocarray(r->docs, r->n_docs + 1, sizeof *r->docs);
 		d = &r->docs[r->n_docs];
 		d->turn = xstrdup(turn);
+		d->seq = seq;
 		d->role = role;
 		d->key = key;
 		buf_init(&d->text);
@@ -177,19 +181,19 @@ void row_apply(struct row *r, uint64_t seq, int64_t t, enum vocab_type type, con
 		}
 		set_str(&r->last_prompt, prompt);
 		free(prompt);
-		add_doc(r, tk, "user", text);
+		add_doc(r, seq, tk, "user", text);
 		break;
 	}
 	case VT_ASSISTANT_TEXT:
-		add_doc(r, tk, "assistant", str_field(data, "text"));
+		add_doc(r, seq, tk, "assistant", str_field(data, "text"));
 		break;
 	case VT_TOOL_RESULT: {
 		const cJSON *out = cJSON_GetObjectItemCaseSensitive(data, "output");
 		if (cJSON_IsString(out)) {
-			add_doc(r, tk, "tool", out->valuestring);
+			add_doc(r, seq, tk, "tool", out->valuestring);
 		} else if (out && !cJSON_IsNull(out)) {
 			char *s = json_print(out);
-			add_doc(r, tk, "tool", s);
+			add_doc(r, seq, tk, "tool", s);
 			free(s);
 		}
 		break;
@@ -288,29 +292,13 @@ static int row_store(struct catalog *c, const struct row *r, bool replace, struc
 	free(open);
 	if (rc != SQLITE_DONE)
 		return cat_fail(c, err, rc, "store session");
-	/* An open turn's text waits outside the word index: appending to a
-	 * document there would index it whole again at every save. */
+	/* Each document's new text, at the cost of that text (catalog_docs.c):
+	 * an open turn's waits outside the word index. */
 	for (size_t i = 0; i < r->n_docs; i++) {
 		const struct doc *d = &r->docs[i];
-		if (!d->text.len)
-			continue;
-		const char *sep = strcmp(d->role, "assistant") == 0 ? "" : "\n";
-		st = cat_prepare(c,
-			"INSERT INTO docs (session, turn, role, body, indexed) VALUES (?1, ?2, ?3, ?4, ?6)"
-			" ON CONFLICT(session, turn, role) DO UPDATE SET body = body || ?5 || ?4,"
-			" indexed = ?6", err);
-		if (!st)
+		if (d->text.len && cat_doc_add(c, r->id, d->turn, d->role, (int64_t)d->seq, d->text.p,
+					       d->text.len, turn_open(r, d->turn), err) < 0)
 			return -1;
-		cat_bind_str(st, 1, r->id);
-		cat_bind_str(st, 2, d->turn);
-		cat_bind_str(st, 3, d->role);
-		sqlite3_bind_text(st, 4, d->text.p, (int)d->text.len, SQLITE_STATIC);
-		cat_bind_str(st, 5, sep);
-		sqlite3_bind_int(st, 6, !turn_open(r, d->turn));
-		rc = sqlite3_step(st);
-		cat_done(c, st);
-		if (rc != SQLITE_DONE)
-			return cat_fail(c, err, rc, "store text");
 	}
 	for (size_t i = 0; i < r->n_claims; i++)
 		if (run_strs(c, "INSERT OR REPLACE INTO claims (client_submit_id, session, turn, state)"
@@ -321,9 +309,7 @@ static int row_store(struct catalog *c, const struct row *r, bool replace, struc
 	 * started again since), and its claim settles. */
 	for (size_t i = 0; i < r->n_ends; i++) {
 		const struct claim *e = &r->ends[i];
-		if (!turn_open(r, e->turn) &&
-		    run_strs(c, "UPDATE docs SET indexed = 1 WHERE session = ?1 AND turn = ?2"
-				" AND indexed = 0", r->id, e->turn, NULL, "index text", err) < 0)
+		if (!turn_open(r, e->turn) && cat_doc_close(c, r->id, e->turn, err) < 0)
 			return -1;
 		if (run_strs(c, "UPDATE claims SET state = ?3 WHERE session = ?1 AND turn = ?2", r->id,
 			     e->turn, e->state, "settle claim", err) < 0)

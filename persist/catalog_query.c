@@ -274,6 +274,35 @@ static int by_rank(const void *a, const void *b)
 	return before(a, b) ? -1 : before(b, a) ? 1 : 0;
 }
 
+/* Keep the first of the hits of each (session, turn, role) in v, in
+ * order: a role's text in a turn is one hit however many of its segments
+ * (or its open tail) matched. */
+static void one_per_turn(struct hits *h)
+{
+	struct strmap seen;
+	strmap_init(&seen);
+	char **keys = xcalloc(h->n + 1, sizeof *keys); /* the map borrows them */
+	size_t k = 0;
+	for (size_t i = 0; i < h->n; i++) {
+		struct ranked *r = &h->v[i];
+		char *key = xasprintf("%s\x1f%s\x1f%s", r->h.session, r->h.turn, r->h.role);
+		size_t at;
+		if (strmap_get(&seen, key, &at)) {
+			hit_release(&r->h);
+			free(key);
+			continue;
+		}
+		keys[k] = key;
+		strmap_put(&seen, key, k);
+		h->v[k++] = *r;
+	}
+	h->n = k;
+	strmap_release(&seen);
+	for (size_t i = 0; i < k; i++)
+		free(keys[i]);
+	free(keys);
+}
+
 static int newest_first(const void *a, const void *b)
 {
 	int64_t x = ((const struct ranked *)a)->docid, y = ((const struct ranked *)b)->docid;
@@ -302,10 +331,17 @@ static int open_hits(struct catalog *c, const struct buf *match, size_t limit, b
 		     struct hits *out, struct cerr *err)
 {
 	const char *deleted = with_deleted ? "" : " AND s.deleted_at IS NULL";
+	/* A tail is the pieces of one role's text in an open turn: one
+	 * document, known by its first piece's docid. */
 	char *fill = xasprintf("DELETE FROM temp.open_words;"
-			       "INSERT INTO temp.open_words(rowid, body) SELECT d.docid, d.body"
+			       "INSERT INTO temp.open_words(rowid, body) SELECT d.docid,"
+			       " (SELECT group_concat(body, '') FROM (SELECT body FROM docs x"
+			       "  WHERE x.session = d.session AND x.turn = d.turn AND x.role = d.role"
+			       "  AND x.indexed = 0 ORDER BY x.part))"
 			       " FROM docs d JOIN sessions s ON s.id = d.session"
-			       " WHERE d.indexed = 0%s", deleted);
+			       " WHERE d.indexed = 0 AND NOT EXISTS (SELECT 1 FROM docs y"
+			       "  WHERE y.session = d.session AND y.turn = d.turn AND y.role = d.role"
+			       "  AND y.indexed = 0 AND y.part < d.part)%s", deleted);
 	int ret = cat_exec(c, "CREATE VIRTUAL TABLE IF NOT EXISTS temp.open_words USING"
 			      " fts5(body, tokenize='cairn')", err);
 	if (ret == 0)
@@ -449,8 +485,10 @@ static int word_hits(struct catalog *c, const struct buf *match, size_t limit, i
 			hit_release(&out->v[i].h);
 		out->n = CATALOG_SEARCH_WINDOW;
 	}
-	if (ret == 0)
+	if (ret == 0) {
 		qsort(out->v, out->n, sizeof *out->v, by_rank);
+		one_per_turn(out);
+	}
 	if (ret == 0 && out->n)
 		ret = add_snippets(c, match, out->v, out->n < limit ? out->n : limit, err);
 	return ret;
@@ -498,7 +536,8 @@ static int search_in_tx(struct catalog *c, const struct cat_query *q, size_t lim
 		free(est.stats);
 	if (ret == 0 && open) {
 		/* Open turns' text is always searched whole: count it in both. */
-		sqlite3_stmt *cnt = cat_prepare(c, "SELECT count(*) FROM docs WHERE indexed = 0", err);
+		sqlite3_stmt *cnt = cat_prepare(c, "SELECT count(*) FROM (SELECT 1 FROM docs"
+						   " WHERE indexed = 0 GROUP BY session, turn, role)", err);
 		if (!cnt)
 			ret = -1;
 		else if ((rc = sqlite3_step(cnt)) == SQLITE_ROW) {
@@ -525,6 +564,8 @@ static int search_in_tx(struct catalog *c, const struct cat_query *q, size_t lim
 			out->v = m;
 			out->cap = out->n;
 		}
+		if (ret == 0)
+			one_per_turn(out);
 	}
 	return ret;
 }

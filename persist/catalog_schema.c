@@ -1,14 +1,15 @@
 /* catalog_schema.c — the catalog's tables, and bringing an older index.db
- * to this build's schema: 3, 4 and 5 migrate in place to 6, anything older
+ * to this build's schema: 3 to 6 migrate in place to 7, anything older
  * is dropped and created again (everything in it is derived from the logs
  * but the watermarks). */
 #include "persist/catalog.h"
 #include "persist/catalog_int.h"
 
 
-/* The word index holds the text of ended turns (and text outside any
- * turn); an open turn's text waits in docs, indexed = 0, and a search
- * reads it there (catalog_query.c). */
+/* The word index holds the segments of ended turns' text (and text
+ * outside any turn); an open turn's text after its last cut waits in docs,
+ * indexed = 0, and a search reads it there (catalog_query.c,
+ * catalog_docs.c). */
 #define DOCS_TRIGGERS \
 	"CREATE TRIGGER docs_ai AFTER INSERT ON docs WHEN new.indexed BEGIN" \
 	"  INSERT INTO fts_words(rowid, body) VALUES (new.docid, new.body);" \
@@ -21,6 +22,24 @@
 	"   WHERE old.indexed;" \
 	"  INSERT INTO fts_words(rowid, body) SELECT new.docid, new.body WHERE new.indexed;" \
 	"END;"
+
+/* A row is a segment of a role's text in a turn (part 0, 1, ...), or of
+ * an open turn a piece of the text after its last cut (indexed = 0, tail
+ * its bytes up to and including the piece), or text outside any turn
+ * (part = the event's seq). */
+#define DOCS_SQL \
+	"CREATE TABLE docs (" \
+	"  docid INTEGER PRIMARY KEY," \
+	"  session TEXT NOT NULL," \
+	"  turn TEXT NOT NULL," \
+	"  role TEXT NOT NULL," \
+	"  part INTEGER NOT NULL DEFAULT 0," \
+	"  body TEXT NOT NULL," \
+	"  indexed INTEGER NOT NULL DEFAULT 1," /* 0 while its turn is open */ \
+	"  tail INTEGER NOT NULL DEFAULT 0," \
+	"  UNIQUE(session, turn, role, part)" \
+	");" \
+	"CREATE INDEX docs_open ON docs(session) WHERE indexed = 0;"
 
 /* Durable watermarks are not derived from the logs: they live apart from
  * the projection, which a reindex clears and rebuilds, and are keyed by
@@ -58,16 +77,7 @@ static const char schema_sql[] =
 	"  proj_dev INTEGER, proj_ino INTEGER, proj_len INTEGER, proj_ctime INTEGER"
 	");"
 	"CREATE INDEX sessions_order ON sessions(pinned DESC, updated_at DESC, id DESC);"
-	"CREATE TABLE docs ("
-	"  docid INTEGER PRIMARY KEY,"
-	"  session TEXT NOT NULL,"
-	"  turn TEXT NOT NULL,"
-	"  role TEXT NOT NULL,"
-	"  body TEXT NOT NULL,"
-	"  indexed INTEGER NOT NULL DEFAULT 1," /* 0 while its turn is open */
-	"  UNIQUE(session, turn, role)"
-	");"
-	"CREATE INDEX docs_open ON docs(session) WHERE indexed = 0;"
+	DOCS_SQL
 	"CREATE VIRTUAL TABLE fts_words USING fts5(body, content='docs', content_rowid='docid',"
 	"  tokenize='cairn');"
 	DOCS_TRIGGERS
@@ -103,6 +113,21 @@ static const char migrate_5_drop_sql[] =
 	"ALTER TABLE sessions DROP COLUMN wm_len; ALTER TABLE sessions DROP COLUMN wm_seq;"
 	"ALTER TABLE sessions DROP COLUMN wm_dev; ALTER TABLE sessions DROP COLUMN wm_ino;";
 
+/* Schema 6 to 7: documents are segments (part), an open turn's text the
+ * pieces its batches brought (tail). The rows keep their docids, so the
+ * word index stays as it is; an old document is one segment, cut when
+ * text is next added to it. */
+static const char migrate_6_sql[] =
+	"DROP TRIGGER docs_ai; DROP TRIGGER docs_ad; DROP TRIGGER docs_au; DROP INDEX docs_open;"
+	"ALTER TABLE docs RENAME TO docs_6;"
+	DOCS_SQL
+	"INSERT INTO docs (docid, session, turn, role, part, body, indexed, tail)"
+	" SELECT docid, session, turn, role,"
+	"  row_number() OVER (PARTITION BY session, turn, role ORDER BY docid) - 1, body, indexed,"
+	"  CASE WHEN indexed THEN 0 ELSE length(CAST(body AS BLOB)) END FROM docs_6;"
+	"DROP TABLE docs_6;"
+	DOCS_TRIGGERS;
+
 static const char drop_sql[] =
 	"DROP TRIGGER IF EXISTS docs_ai; DROP TRIGGER IF EXISTS docs_ad; DROP TRIGGER IF EXISTS docs_au;"
 	"DROP TABLE IF EXISTS fts_words; DROP TABLE IF EXISTS fts_tri; DROP TABLE IF EXISTS docs;"
@@ -135,17 +160,18 @@ int cat_schema_upgrade(struct catalog *c, struct cerr *err)
 		version = q && sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int(q, 0) : -1;
 		cat_done(c, q);
 		/* Schema 3 lacks an index, 4 the mark of open turns' text, 5
-		 * the watermarks' own table. Older ones are dropped, not
+		 * the watermarks' own table, 6 the segments of documents. Older ones are dropped, not
 		 * migrated: everything in them is derived from the logs, and
 		 * the next sync projects them again (their watermarks are
 		 * lost, which only makes them lag until a writer heals them). */
 		int r = 0;
-		if (version >= 3 && version <= 5)
+		if (version >= 3 && version <= 6)
 			r = (version == 3 && cat_exec(c, migrate_3_sql, err) < 0) ||
 					    (version <= 4 && cat_exec(c, migrate_4_sql, err) < 0) ||
-					    cat_exec(c, migrate_5_sql, err) < 0 ||
-					    cat_migrate_5(c, err) < 0 ||
-					    cat_exec(c, migrate_5_drop_sql, err) < 0 ? -1 : 0;
+					    (version <= 5 && (cat_exec(c, migrate_5_sql, err) < 0 ||
+							      cat_migrate_5(c, err) < 0 ||
+							      cat_exec(c, migrate_5_drop_sql, err) < 0)) ||
+					    cat_exec(c, migrate_6_sql, err) < 0 ? -1 : 0;
 		else if (version >= 0 && version < CATALOG_SCHEMA)
 			r = (version > 0 && cat_exec(c, drop_sql, err) < 0) ||
 					    cat_exec(c, schema_sql, err) < 0 ? -1 : 0;

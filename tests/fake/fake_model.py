@@ -78,6 +78,9 @@ request gets reply N (a 500 once they run out). A REPLY, every key optional:
   hold_ms                after the last write, hold the connection open this
                          long before ending the body
   repeat_text            repeat "text" this many times (long streams)
+  delta_chars            cut the text into deltas of this many characters
+                         (instead of pieces): with split N and no rate, a
+                         long answer streamed flat out
 """
 import argparse
 import base64
@@ -443,6 +446,9 @@ def text_deltas(r, rng):
     if text is None:
         return []
     text = text * int(r.get("repeat_text", 1))
+    if "delta_chars" in r:
+        n = max(1, int(r["delta_chars"]))
+        return [text[i:i + n] for i in range(0, len(text), n)]
     return pieces(text, int(r.get("pieces", max(1, len(text) // 4))), rng)
 
 

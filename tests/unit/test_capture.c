@@ -269,6 +269,55 @@ static void test_capture_long_text_is_cut_on_character_boundaries(void **state)
 	uv_run(&x->loop, UV_RUN_NOWAIT);
 }
 
+struct presses {
+	struct buf seen; /* "1 " when told to stop, "0 " when to go on */
+	size_t fed, fed_then;
+};
+
+static void press_cb(struct capture *c, void *ctx, bool paused)
+{
+	(void)c;
+	struct presses *p = ctx;
+	buf_adds(&p->seen, paused ? "1 " : "0 ");
+	if (paused)
+		p->fed_then = p->fed;
+}
+
+/* A stream faster than the disk: with CAPTURE_INFLIGHT_HIGH bytes of text
+ * posted and not acknowledged the producer is told to stop (once), and
+ * told to go on once the acknowledgments bring it down to the low mark;
+ * nothing of the text is lost. */
+static void test_capture_text_in_flight_is_bounded(void **state)
+{
+	struct cx *x = *state;
+	struct capture *c = capture_new(&x->loop, x->f, "S", x->next_seq, x->version, NULL);
+	struct presses p = {.seen = BUF_INIT};
+	capture_on_pressure(c, press_cb, &p);
+	char piece[4096];
+	memset(piece, 'a', sizeof piece);
+	/* No loop runs meanwhile: nothing is acknowledged. */
+	for (; p.fed < 3 * CAPTURE_INFLIGHT_HIGH / 2; p.fed += sizeof piece)
+		capture_text(c, CAPTURE_TEXT, "t1", piece, sizeof piece);
+	assert_string_equal(p.seen.p ? p.seen.p : "", "1 ");
+	assert_true(p.fed_then + sizeof piece >= CAPTURE_INFLIGHT_HIGH);
+	assert_true(p.fed_then <= CAPTURE_INFLIGHT_HIGH + 16 * 1024);
+	struct commits k = {.durable = BUF_INIT};
+	assert_int_equal(capture_commit(c, commit_cb, &k), 0);
+	run_until(x, &k.calls, 1);
+	assert_int_equal(k.err.cls, CERR_OK);
+	assert_string_equal(p.seen.p ? p.seen.p : "", "1 0 ");
+	struct scan *s = read_log(x);
+	size_t got = 0;
+	for (size_t i = 3; i < s->n_events; i++)
+		got += strlen(text_of(s, i));
+	assert_int_equal(got, p.fed);
+	scan_free(s);
+	buf_release(&p.seen);
+	buf_release(&k.durable);
+	capture_close(c);
+	uv_run(&x->loop, UV_RUN_NOWAIT);
+}
+
 /* Bytes that are not UTF-8 (a contract the runner keeps, broken) never
  * hang the cutting or grow a batch past its size: they reach the log,
  * which refuses them, and the capture fails with the log's reason. */
@@ -465,6 +514,7 @@ int main(void)
 		T(test_capture_coalesces_deltas_and_commit_waits_for_durability),
 		T(test_capture_batch_goes_at_its_deadline),
 		T(test_capture_long_text_is_cut_on_character_boundaries),
+		T(test_capture_text_in_flight_is_bounded),
 		T(test_capture_bytes_not_utf8_fail_the_capture_without_hanging),
 		T(test_capture_failed_item_stops_everything_after_it),
 		T(test_capture_take_hands_the_rest_to_the_full_save),

@@ -241,7 +241,8 @@ static void test_schema_5_watermarks_migrate_by_header_or_drop(void **state)
 	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
 	struct cerr err;
-	assert_int_equal(catalog_open(f->st, &f->cat, &err), 0);
+	if (catalog_open(f->st, &f->cat, &err) < 0)
+		fail_msg("open: %s", err.msg);
 	raw_expect(f->root, "PRAGMA user_version", CATALOG_SCHEMA_STR);
 	raw_expect(f->root, "SELECT count(*) FROM pragma_table_info('sessions') WHERE name LIKE 'wm%'",
 		   "0");
@@ -265,6 +266,65 @@ static void test_schema_5_watermarks_migrate_by_header_or_drop(void **state)
 	expect_row(f, "s1", "status=corrupt|error~durable watermark");
 	scan_free(s1);
 	scan_free(s2);
+}
+
+/* Turn a catalog's docs table back into schema 6's: one row per
+ * (session, turn, role), no segments, no tail. */
+#define SCHEMA_6_DOCS                                                                              \
+	"DROP INDEX docs_open; DROP TRIGGER docs_ai; DROP TRIGGER docs_ad; DROP TRIGGER docs_au;"  \
+	"ALTER TABLE docs RENAME TO d7;"                                                            \
+	"CREATE TABLE docs (docid INTEGER PRIMARY KEY, session TEXT NOT NULL, turn TEXT NOT NULL," \
+	" role TEXT NOT NULL, body TEXT NOT NULL, indexed INTEGER NOT NULL DEFAULT 1,"              \
+	" UNIQUE(session, turn, role));"                                                            \
+	"INSERT INTO docs SELECT docid, session, turn, role, body, indexed FROM d7; DROP TABLE d7;" \
+	"CREATE INDEX docs_open ON docs(session) WHERE indexed = 0;"                                \
+	"CREATE TRIGGER docs_ai AFTER INSERT ON docs WHEN new.indexed BEGIN"                        \
+	"  INSERT INTO fts_words(rowid, body) VALUES (new.docid, new.body);"                       \
+	"END;"                                                                                     \
+	"CREATE TRIGGER docs_ad AFTER DELETE ON docs WHEN old.indexed BEGIN"                       \
+	"  INSERT INTO fts_words(fts_words, rowid, body) VALUES ('delete', old.docid, old.body);"  \
+	"END;"                                                                                     \
+	"CREATE TRIGGER docs_au AFTER UPDATE OF body, indexed ON docs BEGIN"                       \
+	"  INSERT INTO fts_words(fts_words, rowid, body) SELECT 'delete', old.docid, old.body"     \
+	"   WHERE old.indexed;"                                                                    \
+	"  INSERT INTO fts_words(rowid, body) SELECT new.docid, new.body WHERE new.indexed;"       \
+	"END;"
+
+/* Schema 6 (a document per role and turn, an open turn's text whole in
+ * one row) is migrated in place to segments: each row is part 0 with its
+ * docid, so the word index stays valid; an open turn's text becomes its
+ * tail, and both are still found; its turn ending indexes it. */
+static void test_schema_6_documents_migrate_in_place(void **state)
+{
+	struct fx *f = *state;
+	make(f, "s1", "/p", NULL,
+	     B("[" START("t0") ",{'type':'user/message','turn':'t0','data':{'text':'alpha first'}}]",
+	       "[" END("t0", "completed") "]",
+	       "[" START("t1") ",{'type':'assistant/text','turn':'t1','data':{'text':'open beta'}}]"));
+	assert_int_equal(sync_ok(f), 1);
+	catalog_close(f->cat);
+	f->cat = NULL;
+	sqlite3 *db = raw_open(f->root);
+	assert_int_equal(sqlite3_exec(db, SCHEMA_6_DOCS "PRAGMA user_version=6", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	struct cerr err;
+	if (catalog_open(f->st, &f->cat, &err) < 0)
+		fail_msg("open: %s", err.msg);
+	raw_expect(f->root, "PRAGMA user_version", CATALOG_SCHEMA_STR);
+	raw_expect(f->root, "SELECT group_concat(turn || '/' || part || '/' || indexed || '/' || tail,"
+			    " ' ') FROM (SELECT * FROM docs ORDER BY turn)", "t0/0/1/0 t1/0/0/9");
+	assert_int_equal(sync_ok(f), 0); /* nothing to read again */
+	expect_hits(f, "alpha", 1);
+	expect_hits(f, "beta", 1);
+	bool ok = false;
+	char *msg = NULL;
+	assert_int_equal(catalog_integrity(f->cat, &ok, &msg, &err), 0);
+	assert_true(ok);
+	free(msg);
+	append_sync(f, "s1", "[" END("t1", "completed") "]");
+	raw_expect(f->root, "SELECT count(*) FROM docs WHERE NOT indexed", "0");
+	expect_hits(f, "beta", 1);
 }
 
 static void test_second_connection_reads_during_a_write(void **state)
@@ -710,6 +770,7 @@ int main(void)
 		T(test_catalog_files_are_0600_whatever_the_umask),
 		T(test_catalog_schema_is_wal_versioned_and_kept_on_reopen),
 		T(test_schema_5_watermarks_migrate_by_header_or_drop),
+		T(test_schema_6_documents_migrate_in_place),
 		T(test_second_connection_reads_during_a_write),
 		T(test_write_waits_out_another_process_writing),
 		T(test_busy_beyond_timeout_locked),
