@@ -122,13 +122,16 @@ static void test_pause_holds_memory_bounded(void **state)
 	got_init(&g);
 	g.pause = true;
 	char *u = url(r.port, "/flood");
-	start(h, &g, u, NULL, NULL, (struct http_timeouts){.gap_ms = 200});
+	/* The gap is short against the pause, long against a busy machine's
+	 * stall between two reads of a local flood once resumed (200 ms made
+	 * this test fail now and then with both cores busy). */
+	start(h, &g, u, NULL, NULL, (struct http_timeouts){.gap_ms = 1000});
 	struct pause_probe p = {.g = &g, .r = &r};
 	uv_timer_t probe;
 	uv_timer_init(&loop, &probe);
 	probe.data = &p;
 	/* Paused longer than the gap timeout: a paused transfer has none. */
-	uv_timer_start(&probe, probe_cb, 300, 0);
+	uv_timer_start(&probe, probe_cb, 1300, 0);
 	run_until(&loop, &p.finished);
 	run_until(&loop, &g.dones);
 	assert_int_equal(g.res.outcome, HTTP_COMPLETE);
