@@ -17,7 +17,10 @@ After every kill:
   server had sent more than 250 ms before the kill (its --sent-log gives
   the CLOCK_MONOTONIC time of every write; the kill's time is taken on the
   same clock just before kill(2)) is in the log, and the log holds nothing
-  the server did not send;
+  the server did not send; the bound grows by the time the run's threads
+  waited for a CPU meanwhile (/proc/PID/task/*/schedstat, sampled while
+  this process waits: on a busy machine a run cannot read or save in time
+  it is not given);
 - the next turn (`cairn -p --session ID`) exits 0 and sends the model the
   whole history as the log holds it (each earlier prompt, each kept partial
   answer) — and the fake server rejects a malformed history as the real
@@ -284,6 +287,32 @@ class Run:
         self.phase = None
         self.active = None    # the index of the prompt whose request was the last before the kill
         self.aimed = False
+        self.pid = None
+        self.waits = []       # [(t, ns)]: how long its threads had waited for a CPU by then (sample)
+
+    def sample(self, force=False):
+        """Note how long the run's threads have waited on a run queue
+        (/proc/PID/task/*/schedstat: ready to run, given no CPU), at most
+        every 5 ms unless forced."""
+        now = time.monotonic()
+        if self.pid is None or (not force and self.waits and now - self.waits[-1][0] < 0.005):
+            return
+        total = 0
+        try:
+            for t in os.listdir(f"/proc/{self.pid}/task"):
+                with open(f"/proc/{self.pid}/task/{t}/schedstat") as f:
+                    total += int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            return  # gone
+        self.waits.append((now, total))
+
+    def waited(self, t0, t1):
+        """Seconds the run's threads waited for a CPU from t0 to t1 (from
+        the samples at or before each; a thread's wait counts whole, so
+        with several threads waiting at once this errs long)."""
+        def at(t):
+            return next((ns for ts, ns in reversed(self.waits) if ts <= t), self.waits[0][1] if self.waits else 0)
+        return max(0, at(t1) - at(t0)) / 1e9
 
     @property
     def t_ran(self):
@@ -350,6 +379,8 @@ class Crash:
         self.counter = 0
         self.sent_prompts = {}  # prompt -> requests that carried it
         self.queued = {"runs": 0, "queued": 0, "started": 0}  # runs of several prompts, inputs in the logs
+        self.run = None         # the run under way (its waits are sampled while this process polls)
+        self.max_waited = 0.0   # the most a lost text's bound was stretched by waits for a CPU
 
     # ---- running cairn ----
 
@@ -383,6 +414,8 @@ class Crash:
         process exits or WAIT passes."""
         end = time.monotonic() + WAIT
         while time.monotonic() < end:
+            if self.run is not None:
+                self.run.sample()
             v = cond()
             if v is not None:
                 return v
@@ -447,6 +480,8 @@ class Crash:
             t0 = time.monotonic()
             p = subprocess.Popen(argv, cwd=self.work, env=self.env, stdin=subprocess.DEVNULL,
                                  stdout=out, stderr=err)
+        run.pid, self.run = p.pid, run
+        run.sample(True)
         reqs = []
 
         def request(i):
@@ -493,13 +528,16 @@ class Crash:
             at = w and w["t"] + self.rng.uniform(0, 0.004)  # settling takes 2-5 ms
         if at is not None:
             while time.monotonic() < at and p.poll() is None:
+                run.sample()
                 time.sleep(min(0.002, max(0, at - time.monotonic())))
         killed = False
         if p.poll() is None:
+            run.sample(True)
             run.t_kill = time.monotonic()
             os.kill(p.pid, signal.SIGKILL)
             killed = True
         rc = p.wait()
+        self.run = None
         if run.t_stop is not None and rc == -signal.SIGXFSZ:
             killed = True  # stop_at_end: the write past the limit ended it
         self.runs += 1
@@ -582,6 +620,7 @@ class Crash:
             time.sleep(0.001)
         if p.poll() is not None:
             return
+        run.sample(True)
         run.t_stop = time.monotonic()
         log = self.log_path(s.id or self.printed_session(out_path))
         limit = (os.path.getsize(log) if log else 0) + self.rng.randrange(64)
@@ -920,9 +959,13 @@ class Crash:
         lost = 0.0 if lost_from is None else max(0.0, k.run.t_ran - lost_from)
         if k.index == k.run.active:  # the reply the kill cut (those before it ended)
             self.lost_ms.append(lost * 1000)
+        waited = k.run.waited(lost_from, k.run.t_ran) if lost_from is not None else 0.0
         if lost > BOUND:
+            self.max_waited = max(self.max_waited, min(waited, lost - BOUND))
+        if lost > BOUND + waited:
             self.problem(f"{s.id}: turn {t['id']} ({k.phase}) lost text sent {lost * 1000:.0f} ms before "
-                         f"the kill (bound {BOUND * 1000:.0f} ms): {len(logged)} characters logged")
+                         f"the kill (bound {BOUND * 1000:.0f} ms, plus {waited * 1000:.0f} ms its threads "
+                         f"waited for a CPU): {len(logged)} characters logged")
 
     def end_session(self, s):
         """The last word on a session: repaired by the next open, the next
@@ -1039,7 +1082,8 @@ class Crash:
             f"{self.runs} runs in {secs:.0f}s, {self.nsess} sessions, repairs {self.repairs}, {self.torn} torn "
             f"tails left by kills and {self.torn_made} appended; text lost "
             f"before a kill: median {q(0.5):.0f} ms, p90 {q(0.9):.0f} ms, max {q(1.0):.0f} ms "
-            f"(bound {BOUND * 1000:.0f}); {self.queued['runs']} runs of 2-3 prompts: "
+            f"(bound {BOUND * 1000:.0f}, stretched by waits for a CPU by at most {self.max_waited * 1000:.0f}); "
+            f"{self.queued['runs']} runs of 2-3 prompts: "
             f"{self.queued['queued']} prompts queued, {self.queued['started']} of them started once, the others "
             "still queued and never sent")
 
