@@ -18,9 +18,9 @@ After every kill:
   the CLOCK_MONOTONIC time of every write; the kill's time is taken on the
   same clock just before kill(2)) is in the log, and the log holds nothing
   the server did not send; the bound grows by the time the run's threads
-  waited for a CPU meanwhile (/proc/PID/task/*/schedstat, sampled while
-  this process waits: on a busy machine a run cannot read or save in time
-  it is not given);
+  waited for a CPU or a disk meanwhile (/proc/PID/task/*/schedstat and
+  state D, sampled while this process waits: on a busy machine a run
+  cannot read or save in time it is not given);
 - the next turn (`cairn -p --session ID`) exits 0 and sends the model the
   whole history as the log holds it (each earlier prompt, each kept partial
   answer) — and the fake server rejects a malformed history as the real
@@ -288,31 +288,44 @@ class Run:
         self.active = None    # the index of the prompt whose request was the last before the kill
         self.aimed = False
         self.pid = None
-        self.waits = []       # [(t, ns)]: how long its threads had waited for a CPU by then (sample)
+        self.waits = []       # [(t, ns, disk)]: how long its threads had waited for a CPU by then, and
+                              # whether one was blocked in the kernel (state D: a disk) (sample)
 
     def sample(self, force=False):
         """Note how long the run's threads have waited on a run queue
-        (/proc/PID/task/*/schedstat: ready to run, given no CPU), at most
-        every 5 ms unless forced."""
+        (/proc/PID/task/*/schedstat: ready to run, given no CPU) and
+        whether one is blocked on a disk (state D), at most every 5 ms
+        unless forced."""
         now = time.monotonic()
         if self.pid is None or (not force and self.waits and now - self.waits[-1][0] < 0.005):
             return
-        total = 0
+        total, disk = 0, False
         try:
             for t in os.listdir(f"/proc/{self.pid}/task"):
                 with open(f"/proc/{self.pid}/task/{t}/schedstat") as f:
                     total += int(f.read().split()[1])
+                with open(f"/proc/{self.pid}/task/{t}/stat") as f:
+                    line = f.read()
+                disk = disk or line[line.rfind(")") + 2] == "D"
         except (OSError, IndexError, ValueError):
             return  # gone
-        self.waits.append((now, total))
+        self.waits.append((now, total, disk))
 
     def waited(self, t0, t1):
-        """Seconds the run's threads waited for a CPU from t0 to t1 (from
-        the samples at or before each; a thread's wait counts whole, so
-        with several threads waiting at once this errs long)."""
-        def at(t):
-            return next((ns for ts, ns in reversed(self.waits) if ts <= t), self.waits[0][1] if self.waits else 0)
-        return max(0, at(t1) - at(t0)) / 1e9
+        """Seconds of t0..t1 the run was kept waiting: its threads' waits
+        for a CPU (from the samples at or before each), plus every gap
+        between samples that begins or ends with a thread blocked on a
+        disk. Errs long (threads waiting at once add up; a gap counts
+        whole): what it excuses is the machine's load, never a run that
+        had the time and did not save."""
+        if not self.waits:
+            return 0.0
+        i0 = max([i for i, w in enumerate(self.waits) if w[0] <= t0] or [0])
+        i1 = max([i for i, w in enumerate(self.waits) if w[0] <= t1] or [0])
+        cpu = max(0, self.waits[i1][1] - self.waits[i0][1]) / 1e9
+        disk = sum(self.waits[i][0] - self.waits[i - 1][0] for i in range(i0 + 1, min(i1 + 2, len(self.waits)))
+                   if self.waits[i][2] or self.waits[i - 1][2])
+        return cpu + disk
 
     @property
     def t_ran(self):
@@ -959,13 +972,13 @@ class Crash:
         lost = 0.0 if lost_from is None else max(0.0, k.run.t_ran - lost_from)
         if k.index == k.run.active:  # the reply the kill cut (those before it ended)
             self.lost_ms.append(lost * 1000)
-        waited = k.run.waited(lost_from, k.run.t_ran) if lost_from is not None else 0.0
+        waited = k.run.waited(lost_from, k.run.t_ran) if lost_from is not None else 0.0  # a busy machine
         if lost > BOUND:
             self.max_waited = max(self.max_waited, min(waited, lost - BOUND))
         if lost > BOUND + waited:
             self.problem(f"{s.id}: turn {t['id']} ({k.phase}) lost text sent {lost * 1000:.0f} ms before "
                          f"the kill (bound {BOUND * 1000:.0f} ms, plus {waited * 1000:.0f} ms its threads "
-                         f"waited for a CPU): {len(logged)} characters logged")
+                         f"waited for a CPU or a disk): {len(logged)} characters logged")
 
     def end_session(self, s):
         """The last word on a session: repaired by the next open, the next
@@ -1082,7 +1095,8 @@ class Crash:
             f"{self.runs} runs in {secs:.0f}s, {self.nsess} sessions, repairs {self.repairs}, {self.torn} torn "
             f"tails left by kills and {self.torn_made} appended; text lost "
             f"before a kill: median {q(0.5):.0f} ms, p90 {q(0.9):.0f} ms, max {q(1.0):.0f} ms "
-            f"(bound {BOUND * 1000:.0f}, stretched by waits for a CPU by at most {self.max_waited * 1000:.0f}); "
+            f"(bound {BOUND * 1000:.0f}, stretched by waits for a CPU or a disk by at most "
+            f"{self.max_waited * 1000:.0f}); "
             f"{self.queued['runs']} runs of 2-3 prompts: "
             f"{self.queued['queued']} prompts queued, {self.queued['started']} of them started once, the others "
             "still queued and never sent")
