@@ -393,7 +393,7 @@ class Crash:
         self.sent_prompts = {}  # prompt -> requests that carried it
         self.queued = {"runs": 0, "queued": 0, "started": 0}  # runs of several prompts, inputs in the logs
         self.run = None         # the run under way (its waits are sampled while this process polls)
-        self.max_waited = 0.0   # the most a lost text's bound was stretched by waits for a CPU
+        self.max_waited = 0.0   # the most a lost text's bound was stretched by waits for a CPU or a disk
 
     # ---- running cairn ----
 
