@@ -22,6 +22,11 @@ Headless, nothing waits between a call's tool/call and its tool/started
 (--approve all answers at once; ask denies), and the first call's are
 saved in one batch: the call that is durable but never started is B, while
 A runs (the summary shows what the kills after a printed tool/call found).
+One kill in eight must land while A runs (they close a call of each kind):
+if the timed instants leave that short (a busy machine runs this process
+late), kills are aimed at it, each the moment A's marker line is seen (A
+then sleeps A_SLEEP more), at most 3 x the quota runs; the phase check
+fails, saying how many landed, only when they run out.
 After every kill:
 
 - the session reopens: `inspect` reads it (ok or torn), `log cat` reads
@@ -253,7 +258,9 @@ class CrashTools:
 
     # ---- one killed run ----
 
-    def run_killed(self, s, target):
+    def run_killed(self, s, target, aim=False):
+        """Run a tools prompt on s and kill it at an instant chosen for
+        target; aimed (aim), at once when that instant begins."""
         self.counter += 1
         k = Killed(f"k{self.counter}", f"tools {self.counter} {self.rng.randrange(1 << 30):08x}", target)
         self.killed_tags.add(k.tag)
@@ -278,7 +285,7 @@ class CrashTools:
         at = None
         if target == "a_running":
             w = self.wait_for(p, lambda: (k.tag, "a") in self.marker_lines())
-            at = w and time.monotonic() + self.rng.uniform(0, A_SLEEP * 0.9)
+            at = w and time.monotonic() + (0 if aim else self.rng.uniform(0, A_SLEEP * 0.9))
         elif target == "b_running":
             w = self.wait_for(p, lambda: (k.tag, "b") in self.marker_lines())
             at = w and time.monotonic() + self.rng.uniform(0, B_SLEEP * 0.9)
@@ -555,31 +562,28 @@ class CrashTools:
         # a call of each kind.
         targets = ["a_running", "a_running", "call_printed", "b_running", "step2", "random", "random", "random"]
         plan = []
-        s = None
-        nsess = 0
+        self.session, self.nsess = None, 0
         while self.kills < self.kills_wanted:
-            if s is None or s.kills >= PER_SESSION:
-                if s is not None and s.open:
-                    self.close(s, "on_open")
-                s = self.new_session("openai" if nsess % 2 == 0 else "anthropic")
-                nsess += 1
-                if s is None:
-                    break
             if not plan:
                 plan = self.rng.sample(targets, len(targets))
                 if self.runs == 0:
                     plan.remove("a_running")
                     plan.insert(0, "a_running")
-            k, killed = self.run_killed(s, plan.pop(0))
-            self.after_kill(s, k, killed)  # a run that ended first is checked the same way
-            self.check_runs()
-            if not killed:
-                continue
-            way = self.rng.choice(["explicit", "on_open", "on_open", "deferred"])
-            if way == "deferred" and s.kills < PER_SESSION:
-                self.repairs["deferred"] += 1
-            elif s.open:
-                self.close(s, way)
+            if not self.one_run(plan.pop(0)):
+                break
+        # A share of the kills while A runs (they close a call of each
+        # kind): the random instants may leave it short on a busy machine,
+        # so then kills are aimed at it (the instant A's marker line is
+        # seen: A sleeps A_SLEEP more), at most 3 x the quota runs.
+        k = self.kills
+        need = {"a_running": max(1, k // 8)}
+        random_phases = dict(self.phases)
+        tries = 0
+        while self.phases.get("a_running", 0) < need["a_running"] and tries < 3 * need["a_running"]:
+            tries += 1
+            if not self.one_run("a_running", aim=True):
+                break
+        s, nsess = self.session, self.nsess
         if s is not None and s.open:
             self.close(s, "on_open")
         stuck = self.wait_orphans()
@@ -590,16 +594,42 @@ class CrashTools:
             "ran at most once and never again, every call closed once (outcome unknown when started, not "
             "executed when not), the next turns well formed and told so", self.problems)
         ph = self.phases
-        need = {"a_running": max(1, self.kills // 8)}
-        short = [f"{p}: {ph.get(p, 0)} < {n}" for p, n in need.items() if ph.get(p, 0) < n]
+        short = [f"{p}: {ph.get(p, 0)} < {n} kills landed there, {random_phases.get(p, 0)} of them at random and "
+                 f"{ph.get(p, 0) - random_phases.get(p, 0)} of {tries} runs aimed at it"
+                 for p, n in need.items() if ph.get(p, 0) < n]
         short += [f"{st}: none closed" for st, n in self.closed.items() if n == 0]
         tap(not short, "kills in every phase: " + ", ".join(f"{p} {n}" for p, n in sorted(ph.items())) +
+            (f" ({self.kills - k} of {tries} runs aimed at a_running)" if tries else "") +
             f"; closed by repair: {self.closed}; right after a printed tool/call: {self.after_call} (the "
             "first call's tool/call and tool/started are saved in one batch)", short)
         tap(not crash_turn.FAILED, f"crash-tools summary (seed {self.seed}): {self.kills} kills in {secs:.0f}s, "
             f"repairs {self.repairs}, {self.requests_checked} requests with tool results checked, "
             f"{self.orphans} kills left the running command's group alive {ORPHAN_WAIT:.0f} s on (its reaper "
             f"ends it with cairn), {stuck} of its processes still ran {A_SLEEP + 2:.1f} s later")
+
+    def one_run(self, target, aim=False):
+        """A killed run on the current session (a new one after
+        PER_SESSION kills), its checks, then repair as chosen; False when
+        no session could be made."""
+        s = self.session
+        if s is None or s.kills >= PER_SESSION:
+            if s is not None and s.open:
+                self.close(s, "on_open")
+            s = self.session = self.new_session("openai" if self.nsess % 2 == 0 else "anthropic")
+            self.nsess += 1
+            if s is None:
+                return False
+        k, killed = self.run_killed(s, target, aim)
+        self.after_kill(s, k, killed)  # a run that ended first is checked the same way
+        self.check_runs()
+        if not killed:
+            return True
+        way = self.rng.choice(["explicit", "on_open", "on_open", "deferred"])
+        if way == "deferred" and s.kills < PER_SESSION:
+            self.repairs["deferred"] += 1
+        elif s.open:
+            self.close(s, way)
+        return True
 
     def still_running(self):
         """What the kills left that still runs (a pid counts while its start

@@ -17,7 +17,10 @@ After every kill:
   server had sent more than 250 ms before the kill (its --sent-log gives
   the CLOCK_MONOTONIC time of every write; the kill's time is taken on the
   same clock just before kill(2)) is in the log, and the log holds nothing
-  the server did not send;
+  the server did not send; the bound grows by the time the run's threads
+  waited for a CPU or a disk meanwhile (/proc/PID/task/*/schedstat and
+  state D, sampled while this process waits: on a busy machine a run
+  cannot read or save in time it is not given);
 - the next turn (`cairn -p --session ID`) exits 0 and sends the model the
   whole history as the log holds it (each earlier prompt, each kept partial
   answer) — and the fake server rejects a malformed history as the real
@@ -41,35 +44,59 @@ Sessions alternate between the OpenAI and Anthropic protocols; each takes
 a few kills. After one kill in four nothing is checked beyond reading: the
 next killed run opens the session, repairs it and may itself be killed
 doing so. Each kill is classified by what was observed (what the run had
-printed, what the server had received and sent before the kill), and the
-test fails unless every phase above was hit.
+printed, what the server had received and sent before the kill).
+
+Every phase must take its share of the kills (the quotas scale with
+CRASH_TURN_KILLS: before_ack 1, first_byte and settle 1 in 25, stream 1 in
+10, between 1 in 50; at least 1 each). Random instants hit the short ones
+by chance (a settlement lasts 2-5 ms, which a busy machine may not give
+this process in time), so after the random kills each phase short of its
+quota gets kills aimed at it, at most 3 x its quota runs, which land there
+whatever the timing: before the BEFORE save, the kill follows the start at
+once; waiting for the first byte and in the stream, the reply holds (the
+fake server's hold) before its status line or its write MID and the kill
+comes while it holds; at the end of a reply (settle, between) the run is
+stopped (SIGSTOP) while the reply holds before its terminating chunk, the
+chunk is sent, the files the run may write are limited (RLIMIT_FSIZE) to
+its log's size plus 0-63 bytes, and the run goes on until its first write
+past that limit ends it (SIGXFSZ): inside or right before its log's next
+frame, before its settlement is acknowledged. The phase check fails,
+naming the phase, how many kills landed there at random and how many of
+the aimed runs, only when the aimed runs run out: when a phase's promise
+breaks (a run that settles without writing its log, say). The stream bound
+counts from when the run last ran (Run.t_ran: the stop, not the kill).
 
 Environment:
   CAIRN             the binary (tests/run.sh sets it)
-  CRASH_TURN_KILLS  kills (default 100: about 90 s on two cores); the long
-                    run is CRASH_TURN_KILLS=1000 (15-21 minutes)
+  CRASH_TURN_KILLS  kills at random (default 100: about 90 s on two cores),
+                    then the aimed ones if a phase is short (a few); the
+                    long run is CRASH_TURN_KILLS=1000 (15-21 minutes)
   CRASH_TURN_SEED   the random seed (default: from the clock; every TAP
                     summary names it, so a failing run can be replayed)
   CRASH_TURN_KEEP   a directory: the data of a failing run is copied there
   CRASH_TURN_TARGETS  aim every kill at these instants only, e.g. "settle"
                     or "start,stream" (of start, first_byte, stream, settle,
-                    between; the phase check then fails for the others)
+                    between; the phase check then fails for the others:
+                    only these are aimed at)
 
-Prints TAP (one line per group of 20 kills, then phase coverage and a
-summary with the figures); run by tests/cli/test_crash_turn.sh.
+Prints TAP (one line per group of 20 kills, one for the aimed kills if
+any, then phase coverage and a summary with the figures); run by
+tests/cli/test_crash_turn.sh.
 
 What is known of a session (Session: the events runs printed, the prompts
 of killed runs not yet checked) is checked against its whole log after
 every kill (verify_log, verify_queue), so a check is added in one place.
 The input/queued, input/dequeued and turn/start events a run printed are
 acknowledged like any other (Session.acked). Every prompt's text is
-unique and its prefix picks its route (quick, crash-short, crash, next):
+unique and its prefix picks its route (quick, crash-short, crash, next;
+held-head, held-mid, held-end before one of them: the reply holds there):
 the prompts before the one a kill aims at get quick replies.
 """
 import base64
 import json
 import os
 import random
+import resource
 import shutil
 import signal
 import subprocess
@@ -91,6 +118,8 @@ QUICK = 10           # deltas of a queued run's prompts before the one a kill ai
 QUEUED = 0.35        # the share of runs given 2 or 3 prompts (the later ones queued input)
 BETWEEN = 0.004      # a kill between queued prompts: this long after the reply before ended
                      # (the next request follows 5-20 ms later: settlement, then a BEFORE save)
+MID = LONG // 3      # a kill aimed into the stream: the write its reply holds before
+TRIES = 3            # a phase short of its quota after the random kills gets up to TRIES x quota aimed runs
 GROUP = 20           # kills per TAP line
 PER_SESSION = 5      # kills per session
 WAIT = 20.0          # longest wait for anything to happen
@@ -127,7 +156,17 @@ class Fake:
         self.dir = tmp
         self.record = os.path.join(tmp, "record.jsonl")
         self.sent = os.path.join(tmp, "sent.jsonl")
+        self.holds = os.path.join(tmp, "holds")
+        os.makedirs(self.holds)
+
+        def held(reply, at):
+            return dict(reply, hold={"at": at, "until": self.holds})
         script = {"routes": [
+            # Aimed kills: the reply holds at a point until released.
+            {"prompt_prefix": "held-head crash ", "reply": held(slow_reply(LONG), "head")},
+            {"prompt_prefix": "held-mid crash ", "reply": held(slow_reply(LONG), MID)},
+            {"prompt_prefix": "held-end crash-short ", "reply": held(slow_reply(SHORT), "end")},
+            {"prompt_prefix": "held-end quick ", "reply": held(slow_reply(QUICK, 1000, 0), "end")},
             {"prompt_prefix": "crash-short ", "reply": slow_reply(SHORT)},
             {"prompt_prefix": "crash ", "reply": slow_reply(LONG)},
             {"prompt_prefix": "quick ", "reply": slow_reply(QUICK, 1000, 0)},
@@ -172,8 +211,13 @@ class Fake:
                 self.sent_lines.setdefault(line["n"], []).append(line)
 
     def writes(self, n):
+        """The sent-log lines of request n: its writes and where it held."""
         self.poll_sent()
         return self.sent_lines.get(n, [])
+
+    def release(self, n):
+        """Let request n's reply go on from where it holds."""
+        open(os.path.join(self.holds, str(n)), "w").close()
 
 
 def text_deltas(proto, writes, upto):
@@ -239,8 +283,55 @@ class Run:
         self.prompts = []
         self.result = None
         self.t_kill = None
+        self.t_stop = None    # a run stopped before its end (stop_at_end): when
         self.phase = None
         self.active = None    # the index of the prompt whose request was the last before the kill
+        self.aimed = False
+        self.pid = None
+        self.waits = []       # [(t, ns, disk)]: how long its threads had waited for a CPU by then, and
+                              # whether one was blocked in the kernel (state D: a disk) (sample)
+
+    def sample(self, force=False):
+        """Note how long the run's threads have waited on a run queue
+        (/proc/PID/task/*/schedstat: ready to run, given no CPU) and
+        whether one is blocked on a disk (state D), at most every 5 ms
+        unless forced."""
+        now = time.monotonic()
+        if self.pid is None or (not force and self.waits and now - self.waits[-1][0] < 0.005):
+            return
+        total, disk = 0, False
+        try:
+            for t in os.listdir(f"/proc/{self.pid}/task"):
+                with open(f"/proc/{self.pid}/task/{t}/schedstat") as f:
+                    total += int(f.read().split()[1])
+                with open(f"/proc/{self.pid}/task/{t}/stat") as f:
+                    line = f.read()
+                disk = disk or line[line.rfind(")") + 2] == "D"
+        except (OSError, IndexError, ValueError):
+            return  # gone
+        self.waits.append((now, total, disk))
+
+    def waited(self, t0, t1):
+        """Seconds of t0..t1 the run was kept waiting: its threads' waits
+        for a CPU (from the samples at or before each), plus every gap
+        between samples that begins or ends with a thread blocked on a
+        disk. Errs long (threads waiting at once add up; a gap counts
+        whole): what it excuses is the machine's load, never a run that
+        had the time and did not save."""
+        if not self.waits:
+            return 0.0
+        i0 = max([i for i, w in enumerate(self.waits) if w[0] <= t0] or [0])
+        i1 = max([i for i, w in enumerate(self.waits) if w[0] <= t1] or [0])
+        cpu = max(0, self.waits[i1][1] - self.waits[i0][1]) / 1e9
+        disk = sum(self.waits[i][0] - self.waits[i - 1][0] for i in range(i0 + 1, min(i1 + 2, len(self.waits)))
+                   if self.waits[i][2] or self.waits[i - 1][2])
+        return cpu + disk
+
+    @property
+    def t_ran(self):
+        """The last instant the run ran without a break before its kill:
+        what the stream bound counts from (a stopped run saves nothing)."""
+        return self.t_stop if self.t_stop is not None else self.t_kill
 
 
 class Killed:
@@ -301,6 +392,8 @@ class Crash:
         self.counter = 0
         self.sent_prompts = {}  # prompt -> requests that carried it
         self.queued = {"runs": 0, "queued": 0, "started": 0}  # runs of several prompts, inputs in the logs
+        self.run = None         # the run under way (its waits are sampled while this process polls)
+        self.max_waited = 0.0   # the most a lost text's bound was stretched by waits for a CPU or a disk
 
     # ---- running cairn ----
 
@@ -334,6 +427,8 @@ class Crash:
         process exits or WAIT passes."""
         end = time.monotonic() + WAIT
         while time.monotonic() < end:
+            if self.run is not None:
+                self.run.sample()
             v = cond()
             if v is not None:
                 return v
@@ -357,16 +452,27 @@ class Crash:
                 self.problem(f"a request was not answered by a route: {r}")
         return reqs
 
-    def run_killed(self, s, target, n=1, j=0):
+    def run_killed(self, s, target, n=1, j=0, aim=False):
         """Run n prompts on session s (`-p A -p B ...`: the later ones are
         queued input) and kill the run at an instant chosen for target in
         prompt j's turn (start, first_byte, stream, settle; between: after
         the reply to prompt j-1 ended, before prompt j's request). The
-        prompts before j get quick replies, so the kill finds them done."""
+        prompts before j get quick replies, so the kill finds them done.
+        Aimed (aim), the kill cannot miss its phase however late this
+        process runs: at once for start; else the reply the kill aims at
+        holds (the fake server's hold) before its first byte, in its
+        stream or before its end, and the kill comes while it holds, or
+        for an end (settle, between) the run is stopped there, the end
+        sent, and the run goes on until it writes past its log's end
+        (stop_at_end)."""
         run = Run()
+        run.aimed = aim
+        held = (j - 1 if target == "between" else j) if aim and target != "start" else None
         for i in range(n):
             length = QUICK if i < j else SHORT if target == "settle" and i == j else LONG
             prefix = {QUICK: "quick", SHORT: "crash-short", LONG: "crash"}[length]
+            if i == held:
+                prefix = {"first_byte": "held-head ", "stream": "held-mid "}.get(target, "held-end ") + prefix
             self.counter += 1
             run.prompts.append(Killed(run, i, f"{prefix} {self.counter} {self.rng.randrange(1 << 30):08x}",
                                       length))
@@ -387,6 +493,8 @@ class Crash:
             t0 = time.monotonic()
             p = subprocess.Popen(argv, cwd=self.work, env=self.env, stdin=subprocess.DEVNULL,
                                  stdout=out, stderr=err)
+        run.pid, self.run = p.pid, run
+        run.sample(True)
         reqs = []
 
         def request(i):
@@ -407,8 +515,17 @@ class Crash:
                 return None
             return f
 
+        def holding(i):
+            return sent(i, "hold")
+
         at = None
-        if target == "start":
+        if aim and target == "start":
+            at = t0
+        elif aim:
+            w = self.wait_for(p, holding(held))
+            if w and target in ("settle", "between"):
+                self.stop_at_end(p, s, run, w["n"], out_path)
+        elif target == "start":
             at = t0 + self.rng.uniform(0, 0.06)
         elif target == "first_byte":
             r = self.wait_for(p, request(j))
@@ -424,15 +541,22 @@ class Crash:
             at = w and w["t"] + self.rng.uniform(0, 0.004)  # settling takes 2-5 ms
         if at is not None:
             while time.monotonic() < at and p.poll() is None:
+                run.sample()
                 time.sleep(min(0.002, max(0, at - time.monotonic())))
         killed = False
         if p.poll() is None:
+            run.sample(True)
             run.t_kill = time.monotonic()
             os.kill(p.pid, signal.SIGKILL)
             killed = True
         rc = p.wait()
+        self.run = None
+        if run.t_stop is not None and rc == -signal.SIGXFSZ:
+            killed = True  # stop_at_end: the write past the limit ended it
         self.runs += 1
         reqs.extend(self.take_requests())
+        for r in reqs:
+            self.fake.release(r["n"])  # a reply still held goes on to the closed socket
         with open(out_path, "rb") as f:
             raw = f.read()
         with open(err_path, "rb") as f:
@@ -493,6 +617,70 @@ class Crash:
         self.phases[run.phase] = self.phases.get(run.phase, 0) + 1
         return run
 
+    def stop_at_end(self, p, s, run, n, out_path):
+        """Request n's reply holds before its end: stop the run (SIGSTOP),
+        let the end go, limit the files the run may write (RLIMIT_FSIZE)
+        to its log's size plus 0-63 bytes, and let it go on: the first
+        write past the limit (the log's next frame, cut inside or before
+        it; else a write at a larger offset of another file) ends it with
+        SIGXFSZ, after the end arrived and before the settlement is
+        acknowledged (--json prints nothing before the save it follows is
+        durable), however late this process runs. A run still alive after
+        WAIT is killed."""
+        os.kill(p.pid, signal.SIGSTOP)
+        end = time.monotonic() + WAIT
+        while p.poll() is None and not self.stopped(p.pid) and time.monotonic() < end:
+            time.sleep(0.001)
+        if p.poll() is not None:
+            return
+        run.sample(True)
+        run.t_stop = time.monotonic()
+        log = self.log_path(s.id or self.printed_session(out_path))
+        limit = (os.path.getsize(log) if log else 0) + self.rng.randrange(64)
+        resource.prlimit(p.pid, resource.RLIMIT_CORE, (0, 0))
+        resource.prlimit(p.pid, resource.RLIMIT_FSIZE, (limit, limit))
+        self.fake.release(n)
+        while not any(w.get("end") for w in self.fake.writes(n)) and time.monotonic() < end:
+            time.sleep(0.001)
+        run.t_kill = time.monotonic()  # not before: the end was sent before it
+        os.kill(p.pid, signal.SIGCONT)
+        try:
+            p.wait(timeout=WAIT)
+        except subprocess.TimeoutExpired:
+            pass
+
+    @staticmethod
+    def stopped(pid):
+        """Is every thread of pid stopped?"""
+        try:
+            for t in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{t}/stat") as f:
+                    line = f.read()
+                if line[line.rfind(")") + 2] not in "tT":
+                    return False
+        except OSError:
+            return False
+        return True
+
+    def log_path(self, sid):
+        root = os.path.join(self.data, "sessions")
+        for proj in os.listdir(root) if sid and os.path.isdir(root) else []:
+            path = os.path.join(root, proj, sid, "session.jsonl.zst")
+            if os.path.exists(path):
+                return path
+        return None
+
+    @staticmethod
+    def printed_session(out_path):
+        """The session the run's printed events name (its first run)."""
+        with open(out_path, "rb") as f:
+            raw = f.read()
+        for x in raw[:raw.rfind(b"\n") + 1].splitlines():
+            o = json.loads(x)
+            if o.get("session"):
+                return o["session"]
+        return None
+
     def classify(self, run):
         """The phase the kill fell in, from what was observed before it:
         the prompt whose request arrived last before the kill and what the
@@ -505,7 +693,7 @@ class Crash:
             return "before_request" if any(k.printed for k in run.prompts) else "before_ack"
         k = arrived[-1]
         run.active = k.index
-        ws = [w for w in self.fake.writes(k.request["n"]) if w["t"] < run.t_kill]
+        ws = [w for w in self.fake.writes(k.request["n"]) if w["t"] < run.t_kill and "hold" not in w]
         if any(w.get("end") for w in ws):
             return "between" if k.index < len(run.prompts) - 1 else "settle"
         if any(not w.get("head") for w in ws):
@@ -760,7 +948,8 @@ class Crash:
 
     def check_bound(self, s, k, t):
         """The turn's logged answer: a prefix of what was sent, holding all
-        that was sent more than BOUND before the kill."""
+        that was sent more than BOUND before the run last ran (Run.t_ran:
+        the kill, or the stop before it)."""
         if getattr(k, "bound_checked", False) or k.request is None:
             return
         k.bound_checked = True
@@ -780,12 +969,16 @@ class Crash:
             if pos > len(logged):
                 lost_from = tw
                 break
-        lost = 0.0 if lost_from is None else k.t_kill - lost_from
+        lost = 0.0 if lost_from is None else max(0.0, k.run.t_ran - lost_from)
         if k.index == k.run.active:  # the reply the kill cut (those before it ended)
             self.lost_ms.append(lost * 1000)
+        waited = k.run.waited(lost_from, k.run.t_ran) if lost_from is not None else 0.0  # a busy machine
         if lost > BOUND:
+            self.max_waited = max(self.max_waited, min(waited, lost - BOUND))
+        if lost > BOUND + waited:
             self.problem(f"{s.id}: turn {t['id']} ({k.phase}) lost text sent {lost * 1000:.0f} ms before "
-                         f"the kill (bound {BOUND * 1000:.0f} ms): {len(logged)} characters logged")
+                         f"the kill (bound {BOUND * 1000:.0f} ms, plus {waited * 1000:.0f} ms its threads "
+                         f"waited for a CPU or a disk): {len(logged)} characters logged")
 
     def end_session(self, s):
         """The last word on a session: repaired by the next open, the next
@@ -838,17 +1031,10 @@ class Crash:
         if os.environ.get("CRASH_TURN_TARGETS"):
             targets = os.environ["CRASH_TURN_TARGETS"].split(",")
             allowed = set(targets)
-        s = None
-        group_first = 1
-        group_torn = group_made = 0
-        nsess = 0
+        self.session = None
+        self.nsess = 0
+        self.group = (1, 0, 0)  # the first kill of the TAP line's group, the torn tails before it
         while self.kills < self.kills_wanted:
-            if s is None or s.kills >= PER_SESSION:
-                if s is not None:
-                    self.end_session(s)
-                s = Session("openai" if nsess % 2 == 0 else "anthropic")
-                nsess += 1
-            before = self.kills
             n, j, target = 1, 0, self.rng.choice(targets)
             if target == "between" or self.rng.random() < QUEUED:
                 # Queued input: the kill in the turn of one of 2 or 3
@@ -859,49 +1045,94 @@ class Crash:
                     target = "between"
                 elif j and target == "start":
                     j = 0
-            run = self.run_killed(s, target, n, j)
-            if run is not None:
-                s.killed.extend(run.prompts)
-                if n > 1:
-                    self.queued["runs"] += 1
-                if self.kills > before:
-                    self.after_kill(s, run)
-                elif s.id:
-                    # Not killed (it finished first): its turn is checked with the next.
-                    pass
-            if self.kills > before and (self.kills % GROUP == 0 or self.kills == self.kills_wanted):
-                desc = (f"kills {group_first}-{self.kills}: every session reopens, no acknowledged "
-                        f"event lost, the stream within {BOUND * 1000:.0f} ms, no queued prompt lost or sent twice, "
-                        "the next turn well formed "
-                        f"({self.torn - group_torn} torn tails left by kills, {self.torn_made - group_made} "
-                        "appended as a kill inside a write leaves them)")
-                tap(not self.problems, desc, self.problems)
-                self.problems = []
-                group_first = self.kills + 1
-                group_torn, group_made = self.torn, self.torn_made
-        if s is not None:
-            self.end_session(s)
+            self.one_run(target, n, j)
+            if self.kills % GROUP == 0 or self.kills == self.kills_wanted:
+                self.group_line()
+        # Every phase a share of the kills. Random instants hit the short
+        # phases by chance (a BEFORE save lasts one sync; a settlement 2-5
+        # ms, which a loaded machine may not give this process in time), so
+        # each phase still short of its share is aimed at, up to TRIES x
+        # its quota runs: the aimed kills cannot miss, unless the promise
+        # that the phase exists breaks (e.g. a run that settles without
+        # writing its log). The long ones are hit often.
+        k = self.kills
+        need = {"before_ack": 1, "first_byte": max(1, k // 25), "stream": max(1, k // 10),
+                "settle": max(1, k // 25), "between": max(1, k // 50)}
+        aim = {"before_ack": "start", "first_byte": "first_byte", "stream": "stream", "settle": "settle",
+               "between": "between"}
+        random_phases = dict(self.phases)
+        tries = {}
+        for phase, quota in need.items():
+            if aim[phase] not in allowed:
+                continue
+            while self.phases.get(phase, 0) < quota and tries.get(phase, 0) < TRIES * quota:
+                tries[phase] = tries.get(phase, 0) + 1
+                target = aim[phase]
+                n = self.rng.choice([2, 3]) if target == "between" else \
+                    1 if target == "start" else self.rng.choice([1, 1, 2, 3])
+                j = self.rng.randrange(1, n) if target == "between" else \
+                    n - 1 if target == "settle" else self.rng.randrange(n)
+                self.one_run(target, n, j, aim=True)
+        if self.kills > k:
+            self.group_line(f"aimed at the phases short of their quota ({sum(tries.values())} runs)")
+        if self.session is not None:
+            self.end_session(self.session)
         extra = self.final_checks() + self.problems
         tap(not extra, f"{len(self.sessions_done)} sessions listed idle, no other; {len(self.leftovers)} "
             "folders without a log (kills during a first publication) are missing, doctor names them", extra)
         secs = time.monotonic() - t0
         ph = self.phases
-        # Every phase at least once; the short ones are hit by chance (a
-        # BEFORE save lasts one sync: 1 kill in 100 landed in it on a loaded
-        # machine), the long ones often.
-        need = {"before_ack": 1, "first_byte": max(1, self.kills // 25),
-                "stream": max(1, self.kills // 10), "settle": max(1, self.kills // 25),
-                "between": max(1, self.kills // 50)}
-        short = [f"{p}: {ph.get(p, 0)} < {n}" for p, n in need.items() if ph.get(p, 0) < n]
-        tap(not short, "kills in every phase: " + ", ".join(f"{p} {n}" for p, n in sorted(ph.items())), short)
+        short = [f"{p}: {ph.get(p, 0)} < {n} kills landed there, {random_phases.get(p, 0)} of them at random "
+                 f"and {ph.get(p, 0) - random_phases.get(p, 0)} of {tries.get(p, 0)} runs aimed at it"
+                 for p, n in need.items() if ph.get(p, 0) < n]
+        tap(not short, f"kills in every phase (quotas {', '.join(f'{p} {n}' for p, n in need.items())}): " +
+            ", ".join(f"{p} {n}" for p, n in sorted(ph.items())) +
+            (f"; at random: {', '.join(f'{p} {n}' for p, n in sorted(random_phases.items()))}, then "
+             f"{self.kills - k} kills of {sum(tries.values())} aimed runs" if tries else ""), short)
         lost = sorted(self.lost_ms)
         q = (lambda f: lost[min(len(lost) - 1, int(f * len(lost)))]) if lost else (lambda f: 0)
-        tap(not FAILED, f"crash summary (seed {self.seed}): {self.kills} kills of {self.runs} runs in "
-            f"{secs:.0f}s, {nsess} sessions, repairs {self.repairs}, {self.torn} torn tails left by kills and {self.torn_made} appended; text lost "
+        tap(not FAILED, f"crash summary (seed {self.seed}): {self.kills} kills ({self.kills - k} aimed) of "
+            f"{self.runs} runs in {secs:.0f}s, {self.nsess} sessions, repairs {self.repairs}, {self.torn} torn "
+            f"tails left by kills and {self.torn_made} appended; text lost "
             f"before a kill: median {q(0.5):.0f} ms, p90 {q(0.9):.0f} ms, max {q(1.0):.0f} ms "
-            f"(bound {BOUND * 1000:.0f}); {self.queued['runs']} runs of 2-3 prompts: "
+            f"(bound {BOUND * 1000:.0f}, stretched by waits for a CPU or a disk by at most "
+            f"{self.max_waited * 1000:.0f}); "
+            f"{self.queued['runs']} runs of 2-3 prompts: "
             f"{self.queued['queued']} prompts queued, {self.queued['started']} of them started once, the others "
             "still queued and never sent")
+
+    def one_run(self, target, n, j, aim=False):
+        """A killed run on the current session (a new one after
+        PER_SESSION kills), then the checks of its kill."""
+        s = self.session
+        if s is None or s.kills >= PER_SESSION:
+            if s is not None:
+                self.end_session(s)
+            s = self.session = Session("openai" if self.nsess % 2 == 0 else "anthropic")
+            self.nsess += 1
+        before = self.kills
+        run = self.run_killed(s, target, n, j, aim)
+        if run is not None:
+            s.killed.extend(run.prompts)
+            if n > 1:
+                self.queued["runs"] += 1
+            if self.kills > before:
+                self.after_kill(s, run)
+            # else not killed (it finished first): its turn is checked with the next.
+
+    def group_line(self, what=""):
+        """The TAP line of the kills since the last one."""
+        first, torn, made = self.group
+        if self.kills < first:
+            return
+        desc = (f"kills {first}-{self.kills}{' ' + what if what else ''}: every session reopens, no acknowledged "
+                f"event lost, the stream within {BOUND * 1000:.0f} ms, no queued prompt lost or sent twice, "
+                "the next turn well formed "
+                f"({self.torn - torn} torn tails left by kills, {self.torn_made - made} "
+                "appended as a kill inside a write leaves them)")
+        tap(not self.problems, desc, self.problems)
+        self.problems = []
+        self.group = (self.kills + 1, self.torn, self.torn_made)
 
     def cleanup(self):
         self.fake.stop()

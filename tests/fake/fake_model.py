@@ -25,7 +25,9 @@ JSON line per write of a streamed reply, appended once the write returned,
 {"n": request number, "t": time.monotonic() (CLOCK_MONOTONIC, comparable
 across processes on the machine), "data": the bytes written (base64,
 without the chunked framing)}, with "head": true for the status line and
-headers and "end": true for the body's terminating chunk.
+headers and "end": true for the body's terminating chunk; a reply that
+holds (hold below) adds a line with "hold" and no data when it starts to
+wait.
 
 The script (--script FILE, JSON) is {"replies": [REPLY, ...], "routes":
 [{"prompt_prefix": P, "reply": REPLY, "after_tool"?: true}, ...]}: a request
@@ -70,6 +72,14 @@ request gets reply N (a 500 once they run out). A REPLY, every key optional:
   stall_before_ms        sleep before the status line
   stall_after_head_ms    sleep after the headers
   stall_ms, stall_after  sleep stall_ms once, after stall_after writes
+  hold                   {"at": "head" | "end" | N, "until": DIR}: before
+                         the status line, the terminating chunk or the Nth
+                         write of the body (from 0), append {"n", "t",
+                         "hold": at, "data": ""} to --sent-log and wait
+                         until the file DIR/n exists (n the request's
+                         number; at most 60 s): a test that kills the
+                         client stops the stream at a point it chose and
+                         knows when it is there
   disconnect_after       close the connection after that many writes, without
                          ending the chunked body (reset: true sends a RST)
   close_without_response read the request, then close
@@ -631,8 +641,20 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK, open(self.server.opts.sent_log, "a", encoding="utf-8") as f:
             f.write(json.dumps(line) + "\n")
 
+    def hold(self, r, at):
+        """Wait at point at when the reply holds there (see hold above)."""
+        h = r.get("hold")
+        if not h or h.get("at") != at:
+            return
+        self.sent(hold=at)
+        release = os.path.join(h["until"], str(self.n))
+        end = time.monotonic() + 60
+        while not os.path.exists(release) and time.monotonic() < end:
+            time.sleep(0.001)
+
     def stream(self, writes, r):
         try:
+            self.hold(r, "head")
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream; charset=utf-8")
             self.send_header("Cache-Control", "no-cache")
@@ -654,6 +676,7 @@ class Handler(BaseHTTPRequestHandler):
                 if r.get("stall_ms") and i == r.get("stall_after", 0):
                     time.sleep(r["stall_ms"] / 1000)
                 if w:
+                    self.hold(r, i)
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(w), w))
                     self.wfile.flush()
                     self.sent(w)
@@ -661,6 +684,7 @@ class Handler(BaseHTTPRequestHandler):
                     time.sleep(pause)
             if r.get("hold_ms"):
                 time.sleep(r["hold_ms"] / 1000)
+            self.hold(r, "end")
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
             self.sent(end=True)

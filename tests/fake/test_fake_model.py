@@ -3,9 +3,9 @@
 claims: strict like the real APIs (keys, versions, histories, error JSON
 shapes), rejected requests take no scripted reply, streams reassemble to
 the scripted text with UTF-8 characters split across writes, tool-call
-deltas, in-stream errors, Retry-After, the record and --before-reply,
-keep-alive comments, a reply without [DONE] held open, a trickle, a
-redirect.
+deltas, in-stream errors, Retry-After, the record, --before-reply, the
+sent log, a reply held at a point until released, keep-alive comments, a
+reply without [DONE] held open, a trickle, a redirect.
 Prints TAP; run by tests/cli/test_fake_model.sh."""
 import json
 import os
@@ -298,6 +298,43 @@ def main():
         check("... its bytes are the body, paced by the rate (one event per write at 50/s)",
               got == "abcdefghij" and ts[-2] - ts[1] >= 0.9 * (len(first) - 3) / 50, got, ts[-2] - ts[1])
         check("... for every streamed request", sorted({x["n"] for x in lines}) == [0, 1, 2])
+    finally:
+        f.stop()
+    d = tempfile.mkdtemp(prefix="fake-hold-")
+    sent_log = os.path.join(d, "sent.jsonl")
+    held = {"text": "abc", "pieces": 3, "split": "event"}
+    f = Fake({"routes": [{"prompt_prefix": f"{at} ", "reply": dict(held, hold={"at": at, "until": d})}
+                         for at in ("head", 1, "end")]}, "--sent-log", sent_log)
+    try:
+        import threading
+        import time
+        for n, at in enumerate(("head", 1, "end")):
+            got = []
+            t = threading.Thread(target=lambda: got.append(f.raw("/v1/chat/completions", OA, dict(
+                chat, messages=[{"role": "user", "content": f"{at} {n}"}]))))
+            t.start()
+
+            def lines():
+                if not os.path.exists(sent_log):
+                    return []
+                with open(sent_log) as s:
+                    return [json.loads(x) for x in s if json.loads(x)["n"] == n]
+            end = time.monotonic() + 10
+            while not any("hold" in x for x in lines()) and time.monotonic() < end:
+                time.sleep(0.01)
+            time.sleep(0.2)
+            before = lines()
+            still = t.is_alive()
+            open(os.path.join(d, str(n)), "w").close()
+            t.join(10)
+            after = lines()
+            written = [x for x in after if "hold" not in x]
+            where = {"head": 0, 1: 2, "end": len(written) - 1}[at]
+            check(f"hold at {at}: a line says so, nothing more is written until the release file exists, "
+                  "then the reply goes on whole",
+                  still and before[-1].get("hold") == at and len(before) == where + 1 and
+                  after.index(before[-1]) == where and got and got[0][0] == 200 and
+                  written[0].get("head") and written[-1].get("end"), before, after[-3:], still)
     finally:
         f.stop()
     f = Fake({"replies": [{"text": "from the list"}],
