@@ -257,7 +257,7 @@ int cmd_sessions(struct cli *c, int argc, char **argv)
 			age(a, sizeof a, s->updated_at);
 			/* On a terminal a title is one short line: whitespace
 			 * collapsed, controls dropped (--json keeps it exact). */
-			char *title = s->title ? catalog_title_of(s->title, CATALOG_EXPLICIT_TITLE_MAX)
+			char *title = s->title ? title_of(s->title, CATALOG_EXPLICIT_TITLE_MAX)
 					       : NULL;
 			cli_printf(stdout, "%s %s %4s %3lld %-11s %s%s%s\n", s->id, s->pinned ? "*" : " ", a,
 					   (long long)s->turns, s->deleted_at ? "deleted" : s->status,

@@ -27,6 +27,7 @@
 #include <sys/types.h>
 
 #include "base/err.h"
+#include "base/title.h"
 #include "persist/log.h"
 #include "persist/scan.h"
 #include "persist/store.h"
@@ -34,8 +35,8 @@
 #define CATALOG_FILE "index.db"
 #define CATALOG_SCHEMA 7     /* PRAGMA user_version; not the log format */
 #define CATALOG_SCHEMA_STR "7"
-#define CATALOG_TITLE_MAX 80 /* characters of a title derived from a prompt */
-#define CATALOG_EXPLICIT_TITLE_MAX 200 /* characters of an explicit title shown on a terminal */
+#define CATALOG_TITLE_MAX TITLE_PROMPT_MAX /* characters of a title derived from a prompt */
+#define CATALOG_EXPLICIT_TITLE_MAX TITLE_EXPLICIT_MAX /* characters of an explicit title shown on a terminal */
 #define CATALOG_PREVIEW_MAX 200
 #define CATALOG_SEARCH_LIMIT 50
 #define CATALOG_SEARCH_WINDOW 2000 /* newest matching documents ranked by relevance */
@@ -261,8 +262,5 @@ struct cat_work catalog_work(struct catalog *c);
 /* PRAGMA integrity_check: *ok and a message ("ok" or the first problem);
  * caller frees *msg. */
 int catalog_integrity(struct catalog *c, bool *ok, char **msg, struct cerr *err);
-/* The derived title of a prompt: whitespace collapsed, controls dropped,
- * at most max characters (an ellipsis marks a cut). Caller frees. */
-char *catalog_title_of(const char *prompt, size_t max);
 
 #endif

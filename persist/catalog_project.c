@@ -136,7 +136,7 @@ void row_apply(struct row *r, uint64_t seq, int64_t t, enum vocab_type type, con
 			/* Kept exactly as written (JSON output gives it so;
 			 * a terminal listing shows it normalised). One with
 			 * nothing to show once normalised counts as none. */
-			char *norm = catalog_title_of(title->valuestring, 1);
+			char *norm = title_of(title->valuestring, 1);
 			set_str(&r->title, *norm ? title->valuestring : NULL);
 			free(norm);
 		} else if (cJSON_IsNull(title)) {
@@ -173,9 +173,9 @@ void row_apply(struct row *r, uint64_t seq, int64_t t, enum vocab_type type, con
 	}
 	case VT_USER_MESSAGE: {
 		const char *text = str_field(data, "text");
-		char *prompt = catalog_title_of(text, CATALOG_PREVIEW_MAX);
+		char *prompt = title_of(text, CATALOG_PREVIEW_MAX);
 		if (!r->auto_title && *prompt) {
-			char *title = catalog_title_of(text, CATALOG_TITLE_MAX);
+			char *title = title_of(text, CATALOG_TITLE_MAX);
 			set_str(&r->auto_title, title);
 			free(title);
 		}

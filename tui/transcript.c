@@ -10,7 +10,7 @@
 #include <sys/types.h>
 
 #include "base/json.h"
-#include "persist/catalog.h"
+#include "base/title.h"
 #include "base/xalloc.h"
 
 /* ---- storage ---- */
@@ -370,7 +370,7 @@ static void first_title(struct transcript *tr, const char *text)
 {
 	if (tr->first_title || !text || tr->begin_seq > 1)
 		return;
-	char *t = catalog_title_of(text, CATALOG_TITLE_MAX);
+	char *t = title_of(text, TITLE_PROMPT_MAX);
 	if (*t)
 		tr->first_title = t;
 	else

@@ -1,4 +1,4 @@
-/* test_catalog_title.c — catalog_title_of: the title derived from a
+/* test_title.c — title_of: the title derived from a
  * session's first prompt. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,29 +10,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "persist/catalog.h"
+#include "base/title.h"
 
 static void title_is(const char *in, size_t max, const char *want)
 {
-	char *t = catalog_title_of(in, max);
+	char *t = title_of(in, max);
 	assert_string_equal(t, want);
 	free(t);
 }
 
-/* 100 copies of ch cut to CATALOG_TITLE_MAX characters: 79 and "…". */
+/* 100 copies of ch cut to TITLE_PROMPT_MAX characters: 79 and "…". */
 static void long_title(const char *ch)
 {
 	char big[512] = "", *t;
 	size_t w = strlen(ch);
 	for (int i = 0; i < 100; i++)
 		strcat(big, ch);
-	t = catalog_title_of(big, CATALOG_TITLE_MAX);
+	t = title_of(big, TITLE_PROMPT_MAX);
 	assert_int_equal(strlen(t), 79 * w + 3);
 	assert_memory_equal(t, big, 79 * w);
 	assert_string_equal(t + 79 * w, "\xE2\x80\xA6");
 	free(t);
 	big[80 * w] = '\0';
-	title_is(big, CATALOG_TITLE_MAX, big); /* exactly the maximum: not cut */
+	title_is(big, TITLE_PROMPT_MAX, big); /* exactly the maximum: not cut */
 }
 
 static void test_title_collapses_space_drops_controls_cuts_with_ellipsis(void **state)

@@ -1,16 +1,18 @@
-/* catalog_title.c — the title a session gets from its first prompt:
- * whitespace collapsed, controls and invisible formatting dropped (joiners
- * kept), bounded in grapheme clusters with an ellipsis at a cut. */
-#include "persist/catalog.h"
+/* title.c — the title a session gets from its first prompt (or its own,
+ * shown on a terminal): whitespace collapsed, controls and invisible
+ * formatting dropped (joiners kept), bounded in grapheme clusters with an
+ * ellipsis at a cut. */
+#include "base/title.h"
 #include "base/buf.h"
 #include "base/xalloc.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <utf8proc.h>
 
-char *catalog_title_of(const char *prompt, size_t max)
+char *title_of(const char *prompt, size_t max)
 {
 	if (max == 0)
 		return xstrdup("");
