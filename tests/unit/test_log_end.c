@@ -23,31 +23,7 @@
 #include "persist/scan.h"
 #include "persist/store.h"
 #include "tests/unit/support_fixture.h"
-
-struct fx {
-	char dir[64], root[128];
-	struct store *st;
-};
-
-static int setup(void **state)
-{
-	struct fx *f = calloc(1, sizeof *f);
-	struct cerr err;
-	if (tmp_root("cairn-test-end", f->dir, sizeof f->dir, f->root, sizeof f->root) < 0 ||
-	    store_open(f->root, true, &f->st, &err) < 0)
-		return -1;
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-	store_close(f->st);
-	rm_rf(f->dir);
-	free(f);
-	return 0;
-}
+#include "tests/unit/support_store.h"
 
 /* Bytes every pread through fsops returned. */
 static size_t read_bytes;
@@ -183,7 +159,7 @@ static void test_open_end_reads_the_last_frame_only(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-#define T(x) cmocka_unit_test_setup_teardown(x, setup, teardown)
+#define T(x) STOREFX_TEST(x)
 		T(test_damaged_last_frame_fails_closed),
 		T(test_open_end_reads_the_last_frame_only),
 	};
