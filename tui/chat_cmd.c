@@ -71,7 +71,7 @@ void chat_cmd_run(struct chat *c, const char *line)
 		c->quit_asked = true;
 		c->d.quit(c->d.ctx);
 	} else if (strcmp(name, "/help") == 0) {
-		c->help = true;
+		chat_mode_to(c, CHAT_HELP);
 		c->help_top = 0;
 	} else if (strcmp(name, "/save") == 0) {
 		rc = host_save(c->d.host, c->id, saved_cb, c, &err);
@@ -142,8 +142,7 @@ static void editor_exit(uv_process_t *p, int64_t status, int sig)
 {
 	struct chat *c = p->data;
 	uv_close((uv_handle_t *)p, editor_closed);
-	c->editing = false;
-	if (c->closing) { /* quit while editing: the screen is gone */
+	if (c->phase == CHAT_CLOSING) { /* quit while editing: the screen is gone */
 		unlink(c->edit_path);
 		free(c->edit_path);
 		c->edit_path = NULL;
@@ -177,8 +176,8 @@ static void editor_exit(uv_process_t *p, int64_t status, int sig)
 
 void chat_cmd_editor(struct chat *c)
 {
-	if (c->editing)
-		return;
+	if (c->edit_path)
+		return; /* the editor runs */
 	const char *ed = getenv("VISUAL");
 	if (!ed || !*ed)
 		ed = getenv("EDITOR");
@@ -222,6 +221,5 @@ void chat_cmd_editor(struct chat *c)
 		chat_say(c, true, "cannot start the editor");
 		return;
 	}
-	c->editing = true;
 	c->edit_path = path;
 }
