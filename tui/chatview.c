@@ -15,6 +15,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/xalloc.h"
+#include "tui/chat_cmd.h"
 #include "tui/keytab.h"
 
 #define GUTTER 2        /* cells before a block's text */
@@ -502,6 +503,7 @@ static void draw_help(struct chat *c, int area)
 {
 	struct buf b = BUF_INIT;
 	keytab_help(&b, 22, COLS > 2 ? COLS - 2 : 1);
+	chat_cmd_help(&b, 22, COLS > 2 ? COLS - 2 : 1);
 	struct textmsg *m = textmsg_new(TEXTMSG_PLAIN, TS_NORMAL, COLS > 2 ? COLS - 2 : 1);
 	textmsg_append(m, b.p ? b.p : "", b.len);
 	buf_release(&b);
