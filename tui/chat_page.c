@@ -142,7 +142,10 @@ static void page_done(void *ctx, void *made, const struct cerr *err, bool cancel
 
 void chat_page_earlier(struct chat *c)
 {
-	if (c->page_req || c->phase == CHAT_PREVIEW || !transcript_has_earlier(c->tr))
+	/* A preview (or what a failed open left) is not paged: only a
+	 * session shown for good is. */
+	if (c->page_req || (c->phase != CHAT_READY && c->phase != CHAT_VIEW_ONLY) ||
+	    !transcript_has_earlier(c->tr))
 		return;
 	if (!quiet(c)) {
 		chat_sayf(c, false, "earlier turns load once the turn has ended");

@@ -22,7 +22,7 @@ enum chat_phase {
  * and its keys come first in every mode but CHAT_NOTE (keytab.h). */
 enum chat_mode {
 	CHAT_COMPOSE, /* the composer */
-	CHAT_HELP,    /* the help screen is shown (typing still goes to the composer) */
+	CHAT_HELP,    /* the help screen is shown (a character typed closes it) */
 	CHAT_SEARCH,  /* the search's query is typed */
 	CHAT_NOTE,    /* the note of a denial is typed */
 	CHAT_MODE_COUNT,
