@@ -3,6 +3,7 @@
  * chat_keys.c's, the frame chatview.c's. */
 #include "tui/chat_int.h"
 
+#include <assert.h>
 #include <curses.h>
 #include <errno.h>
 #include <signal.h>
@@ -17,6 +18,20 @@
 #include "base/clock.h"
 #include "base/xalloc.h"
 
+
+void chat_to(struct chat *c, enum chat_phase to)
+{
+	assert(chat_phase_allows(c->phase, to));
+	if (to == CHAT_CLOSING)
+		c->closed_in = c->phase;
+	c->phase = to;
+}
+
+void chat_mode_to(struct chat *c, enum chat_mode m)
+{
+	assert((unsigned)m < CHAT_MODE_COUNT);
+	c->mode = m;
+}
 
 void chat_sayf(struct chat *c, bool error, const char *fmt, ...)
 {
@@ -134,7 +149,7 @@ static void read_cb(struct sink *s, const struct sink_item *it, void *ctx)
 	struct chat *c = ctx;
 	if (transcript_apply_sink(c->tr, it, clock_unix_ms()) && c->ui)
 		uiloop_dirty(c->ui);
-	if (c->closing) {
+	if (c->phase == CHAT_CLOSING) {
 		if (it->kind == SINK_MARKER && strcmp(it->name, "turn_done") == 0) {
 			struct cerr err;
 			keep_last_answer(c);
@@ -250,11 +265,11 @@ void chat_ready(struct chat *c, const char *id, const char *provider, const char
 	c->tr = c->loading ? c->loading : transcript_new(id);
 	c->loading = NULL;
 	transcript_set_window(c->tr, 0); /* live turns never push out what is viewed */
-	c->previewing = false;
 	c->selected = false; /* its indices were the old model's */
 	chatview_reset(c);
 	c->follow = true;
-	c->ready = true;
+	if (c->phase != CHAT_CLOSING) /* opened after the screen closed: it stays closing */
+		chat_to(c, CHAT_READY);
 	keep_last_answer(c);
 	for (size_t k = 0; k < transcript_end(c->tr); k++) {
 		const struct transcript_turn *t = transcript_turn(c->tr, k);
@@ -283,11 +298,11 @@ void chat_view_only(struct chat *c, const char *id, const struct cerr *why)
 	c->tr = c->loading ? c->loading : transcript_new(id);
 	c->loading = NULL;
 	transcript_set_window(c->tr, 0);
-	c->previewing = false;
 	c->selected = false; /* its indices were the old model's */
 	chatview_reset(c);
 	c->follow = true;
-	c->view_only = true;
+	if (c->phase != CHAT_CLOSING)
+		chat_to(c, CHAT_VIEW_ONLY);
 	if (why->cls == CERR_LOCKED) {
 		snprintf(c->banner, sizeof c->banner, "view-only: the session is open in another cairn");
 	} else {
@@ -303,7 +318,8 @@ void chat_view_only(struct chat *c, const char *id, const struct cerr *why)
 
 void chat_failed(struct chat *c, const struct cerr *err)
 {
-	c->failed = true;
+	if (c->phase != CHAT_CLOSING && c->phase != CHAT_FAILED)
+		chat_to(c, CHAT_FAILED);
 	chat_sayf(c, true, "cannot open the session: %s", err->msg);
 }
 
@@ -319,7 +335,8 @@ const char *chat_last_answer(const struct chat *c)
 
 bool chat_has_turns(const struct chat *c)
 {
-	return c->ready && transcript_end(c->tr) > 0;
+	enum chat_phase p = c->phase == CHAT_CLOSING ? c->closed_in : c->phase;
+	return p == CHAT_READY && transcript_end(c->tr) > 0;
 }
 
 struct close_wait {
@@ -343,9 +360,9 @@ static void ui_closed(void *arg)
 
 void chat_close(struct chat *c, void (*cb)(void *ctx), void *ctx)
 {
-	if (c->closing)
+	if (c->phase == CHAT_CLOSING)
 		return;
-	c->closing = true;
+	chat_to(c, CHAT_CLOSING);
 	/* What the screen shows now is what is printed on the normal screen:
 	 * a turn still streaming (SIGTERM, SIGHUP mid-answer) is canceled
 	 * only after the terminal is given back, and its partial answer is

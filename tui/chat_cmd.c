@@ -1,5 +1,6 @@
 /* chat_cmd.c — slash commands, their completion and the external editor
- * (chat_cmd.h). */
+ * (chat_cmd.h). One table of commands drives the dispatch, Tab's
+ * completion, the help screen's part and docs/keys.md's. */
 #include "tui/chat_cmd.h"
 #include "tui/chat_int.h"
 
@@ -11,11 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "base/xalloc.h"
 #include "engine/approval.h"
-
-static const char *const commands[] = {"/new", "/model", "/approve", "/title", "/save", "/help",
-				       "/quit", NULL};
+#include "tui/keytab.h"
 
 static void done_cb(void *ctx, const struct host_result *r, const struct cerr *err)
 {
@@ -53,6 +53,86 @@ static void saved_cb(void *ctx, const struct host_result *r, const struct cerr *
 	chat_say(ctx, err != NULL, err ? err->msg : "saved");
 }
 
+/* ---- the commands ---- */
+
+static int cmd_quit(struct chat *c, const char *name, const char *arg, struct cerr *err)
+{
+	(void)name, (void)arg, (void)err;
+	c->quit_asked = true;
+	c->d.quit(c->d.ctx);
+	return 0;
+}
+
+static int cmd_help(struct chat *c, const char *name, const char *arg, struct cerr *err)
+{
+	(void)name, (void)arg, (void)err;
+	chat_mode_to(c, CHAT_HELP);
+	c->help_top = 0;
+	return 0;
+}
+
+static int cmd_save(struct chat *c, const char *name, const char *arg, struct cerr *err)
+{
+	(void)name, (void)arg;
+	return host_save(c->d.host, c->id, saved_cb, c, err);
+}
+
+static int cmd_title(struct chat *c, const char *name, const char *arg, struct cerr *err)
+{
+	(void)name;
+	free(c->renaming);
+	c->renaming = arg ? xstrdup(arg) : NULL;
+	return host_rename(c->d.host, c->id, arg, renamed_cb, c, err);
+}
+
+static int cmd_approve(struct chat *c, const char *name, const char *arg, struct cerr *err)
+{
+	(void)name;
+	enum approval_policy p;
+	if (!arg)
+		return cerr_set(err, CERR_USAGE, 0, "/approve needs ask, read-only or all");
+	if (approval_policy_parse(arg, &p, err) < 0)
+		return -1;
+	struct host_settings s = {.approval = arg};
+	if (host_update_settings(c->d.host, c->id, &s, done_cb, c, err) < 0)
+		return -1;
+	chat_say(c, false, "approval policy of this session: recorded");
+	return 0;
+}
+
+/* The application's own (/new, /model): chat_deps.command. */
+static int cmd_app(struct chat *c, const char *name, const char *arg, struct cerr *err)
+{
+	return c->d.command ? c->d.command(c->d.ctx, name + 1, arg, err)
+			    : cerr_set(err, CERR_UNSUPPORTED, 0, "%s is not available here", name);
+}
+
+/* In the order Tab lists them, the help screen and docs/keys.md show them. */
+static const struct chat_command commands[] = {
+	{"/new", NULL, "start a new session (this one is kept)", cmd_app},
+	{"/model", "[NAME]", "show the model; with a name, use it from the next turn", cmd_app},
+	{"/approve", "ask|read-only|all", "set this session's approval policy for tool calls",
+	 cmd_approve},
+	{"/title", "[TEXT]", "rename the session; without a text, drop its title", cmd_title},
+	{"/save", NULL, "save what a failed save left unsaved", cmd_save},
+	{"/help", NULL, "show this help", cmd_help},
+	{"/quit", NULL, "quit (the session is kept)", cmd_quit},
+};
+
+const struct chat_command *chat_cmd_entries(size_t *n)
+{
+	*n = sizeof commands / sizeof commands[0];
+	return commands;
+}
+
+const struct chat_command *chat_cmd_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
 void chat_cmd_run(struct chat *c, const char *line)
 {
 	char *dup = xstrdup(line);
@@ -66,36 +146,10 @@ void chat_cmd_run(struct chat *c, const char *line)
 	}
 	const char *a = *arg ? arg : NULL;
 	struct cerr err;
-	int rc = 0;
-	if (strcmp(name, "/quit") == 0) {
-		c->quit_asked = true;
-		c->d.quit(c->d.ctx);
-	} else if (strcmp(name, "/help") == 0) {
-		c->help = true;
-		c->help_top = 0;
-	} else if (strcmp(name, "/save") == 0) {
-		rc = host_save(c->d.host, c->id, saved_cb, c, &err);
-	} else if (strcmp(name, "/title") == 0) {
-		free(c->renaming);
-		c->renaming = a ? xstrdup(a) : NULL;
-		rc = host_rename(c->d.host, c->id, a, renamed_cb, c, &err);
-	} else if (strcmp(name, "/approve") == 0) {
-		enum approval_policy p;
-		if (!a)
-			rc = cerr_set(&err, CERR_USAGE, 0, "/approve needs ask, read-only or all");
-		else if ((rc = approval_policy_parse(a, &p, &err)) == 0) {
-			struct host_settings s = {.approval = a};
-			rc = host_update_settings(c->d.host, c->id, &s, done_cb, c, &err);
-			if (rc == 0)
-				chat_say(c, false, "approval policy of this session: recorded");
-		}
-	} else if (strcmp(name, "/new") == 0 || strcmp(name, "/model") == 0) {
-		rc = c->d.command ? c->d.command(c->d.ctx, name + 1, a, &err)
-				  : cerr_set(&err, CERR_UNSUPPORTED, 0, "%s is not available here", name);
-	} else {
-		rc = cerr_set(&err, CERR_USAGE, 0, "unknown command '%s' (Tab completes; /help lists keys)",
-			      name);
-	}
+	const struct chat_command *cmd = chat_cmd_find(name);
+	int rc = cmd ? cmd->run(c, name, a, &err)
+		     : cerr_set(&err, CERR_USAGE, 0, "unknown command '%s' (Tab completes; /help lists keys)",
+				name);
 	if (rc < 0)
 		chat_say(c, true, err.msg);
 	free(dup);
@@ -112,11 +166,11 @@ void chat_cmd_complete(struct chat *c)
 	const char *match = NULL;
 	size_t count = 0;
 	char list[256] = "";
-	for (const char *const *k = commands; *k; k++)
-		if (strncmp(*k, text, n) == 0) {
-			match = *k;
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (strncmp(commands[i].name, text, n) == 0) {
+			match = commands[i].name;
 			count++;
-			strncat(list, *k, sizeof list - strlen(list) - 2);
+			strncat(list, match, sizeof list - strlen(list) - 2);
 			strcat(list, " ");
 		}
 	if (count == 1) {
@@ -131,6 +185,41 @@ void chat_cmd_complete(struct chat *c)
 	free(text);
 }
 
+/* "/model [NAME]" */
+static void usage_of(const struct chat_command *k, char *out, size_t size)
+{
+	snprintf(out, size, "%s%s%s", k->name, k->args ? " " : "", k->args ? k->args : "");
+}
+
+#define CMD_ABOUT "typed in the composer, Enter runs one, Tab completes its name"
+
+void chat_cmd_help(struct buf *out, int keys_width, int width)
+{
+	buf_addc(out, '\n');
+	keytab_help_heading(out, "Slash commands", CMD_ABOUT, width);
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+		char use[96];
+		usage_of(&commands[i], use, sizeof use);
+		keytab_help_row(out, use, commands[i].help, keys_width, width);
+	}
+}
+
+void chat_cmd_markdown(struct buf *out)
+{
+	buf_adds(out, "\n## Slash commands\n\n"
+		      "Typed in the composer, Enter runs one, Tab completes its name. An\n"
+		      "unknown one is an error on the status line, never sent to the model.\n"
+		      "\n| Command | Action |\n|---|---|\n");
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+		char use[96];
+		usage_of(&commands[i], use, sizeof use);
+		buf_adds(out, "| `");
+		for (const char *u = use; *u; u++) /* a bar would end the cell */
+			buf_adds(out, *u == '|' ? "\\|" : (char[]){*u, '\0'});
+		buf_printf(out, "` | %s |\n", commands[i].help);
+	}
+}
+
 /* ---- the external editor ---- */
 
 static void editor_closed(uv_handle_t *h)
@@ -142,8 +231,7 @@ static void editor_exit(uv_process_t *p, int64_t status, int sig)
 {
 	struct chat *c = p->data;
 	uv_close((uv_handle_t *)p, editor_closed);
-	c->editing = false;
-	if (c->closing) { /* quit while editing: the screen is gone */
+	if (c->phase == CHAT_CLOSING) { /* quit while editing: the screen is gone */
 		unlink(c->edit_path);
 		free(c->edit_path);
 		c->edit_path = NULL;
@@ -177,8 +265,8 @@ static void editor_exit(uv_process_t *p, int64_t status, int sig)
 
 void chat_cmd_editor(struct chat *c)
 {
-	if (c->editing)
-		return;
+	if (c->edit_path)
+		return; /* the editor runs */
 	const char *ed = getenv("VISUAL");
 	if (!ed || !*ed)
 		ed = getenv("EDITOR");
@@ -222,6 +310,5 @@ void chat_cmd_editor(struct chat *c)
 		chat_say(c, true, "cannot start the editor");
 		return;
 	}
-	c->editing = true;
 	c->edit_path = path;
 }

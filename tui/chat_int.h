@@ -7,6 +7,7 @@
 #include "persist/load_async.h"
 #include "persist/pathkey.h"
 #include "tui/chat.h"
+#include "tui/chat_phase.h"
 #include "tui/composer.h"
 #include "tui/key.h"
 #include "tui/textmsg.h"
@@ -57,9 +58,10 @@ struct chat {
 	struct keydec *kd;
 	char id[SESSION_ID_MAX + 1];
 	char *provider, *model;
-	bool ready, failed, closing, quit_asked;
-	bool view_only;      /* shown, never written (the banner says why) */
-	bool previewing;     /* tr is the log's end read ahead of the open (chat_page.c) */
+	enum chat_phase phase;   /* changed only by chat_to (the diagram: chat_phase.c) */
+	enum chat_phase closed_in; /* the phase chat_close ended */
+	enum chat_mode mode;     /* what the input line takes (chat_mode_to) */
+	bool quit_asked;
 	struct load_req *page_req; /* the log's end being read (chat_page.c) */
 	struct cerr page_why;      /* why a session read by chat_page_view_only is view-only */
 	char banner[600];
@@ -74,7 +76,6 @@ struct chat {
 	/* scrolling: following the end, or a top line anchored at a turn */
 	bool follow;
 	size_t top_turn, top_line;
-	bool help;           /* the help screen is shown */
 	bool selected;       /* a message is selected (for copy): sel_turn, sel_block */
 	size_t sel_turn, sel_block;
 	long sel_code;       /* -1: the whole message; else its code block (chat_select.c) */
@@ -83,10 +84,8 @@ struct chat {
 	int64_t rung_at;     /* the last bell */
 	char *last_answer;
 	/* an approval's note being typed (deny with a note), or a search */
-	bool noting, searching;
 	char *noting_request;
 	struct buf typed;
-	bool pulling;           /* a queued prompt is being taken back */
 	char paste_carry[4];    /* an unfinished character between two paste reads */
 	size_t paste_carry_len;
 	char *renaming;         /* /title's title until it is durable */
@@ -98,13 +97,17 @@ struct chat {
 	char *cwd;
 	char *draft_saved;      /* the text last saved */
 	uv_timer_t draft_timer;
-	/* the external editor */
-	bool editing;
+	/* the external editor: edit_path is set while it runs */
 	char *edit_path;
 	uv_process_t editor;
 };
 
 /* chat.c */
+/* The one change of phase: to must follow c->phase in the diagram
+ * (chat_phase.c); any other is a bug, and asserts. */
+void chat_to(struct chat *c, enum chat_phase to);
+/* The input line takes mode m from now (CHAT_COMPOSE: the composer). */
+void chat_mode_to(struct chat *c, enum chat_mode m);
 /* A message on the status line. */
 void chat_sayf(struct chat *c, bool error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The composer changed (maybe): its draft is saved a moment later. */

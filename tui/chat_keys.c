@@ -84,11 +84,11 @@ void chat_send_composer(struct chat *c)
 	size_t n;
 	if (composer_empty(c->comp))
 		return;
-	if (c->view_only) {
+	if (c->phase == CHAT_VIEW_ONLY) {
 		chat_sayf(c, true, "view-only: nothing is sent");
 		return;
 	}
-	if (!c->ready) {
+	if (c->phase != CHAT_READY) {
 		/* Typed before the session was open: it goes once it is. */
 		c->send_pending = true;
 		chat_sayf(c, false, "opening the session: the prompt goes once it is open");
@@ -104,9 +104,9 @@ void chat_send_composer(struct chat *c)
 	send_text(c, text);
 }
 
-static void input_cb(void *ctx, const struct host_result *r, const struct cerr *err)
+/* A queued prompt removed (pulled: taken back). */
+static void input_done(struct chat *c, const struct host_result *r, const struct cerr *err, bool pulled)
 {
-	struct chat *c = ctx;
 	if (err) {
 		chat_sayf(c, true, "%s", err->msg);
 		return;
@@ -114,7 +114,7 @@ static void input_cb(void *ctx, const struct host_result *r, const struct cerr *
 	if (r && r->input_id)
 		transcript_input_removed(c->tr, r->input_id);
 	/* Pulled back: into the composer, never over unsent text. */
-	if (r && r->text && c->pulling) {
+	if (r && r->text && pulled) {
 		if (composer_edited(c->comp) || !composer_empty(c->comp)) {
 			chat_sayf(c, true, "the composer has unsent text: the queued prompt was put in history");
 		} else {
@@ -125,9 +125,18 @@ static void input_cb(void *ctx, const struct host_result *r, const struct cerr *
 	} else if (r) {
 		chat_sayf(c, false, "removed from the queue");
 	}
-	c->pulling = false;
 	if (c->ui)
 		uiloop_dirty(c->ui);
+}
+
+static void pulled_cb(void *ctx, const struct host_result *r, const struct cerr *err)
+{
+	input_done(ctx, r, err, true);
+}
+
+static void dropped_cb(void *ctx, const struct host_result *r, const struct cerr *err)
+{
+	input_done(ctx, r, err, false);
 }
 
 static void queued_op(struct chat *c, enum keyact act)
@@ -142,10 +151,9 @@ static void queued_op(struct chat *c, enum keyact act)
 	if (act == KEYACT_SEND_WAITING) {
 		rc = host_input_send(c->d.host, c->id, id, input_sent_cb, c, &err);
 	} else if (act == KEYACT_PULL_QUEUED) {
-		c->pulling = true;
-		rc = host_input_take(c->d.host, c->id, id, input_cb, c, &err);
+		rc = host_input_take(c->d.host, c->id, id, pulled_cb, c, &err);
 	} else {
-		rc = host_input_remove(c->d.host, c->id, id, input_cb, c, &err);
+		rc = host_input_remove(c->d.host, c->id, id, dropped_cb, c, &err);
 	}
 	if (rc < 0)
 		chat_sayf(c, true, "%s", err.msg);
@@ -191,7 +199,7 @@ static void approval_key(struct chat *c, enum keyact act)
 		respond(c, t->request_id, "deny", NULL);
 		break;
 	case KEYACT_DENY_NOTE:
-		c->noting = true;
+		chat_mode_to(c, CHAT_NOTE);
 		free(c->noting_request);
 		c->noting_request = xstrdup(t->request_id);
 		buf_reset(&c->typed);
@@ -299,11 +307,11 @@ static unsigned active_contexts(struct chat *c)
 	struct transcript_state st;
 	transcript_state(c->tr, &st);
 	/* Keys typed before the question appeared never answer it. */
-	if (waiting_tool(c) && !c->noting && c->asked_at_batch < c->batch)
+	if (waiting_tool(c) && c->mode != CHAT_NOTE && c->asked_at_batch < c->batch)
 		a |= KEYCTX_BIT(KEYCTX_APPROVAL);
-	if (c->help)
+	if (c->mode == CHAT_HELP)
 		a |= KEYCTX_BIT(KEYCTX_HELP);
-	if (c->searching)
+	if (c->mode == CHAT_SEARCH)
 		a |= KEYCTX_BIT(KEYCTX_SEARCH);
 	if (composer_empty(c->comp)) {
 		a |= KEYCTX_BIT(KEYCTX_EMPTY);
@@ -344,7 +352,7 @@ void chat_interrupt(struct chat *c)
 /* A line typed into the note, the search or the composer. */
 static void typed_text(struct chat *c, const char *s, size_t n)
 {
-	if (c->noting || c->searching)
+	if (c->mode == CHAT_NOTE || c->mode == CHAT_SEARCH)
 		buf_add(&c->typed, s, n);
 	else
 		composer_insert(c->comp, s, n);
@@ -390,7 +398,7 @@ static void act(struct chat *c, enum keyact a)
 		chat_quit(c);
 		break;
 	case KEYACT_HELP:
-		c->help = true;
+		chat_mode_to(c, CHAT_HELP);
 		c->help_top = 0;
 		break;
 	case KEYACT_CANCEL:
@@ -398,18 +406,18 @@ static void act(struct chat *c, enum keyact a)
 			host_cancel(c->d.host, c->id);
 		break;
 	case KEYACT_SEARCH:
-		c->searching = true;
+		chat_mode_to(c, CHAT_SEARCH);
 		buf_reset(&c->typed);
 		chat_sayf(c, false, "search: type, Enter finds (towards the start), Esc closes");
 		break;
 	case KEYACT_SCROLL_PAGE_UP:
-		if (c->help)
+		if (c->mode == CHAT_HELP)
 			c->help_top -= page;
 		else
 			chatview_scroll(c, -page);
 		break;
 	case KEYACT_SCROLL_PAGE_DOWN:
-		if (c->help)
+		if (c->mode == CHAT_HELP)
 			c->help_top += page;
 		else
 			chatview_scroll(c, page);
@@ -452,10 +460,9 @@ static void act(struct chat *c, enum keyact a)
 		search_step(c, a == KEYACT_SEARCH_NEXT);
 		break;
 	case KEYACT_CLOSE:
-		if (c->searching)
-			c->searching = false, *c->note = '\0';
-		else
-			c->help = false;
+		if (c->mode == CHAT_SEARCH)
+			*c->note = '\0';
+		chat_mode_to(c, CHAT_COMPOSE);
 		break;
 	case KEYACT_NONE:
 	case KEYACT_COUNT:
@@ -479,7 +486,7 @@ static void wheel(struct chat *c)
 /* The note or the search query takes Enter, Esc and Backspace itself. */
 static bool line_entry_key(struct chat *c, struct key k)
 {
-	if (!c->noting && !c->searching)
+	if (c->mode != CHAT_NOTE && c->mode != CHAT_SEARCH)
 		return false;
 	if (k.sym == KEYSYM_BACKSPACE) {
 		while (c->typed.len && ((unsigned char)c->typed.p[c->typed.len - 1] & 0xc0) == 0x80)
@@ -489,13 +496,13 @@ static bool line_entry_key(struct chat *c, struct key k)
 		c->typed.p[c->typed.len] = '\0';
 		return true;
 	}
-	if (c->noting && k.sym == KEYSYM_ENTER) {
+	if (c->mode == CHAT_NOTE && k.sym == KEYSYM_ENTER) {
 		respond(c, c->noting_request, "deny", c->typed.p ? c->typed.p : "");
-		c->noting = false;
+		chat_mode_to(c, CHAT_COMPOSE);
 		return true;
 	}
-	if (c->noting && k.sym == KEYSYM_ESC) {
-		c->noting = false;
+	if (c->mode == CHAT_NOTE && k.sym == KEYSYM_ESC) {
+		chat_mode_to(c, CHAT_COMPOSE);
 		return true;
 	}
 	return false;
@@ -520,9 +527,9 @@ static void on_key(struct chat *c, struct key k)
 		return;
 	const struct keybinding *b = keytab_find(k, active_contexts(c));
 	if (b) {
-		if (c->help && b->ctx != KEYCTX_HELP && b->act != KEYACT_SCROLL_PAGE_UP &&
+		if (c->mode == CHAT_HELP && b->ctx != KEYCTX_HELP && b->act != KEYACT_SCROLL_PAGE_UP &&
 		    b->act != KEYACT_SCROLL_PAGE_DOWN) {
-			c->help = false; /* any other key closes the help first */
+			chat_mode_to(c, CHAT_COMPOSE); /* any other key closes the help first */
 		}
 		act(c, b->act);
 		return;
@@ -546,7 +553,8 @@ static void on_key(struct chat *c, struct key k)
 			u[n++] = (char)(0x80 | ((cp >> 6) & 0x3f));
 			u[n++] = (char)(0x80 | (cp & 0x3f));
 		}
-		c->help = false;
+		if (c->mode == CHAT_HELP)
+			chat_mode_to(c, CHAT_COMPOSE);
 		typed_text(c, u, n);
 	}
 }
@@ -554,7 +562,7 @@ static void on_key(struct chat *c, struct key k)
 void chat_keys_drain(struct chat *c)
 {
 	struct key k;
-	while (!c->closing && keydec_next(c->kd, &k))
+	while (c->phase != CHAT_CLOSING && keydec_next(c->kd, &k))
 		on_key(c, k);
 }
 
@@ -615,7 +623,7 @@ void chat_keys_cb(void *ctx)
 	wint_t ch;
 	int rc;
 	/* A key may close the screen (quit): then nothing more is read. */
-	while (!c->closing) {
+	while (c->phase != CHAT_CLOSING) {
 		if (keydec_pasting(c->kd)) {
 			if (read_paste(c)) {
 				/* read and fed */
@@ -636,12 +644,12 @@ void chat_keys_cb(void *ctx)
 		uiloop_keypad(c->ui, !keydec_pasting(c->kd));
 		chat_keys_drain(c);
 	}
-	if (c->closing)
+	if (c->phase == CHAT_CLOSING)
 		return;
 	if (keydec_waiting(c->kd))
 		keydec_expire(c->kd);
 	chat_keys_drain(c);
-	if (!c->closing) {
+	if (c->phase != CHAT_CLOSING) {
 		chat_draft_touch(c);
 		uiloop_draw_now(c->ui); /* a key is answered at once; the stream is paced */
 	}

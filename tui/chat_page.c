@@ -65,14 +65,14 @@ static void preview_done(void *ctx, void *made, const struct cerr *err, bool can
 	c->page_req = NULL;
 	/* The session opened first (or failed, or the screen closes): the
 	 * preview has nothing to add. */
-	if (tr && !c->ready && !c->view_only && !c->failed && !c->closing) {
+	if (tr && c->phase == CHAT_OPENING) {
 		transcript_free(c->tr);
 		c->tr = tr;
 		tr = NULL;
 		chatview_reset(c);
 		c->follow = true;
 		c->selected = false;
-		c->previewing = true;
+		chat_to(c, CHAT_PREVIEW);
 		if (c->ui)
 			uiloop_dirty(c->ui);
 	}
@@ -93,9 +93,9 @@ static bool quiet(struct chat *c)
 {
 	struct transcript_state st;
 	transcript_state(c->tr, &st);
-	if (c->view_only)
+	if (c->phase == CHAT_VIEW_ONLY)
 		return true;
-	return c->ready && !st.unsaved && host_state(c->d.host, c->id) == HOST_IDLE;
+	return c->phase == CHAT_READY && !st.unsaved && host_state(c->d.host, c->id) == HOST_IDLE;
 }
 
 static void page_done(void *ctx, void *made, const struct cerr *err, bool canceled)
@@ -103,8 +103,8 @@ static void page_done(void *ctx, void *made, const struct cerr *err, bool cancel
 	struct chat *c = ctx;
 	struct transcript *nt = made;
 	c->page_req = NULL;
-	if (!nt || c->closing) {
-		if (!nt && err && !c->closing)
+	if (!nt || c->phase == CHAT_CLOSING) {
+		if (!nt && err && c->phase != CHAT_CLOSING)
 			chat_sayf(c, true, "cannot read earlier turns: %s", err->msg);
 		transcript_free(nt);
 		return;
@@ -142,7 +142,10 @@ static void page_done(void *ctx, void *made, const struct cerr *err, bool cancel
 
 void chat_page_earlier(struct chat *c)
 {
-	if (c->page_req || c->previewing || !transcript_has_earlier(c->tr))
+	/* A preview (or what a failed open left) is not paged: only a
+	 * session shown for good is. */
+	if (c->page_req || (c->phase != CHAT_READY && c->phase != CHAT_VIEW_ONLY) ||
+	    !transcript_has_earlier(c->tr))
 		return;
 	if (!quiet(c)) {
 		chat_sayf(c, false, "earlier turns load once the turn has ended");
@@ -163,7 +166,7 @@ static void viewed(void *ctx, void *made, const struct cerr *err, bool canceled)
 {
 	struct chat *c = ctx;
 	if (!made) {
-		if (!canceled && !c->closing)
+		if (!canceled && c->phase != CHAT_CLOSING)
 			chat_failed(c, err);
 		return;
 	}

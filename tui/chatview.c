@@ -15,6 +15,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/xalloc.h"
+#include "tui/chat_cmd.h"
 #include "tui/keytab.h"
 
 #define GUTTER 2        /* cells before a block's text */
@@ -502,6 +503,7 @@ static void draw_help(struct chat *c, int area)
 {
 	struct buf b = BUF_INIT;
 	keytab_help(&b, 22, COLS > 2 ? COLS - 2 : 1);
+	chat_cmd_help(&b, 22, COLS > 2 ? COLS - 2 : 1);
 	struct textmsg *m = textmsg_new(TEXTMSG_PLAIN, TS_NORMAL, COLS > 2 ? COLS - 2 : 1);
 	textmsg_append(m, b.p ? b.p : "", b.len);
 	buf_release(&b);
@@ -571,7 +573,7 @@ static void draw_approval(struct chat *c, int y, const struct transcript_tool *t
 	draw_text_line(c, y, q, TS_BOLD, tty_colors(c->tty) ? COLOR_PAIR(PAIR_ACCENT) : A_NORMAL);
 	free(q);
 	draw_text_line(c, y + 1,
-		       c->noting ? "  type the note for the model, Enter denies with it, Esc goes back"
+		       c->mode == CHAT_NOTE ? "  type the note for the model, Enter denies with it, Esc goes back"
 				 : "  y allow once   a allow for this session   n deny   d deny with a note",
 		       TS_DIM, A_NORMAL);
 }
@@ -583,7 +585,7 @@ static void state_words(struct chat *c, const struct transcript_state *st, struc
 		s = 0;
 	switch (st->activity) {
 	case TR_IDLE:
-		buf_adds(b, c->ready ? "idle" : c->failed ? "not open" : "opening");
+		buf_adds(b, c->phase == CHAT_READY ? "idle" : c->phase == CHAT_FAILED ? "not open" : "opening");
 		break;
 	case TR_WAITING:
 		buf_printf(b, "waiting %" PRId64 "s", s);
@@ -607,7 +609,7 @@ static void draw_status(struct chat *c, int y)
 	transcript_state(c->tr, &st);
 	struct buf b = BUF_INIT;
 	buf_adds(&b, " ");
-	if (c->view_only)
+	if (c->phase == CHAT_VIEW_ONLY)
 		buf_adds(&b, c->banner);
 	else
 		state_words(c, &st, &b);
@@ -626,7 +628,7 @@ static void draw_status(struct chat *c, int y)
 	if (!name && !*c->id)
 		name = "cairn";
 	else if (!name)
-		name = c->ready && transcript_end(c->tr) == 0 && !transcript_has_earlier(c->tr) ? "new session" : c->id;
+		name = c->phase == CHAT_READY && transcript_end(c->tr) == 0 && !transcript_has_earlier(c->tr) ? "new session" : c->id;
 	buf_printf(&b, " | %s", name);
 	const char *prov = c->provider ? c->provider : st.provider;
 	const char *model = c->model ? c->model : st.model;
@@ -663,7 +665,7 @@ void chatview_draw(struct chat *c)
 	const struct transcript_tool *tool = NULL;
 	bool asking = approval_waiting(c, &tool);
 	int area = chatview_area(c);
-	if (c->help)
+	if (c->mode == CHAT_HELP)
 		draw_help(c, area);
 	else
 		draw_transcript(c, area);

@@ -239,13 +239,24 @@ static void wrap_text(struct buf *out, const char *text, int col, int indent, in
 	buf_addc(out, '\n');
 }
 
+void keytab_help_row(struct buf *out, const char *keys, const char *help, int keys_width, int width)
+{
+	size_t before = out->len;
+	buf_printf(out, "  %-*s ", keys_width, keys);
+	wrap_text(out, help, cells(out->p + before, out->len - before), 2 + keys_width + 1, width);
+}
+
+void keytab_help_heading(struct buf *out, const char *title, const char *about, int width)
+{
+	buf_printf(out, "%s: ", title);
+	int col = cells(title, strlen(title)) + 2;
+	wrap_text(out, about, col, col, width);
+}
+
 static void help_line(const char *keys, const char *help, void *arg)
 {
 	struct help_arg *h = arg;
-	size_t before = h->out->len;
-	buf_printf(h->out, "  %-*s ", h->keys_width, keys);
-	wrap_text(h->out, help, cells(h->out->p + before, h->out->len - before), 2 + h->keys_width + 1,
-		  h->width);
+	keytab_help_row(h->out, keys, help, h->keys_width, h->width);
 }
 
 void keytab_help(struct buf *out, int keys_width, int width)
@@ -256,10 +267,7 @@ void keytab_help(struct buf *out, int keys_width, int width)
 	for (size_t i = 0; i < n; i++) {
 		if (i)
 			buf_addc(out, '\n');
-		const char *title = keytab_ctx_title(order[i]);
-		buf_printf(out, "%s: ", title);
-		int col = cells(title, strlen(title)) + 2;
-		wrap_text(out, keytab_ctx_about(order[i]), col, col, width);
+		keytab_help_heading(out, keytab_ctx_title(order[i]), keytab_ctx_about(order[i]), width);
 		each_action(order[i], help_line, &h);
 	}
 }
@@ -274,7 +282,8 @@ void keytab_markdown(struct buf *out)
 	buf_adds(out,
 		 "# Keys\n"
 		 "\n"
-		 "<!-- Made from the key table in tui/keytab.c: edit the table, then\n"
+		 "<!-- Made from the key table in tui/keytab.c and the slash commands'\n"
+		 "     table in tui/chat_cmd.c: edit a table, then\n"
 		 "     build/tests/test_keytab --markdown > docs/keys.md -->\n"
 		 "\n"
 		 "The chat screen (`cairn` with no command, on a terminal) acts on keys\n"

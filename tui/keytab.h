@@ -114,7 +114,13 @@ const char *keytab_ctx_about(enum keyctx ctx);
  * to where its text began (an action's under the text column, a
  * heading's under the words after its title). */
 void keytab_help(struct buf *out, int keys_width, int width);
-/* Append docs/keys.md, whole, to out. */
+/* The pieces of that text, for another table shown the same way (the
+ * slash commands, chat_cmd.h): a heading ("Title: about", wrapped under
+ * the about), and a row ("  keys   help", wrapped under the help). */
+void keytab_help_heading(struct buf *out, const char *title, const char *about, int width);
+void keytab_help_row(struct buf *out, const char *keys, const char *help, int keys_width, int width);
+/* Append docs/keys.md to out, up to its last part: the slash commands
+ * (chat_cmd_markdown) follow it. */
 void keytab_markdown(struct buf *out);
 
 #endif

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Slash commands in the composer (Tab completes them; an unknown one is an
 # error on the status line, never sent to the model), Ctrl-G's external
-# editor, the help screen, and scrolling back while an answer streams.
+# editor, the help screen (the keys, then the slash commands), and
+# scrolling back while an answer streams.
 . "$(dirname "$0")/lib.sh"
 printf '{"providers": {"offline": {"pace_ms": 0}}}\n' >"$T/config/cairn/config.json"
 log_of() { "$CAIRN" --data-dir "$DATA" log cat "$1"; }
@@ -37,6 +38,17 @@ check "Ctrl-G edits the prompt in \$EDITOR: the composer shows the result" wait_
 keys a C-u
 keys a F1
 check "F1 shows every key" wait_for a "Alt-Enter"
+# PgDn a page at a time until the line shows (the help has ~130 lines).
+paged_to() {
+	local i
+	for i in $(seq 20); do
+		wait_for a "$1" 1 >/dev/null && return 0
+		keys a NPage
+	done
+	return 1
+}
+check "... and, at its end, every slash command with its arguments (the command table)" \
+	paged_to "^  +/approve ask\|read-only\|all +set this session's approval policy"
 keys a Escape
 check "... Esc closes it" wait_for a "cairn config"
 keys a "/new" Enter

@@ -1,7 +1,8 @@
 /* test_keytab.c — tui/keytab.h: every key issue 14 names is in the table
  * with its action, contexts take precedence in order, no key is bound twice
  * in one context, and the help text shows every entry. With --markdown it
- * prints docs/keys.md instead (tests/cli/test_keys_doc.sh compares). */
+ * prints docs/keys.md instead, the slash commands' part (tui/chat_cmd.c)
+ * last (tests/cli/test_keys_doc.sh compares). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,6 +15,7 @@
 
 #include "base/buf.h"
 #include "tui/key.h"
+#include "tui/chat_cmd.h"
 #include "tui/keytab.h"
 
 #define BIT KEYCTX_BIT
@@ -283,6 +285,7 @@ int main(int argc, char **argv)
 	if (argc == 2 && strcmp(argv[1], "--markdown") == 0) {
 		struct buf md = BUF_INIT;
 		keytab_markdown(&md);
+		chat_cmd_markdown(&md);
 		fwrite(md.p, 1, md.len, stdout);
 		buf_release(&md);
 		return ferror(stdout) ? 1 : 0;
