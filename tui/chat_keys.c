@@ -153,21 +153,6 @@ static void queued_op(struct chat *c, enum keyact act)
 
 /* ---- approvals ---- */
 
-static const struct transcript_tool *waiting_tool(const struct chat *c)
-{
-	struct transcript_state st;
-	transcript_state(c->tr, &st);
-	if (st.activity != TR_APPROVAL || !transcript_end(c->tr))
-		return NULL;
-	const struct transcript_turn *t = transcript_turn(c->tr, transcript_end(c->tr) - 1);
-	for (size_t i = transcript_turn_blocks(t); i-- > 0;) {
-		const struct transcript_tool *tt = transcript_block_tool(transcript_turn_block(t, i));
-		if (tt && tt->approval == TR_APPROVAL_WAITING && tt->request_id)
-			return tt;
-	}
-	return NULL;
-}
-
 static void respond(struct chat *c, const char *request_id, const char *decision, const char *note)
 {
 	struct cerr err;
@@ -177,7 +162,7 @@ static void respond(struct chat *c, const char *request_id, const char *decision
 
 static void approval_key(struct chat *c, enum keyact act)
 {
-	const struct transcript_tool *t = waiting_tool(c);
+	const struct transcript_tool *t = transcript_pending_approval(c->tr);
 	if (!t)
 		return;
 	switch (act) {
@@ -299,7 +284,7 @@ static unsigned active_contexts(struct chat *c)
 	struct transcript_state st;
 	transcript_state(c->tr, &st);
 	/* Keys typed before the question appeared never answer it. */
-	if (waiting_tool(c) && !c->noting && c->asked_at_batch < c->batch)
+	if (transcript_pending_approval(c->tr) && !c->noting && c->asked_at_batch < c->batch)
 		a |= KEYCTX_BIT(KEYCTX_APPROVAL);
 	if (c->help)
 		a |= KEYCTX_BIT(KEYCTX_HELP);
