@@ -15,6 +15,7 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/utf8.h"
 #include "base/xalloc.h"
 #include "tui/chat_cmd.h"
 #include "tui/keytab.h"
@@ -514,23 +515,7 @@ static void on_key(struct chat *c, struct key k)
 	}
 	if (k.sym == KEYSYM_CHAR && !(k.mods & (KEYMOD_CTRL | KEYMOD_ALT))) {
 		char u[4];
-		size_t n = 0;
-		uint32_t cp = k.cp;
-		if (cp < 0x80) {
-			u[n++] = (char)cp;
-		} else if (cp < 0x800) {
-			u[n++] = (char)(0xc0 | (cp >> 6));
-			u[n++] = (char)(0x80 | (cp & 0x3f));
-		} else if (cp < 0x10000) {
-			u[n++] = (char)(0xe0 | (cp >> 12));
-			u[n++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-			u[n++] = (char)(0x80 | (cp & 0x3f));
-		} else {
-			u[n++] = (char)(0xf0 | (cp >> 18));
-			u[n++] = (char)(0x80 | ((cp >> 12) & 0x3f));
-			u[n++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-			u[n++] = (char)(0x80 | (cp & 0x3f));
-		}
+		size_t n = utf8_encode(k.cp, u);
 		c->help = false;
 		typed_text(c, u, n);
 	}
