@@ -20,6 +20,7 @@
 #include "app/prompt_report.h"
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/readfile.h"
 #include "base/termsafe.h"
 #include "base/utf8.h"
 #include "base/xalloc.h"
@@ -66,19 +67,13 @@ struct hl {
 
 static int read_all(int fd, struct buf *b, struct cerr *err)
 {
-	char chunk[65536];
-	for (;;) {
-		ssize_t r = read(fd, chunk, sizeof chunk);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return cerr_set(err, CERR_IO, errno, "cannot read standard input");
-		if (r == 0)
-			return 0;
-		if (b->len + (size_t)r > PROMPT_MAX)
-			return cerr_set(err, CERR_USAGE, 0, "the prompt is larger than %u bytes",
-					PROMPT_MAX);
-		buf_add(b, chunk, (size_t)r);
+	switch (readfile_fd(fd, PROMPT_MAX, b)) {
+	case READFILE_OK:
+		return 0;
+	case READFILE_TOO_BIG:
+		return cerr_set(err, CERR_USAGE, 0, "the prompt is larger than %u bytes", PROMPT_MAX);
+	default:
+		return cerr_set(err, CERR_IO, errno, "cannot read standard input");
 	}
 }
 
