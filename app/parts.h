@@ -27,9 +27,9 @@
 
 #include "app/cli.h"
 #include "engine/approval.h"
-#include "engine/config.h"
+#include "app/config.h"
 #include "engine/host.h"
-#include "engine/sysprompt.h"
+#include "app/sysprompt.h"
 #include "persist/pathkey.h"
 
 struct parts_opts {

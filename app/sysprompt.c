@@ -1,5 +1,5 @@
 /* sysprompt.c — the default prompt, prompt files and AGENTS.md (sysprompt.h). */
-#include "engine/sysprompt.h"
+#include "app/sysprompt.h"
 #include "base/buf.h"
 #include "base/readfile.h"
 #include "base/xalloc.h"

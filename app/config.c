@@ -1,6 +1,6 @@
 /* config.c — the configuration file, the environment and the provider
  * selection (config.h). */
-#include "engine/config.h"
+#include "app/config.h"
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/readfile.h"
