@@ -112,11 +112,14 @@ static char *temp_name(const char *base)
 /* The directory dir opened for the replace: readable when it may be (its
  * fsync makes the rename durable), else by path only, so that the file is
  * still written and the missing sync reported after (replace.h). */
-static int open_dir(const char *dir)
+static int open_dir(const char *dir, int *unreadable)
 {
+	*unreadable = 0;
 	int fd = fsops->openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-	if (fd < 0 && errno == EACCES)
+	if (fd < 0 && errno == EACCES) {
+		*unreadable = errno; /* why its sync will fail */
 		fd = fsops->openat(AT_FDCWD, dir, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+	}
 	return fd;
 }
 
@@ -147,7 +150,8 @@ int tool_write_atomic(struct tool_job *j, const char *path, const char *data, si
 	}
 	if (make_dirs(j, dir, made) < 0)
 		goto out;
-	dfd = open_dir(dir);
+	int unreadable;
+	dfd = open_dir(dir, &unreadable);
 	if (dfd < 0) {
 		tool_files_fail(j, "cannot create a temporary file in '%s': %s", dir, strerror(errno));
 		goto out;
@@ -195,7 +199,8 @@ int tool_write_atomic(struct tool_job *j, const char *path, const char *data, si
 	if (step == REPLACE_DIRSYNC) {
 		/* The rename is durable only once the directory is synced. */
 		tool_files_fail(j, "wrote '%s', but cannot sync its directory: %s (the file may not "
-				   "survive a power loss)", j->shown, strerror(r.sys_errno));
+				   "survive a power loss)", j->shown,
+				strerror(unreadable ? unreadable : r.sys_errno));
 		goto out;
 	}
 	*created = !exists;
