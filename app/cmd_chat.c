@@ -36,6 +36,10 @@ struct ch {
 	char id[SESSION_ID_MAX + 1];
 	bool have_log;   /* the session has a log: resuming it makes sense */
 	char *model_opt; /* /model's choice (owned) */
+	unsigned reading; /* system prompt reads asked and not ended (parts_load_prompt) */
+	bool announce;    /* the newest read's end makes the screen ready */
+	const char *note; /* what the screen says then (static) */
+	bool with_settings; /* the newest read chooses with the session's settings */
 	struct cerr fail;
 };
 
@@ -83,15 +87,44 @@ static enum tty_bell bell_kind(enum config_bell b)
 
 /* ---- the session ---- */
 
-static void ready(struct ch *h, const struct host_settings *set, const char *note)
+/* A system prompt read ended (parts_load_prompt, on a worker): the newest
+ * one's end chooses the call with it, and, after an open or /new, makes
+ * the screen ready. */
+static void prompt_read(void *ctx)
 {
-	struct cerr err;
+	struct ch *h = ctx;
+	if (--h->reading > 0)
+		return; /* a newer read is on its way */
+	bool announce = h->announce;
+	h->announce = false;
+	struct host_settings set = {0};
+	struct cerr e, err;
+	if (h->with_settings)
+		host_settings(h->p.host, h->id, &set, &e);
 	struct config_selection sel;
-	if (parts_select_call(&h->p, h->id, set, &sel, &err) < 0) {
-		chat_failed(h->chat, &err);
+	if (parts_select_call(&h->p, h->id, h->with_settings ? &set : NULL, &sel, &err) < 0) {
+		if (announce)
+			chat_failed(h->chat, &err);
+		else
+			chat_say(h->chat, true, err.msg);
 		return;
 	}
-	chat_ready(h->chat, h->id, sel.provider->name, sel.model, note);
+	if (announce)
+		chat_ready(h->chat, h->id, sel.provider->name, sel.model, h->note);
+}
+
+/* Read the system prompt off the loop, then choose the call (with the
+ * session's settings, or none for a new session); announce: the screen
+ * becomes ready with note then. */
+static void read_prompt(struct ch *h, bool with_settings, bool announce, const char *note)
+{
+	h->with_settings = with_settings;
+	if (announce) {
+		h->announce = true;
+		h->note = note;
+	}
+	h->reading++;
+	parts_load_prompt(&h->p, prompt_read, h);
 }
 
 static void opened(void *ctx, const struct host_result *r, const struct cerr *err)
@@ -109,10 +142,7 @@ static void opened(void *ctx, const struct host_result *r, const struct cerr *er
 		return;
 	}
 	h->have_log = true;
-	struct host_settings set = {0};
-	struct cerr e;
-	host_settings(h->p.host, h->id, &set, &e);
-	ready(h, &set, NULL);
+	read_prompt(h, true, true, NULL);
 }
 
 static void created(void *ctx, const struct host_result *r, const struct cerr *err)
@@ -127,7 +157,7 @@ static int new_session(struct ch *h, const char *note, struct cerr *err)
 	if (host_create(h->p.host, h->p.cwd, NULL, h->id, created, h, err) < 0)
 		return -1;
 	h->have_log = false;
-	ready(h, NULL, note);
+	read_prompt(h, false, true, note);
 	return 0;
 }
 
@@ -171,8 +201,11 @@ static int command(void *ctx, const char *name, const char *arg, struct cerr *er
 	struct host_settings set = {0};
 	struct cerr e;
 	host_settings(h->p.host, h->id, &set, &e);
+	/* With the prompt read last; then read again off the loop, which
+	 * chooses the call once more with what the files hold now. */
 	if (parts_select_call(&h->p, h->id, &set, NULL, err) < 0)
 		return -1;
+	read_prompt(h, true, false, NULL);
 	char *msg = xasprintf("model: %s from the next turn", arg);
 	chat_say(h->chat, false, msg);
 	free(msg);

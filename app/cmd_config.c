@@ -6,10 +6,10 @@
 #include "app/cmds.h"
 #include "base/clock.h"
 #include "base/xalloc.h"
-#include "engine/config.h"
+#include "app/config.h"
 #include "engine/tool.h"
 #include "engine/provider.h"
-#include "engine/sysprompt.h"
+#include "app/sysprompt.h"
 
 #include <errno.h>
 #include <stdlib.h>

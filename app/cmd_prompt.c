@@ -20,6 +20,7 @@
 #include "app/prompt_report.h"
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/readfile.h"
 #include "base/termsafe.h"
 #include "base/utf8.h"
 #include "base/xalloc.h"
@@ -47,6 +48,7 @@ struct hl {
 	char *prompts[PROMPTS_MAX];
 	/* the session */
 	char id[SESSION_ID_MAX + 1];
+	bool with_settings; /* an opened session: the call is chosen with its settings */
 	/* parts */
 	struct parts p;
 	struct outq *out;
@@ -66,19 +68,13 @@ struct hl {
 
 static int read_all(int fd, struct buf *b, struct cerr *err)
 {
-	char chunk[65536];
-	for (;;) {
-		ssize_t r = read(fd, chunk, sizeof chunk);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return cerr_set(err, CERR_IO, errno, "cannot read standard input");
-		if (r == 0)
-			return 0;
-		if (b->len + (size_t)r > PROMPT_MAX)
-			return cerr_set(err, CERR_USAGE, 0, "the prompt is larger than %u bytes",
-					PROMPT_MAX);
-		buf_add(b, chunk, (size_t)r);
+	switch (readfile_fd(fd, PROMPT_MAX, b)) {
+	case READFILE_OK:
+		return 0;
+	case READFILE_TOO_BIG:
+		return cerr_set(err, CERR_USAGE, 0, "the prompt is larger than %u bytes", PROMPT_MAX);
+	default:
+		return cerr_set(err, CERR_IO, errno, "cannot read standard input");
 	}
 }
 
@@ -440,11 +436,28 @@ static int send_all(struct hl *h, struct cerr *err)
 	return 0;
 }
 
+/* The system prompt was read on a worker (parts_load_prompt): choose the
+ * call with it and send the prompts. */
+static void prompt_read(void *ctx)
+{
+	struct hl *h = ctx;
+	struct cerr e;
+	struct host_settings set = {0};
+	if (h->with_settings)
+		host_settings(h->p.host, h->id, &set, &e);
+	if (h->stopping) {
+		finish(h);
+		return;
+	}
+	if (parts_select_call(&h->p, h->id, h->with_settings ? &set : NULL, NULL, &e) < 0 ||
+	    send_all(h, &e) < 0)
+		fail_run(h, &e);
+}
+
 static void opened(void *ctx, const struct host_result *r, const struct cerr *err)
 {
 	struct hl *h = ctx;
 	(void)r;
-	struct cerr e;
 	if (err) {
 		fail_run(h, err);
 		return;
@@ -453,14 +466,8 @@ static void opened(void *ctx, const struct host_result *r, const struct cerr *er
 	size_t n = host_queued(h->p.host, h->id, &in);
 	for (size_t i = 0; i < n; i++)
 		cli_printf(stderr, "cairn: queued by an earlier run, not sent: %s\n", in[i].input_id);
-	struct host_settings set = {0};
-	host_settings(h->p.host, h->id, &set, &e);
-	if (h->stopping) {
-		finish(h);
-		return;
-	}
-	if (parts_select_call(&h->p, h->id, &set, NULL, &e) < 0 || send_all(h, &e) < 0)
-		fail_run(h, &e);
+	h->with_settings = true;
+	parts_load_prompt(&h->p, prompt_read, h);
 }
 
 static void created(void *ctx, const struct host_result *r, const struct cerr *err)
@@ -474,10 +481,10 @@ static int start(struct hl *h, struct cerr *err)
 {
 	if (*h->id)
 		return host_open(h->p.host, h->id, opened, h, err);
-	if (host_create(h->p.host, h->p.cwd, NULL, h->id, created, h, err) < 0 ||
-	    parts_select_call(&h->p, h->id, NULL, NULL, err) < 0)
+	if (host_create(h->p.host, h->p.cwd, NULL, h->id, created, h, err) < 0)
 		return -1;
-	return send_all(h, err);
+	parts_load_prompt(&h->p, prompt_read, h);
+	return 0;
 }
 
 static void recovered(void *ctx, size_t n, size_t failed, const struct cerr *err)

@@ -113,6 +113,65 @@ int parts_open(struct parts *p, struct cli *c, const struct parts_opts *o, bool 
 	return 0;
 }
 
+/* ---- the system prompt, read on a worker ---- */
+
+struct prompt_job {
+	uv_work_t w;
+	struct parts *p;
+	uint64_t gen;
+	int64_t now_ms;
+	int rc;
+	struct sysprompt sp;
+	struct cerr err;
+	void (*cb)(void *ctx);
+	void *ctx;
+};
+
+/* On a libuv worker: the prompt's files may be slow to read. It reads
+ * only what stays unchanged while the loop runs (the configuration, the
+ * --system option, the cwd). */
+static void prompt_work(uv_work_t *w)
+{
+	struct prompt_job *j = w->data;
+	struct parts *p = j->p;
+	j->rc = sysprompt_build(&p->cfg, p->o.system, p->cwd, j->now_ms, &j->sp, &j->err);
+}
+
+static void prompt_done(uv_work_t *w, int status)
+{
+	(void)status; /* never canceled */
+	struct prompt_job *j = w->data;
+	struct parts *p = j->p;
+	/* The newest read wins, whatever order the workers end in. */
+	if (j->gen > p->sp_gen && !p->closing) {
+		p->sp_gen = j->gen;
+		if (p->sp_built)
+			sysprompt_release(&p->sp);
+		p->sp_built = j->rc == 0;
+		if (p->sp_built)
+			p->sp = j->sp;
+		p->sp_err = j->err;
+	} else if (j->rc == 0) {
+		sysprompt_release(&j->sp);
+	}
+	if (!p->closing && j->cb)
+		j->cb(j->ctx);
+	free(j);
+}
+
+void parts_load_prompt(struct parts *p, void (*cb)(void *ctx), void *ctx)
+{
+	struct prompt_job *j = xcalloc(1, sizeof *j);
+	j->p = p;
+	j->gen = ++p->sp_asked;
+	j->now_ms = clock_unix_ms();
+	j->cb = cb;
+	j->ctx = ctx;
+	j->w.data = j;
+	/* uv_queue_work fails only for a NULL callback. */
+	uv_queue_work(&p->loop, &j->w, prompt_work, prompt_done);
+}
+
 int parts_select_call(struct parts *p, const char *id, const struct host_settings *set,
 		      struct config_selection *out, struct cerr *err)
 {
@@ -122,12 +181,13 @@ int parts_select_call(struct parts *p, const char *id, const struct host_setting
 		return -1;
 	const char *system = set && !p->o.system ? set->system_prompt : NULL;
 	if (!system) {
-		if (p->sp_built)
-			sysprompt_release(&p->sp);
-		p->sp_built = false;
-		if (sysprompt_build(&p->cfg, p->o.system, p->cwd, clock_unix_ms(), &p->sp, err) < 0)
-			return -1;
-		p->sp_built = true;
+		if (!p->sp_built) {
+			if (p->sp_gen) {
+				*err = p->sp_err;
+				return -1;
+			}
+			return cerr_set(err, CERR_USAGE, 0, "the system prompt is not read yet");
+		}
 		system = p->sp.text;
 	}
 	const struct config_provider *pr = sel.provider;
@@ -198,6 +258,7 @@ static void host_closed(struct host *host, void *ctx, enum host_close_status st)
 
 void parts_close(struct parts *p, unsigned drain_ms, void (*cb)(void *ctx), void *ctx)
 {
+	p->closing = true; /* a prompt read still running is dropped */
 	p->drain_ms = drain_ms;
 	p->closed = cb;
 	p->closed_ctx = ctx;

@@ -9,7 +9,8 @@
  *
  * Calling sequence:
  *	parts_open(&p, c, &opts, latest, &err)    loop, FIFO, sink, host ready
- *	... host_create / host_open, then parts_select_call(&p, id, set) ...
+ *	... host_create / host_open, then parts_load_prompt(&p, cb, ctx),
+ *	    and in cb parts_select_call(&p, id, set) ...
  *	uv_run(&p.loop)
  *	parts_close(&p, closed_cb, ctx)           from the loop, once
  *	(uv_run returns once every handle is closed)
@@ -27,9 +28,9 @@
 
 #include "app/cli.h"
 #include "engine/approval.h"
-#include "engine/config.h"
+#include "app/config.h"
 #include "engine/host.h"
-#include "engine/sysprompt.h"
+#include "app/sysprompt.h"
 #include "persist/pathkey.h"
 
 struct parts_opts {
@@ -55,9 +56,11 @@ struct parts {
 	struct host *host;
 	/* private */
 	struct parts_opts o;
-	bool cfg_loaded, loop_ready, sp_built;
+	bool cfg_loaded, loop_ready, sp_built, closing;
 	char **strip;
-	struct sysprompt sp;
+	struct sysprompt sp;    /* the newest read's, when sp_built */
+	struct cerr sp_err;     /* the newest read's error, when not */
+	uint64_t sp_asked, sp_gen; /* reads asked; the newest applied (0: none yet) */
 	cJSON *tools;
 	void (*closed)(void *ctx);
 	void *closed_ctx;
@@ -80,10 +83,16 @@ int parts_opts_check(struct parts_opts *o, struct cerr *err);
  * still safe). */
 int parts_open(struct parts *p, struct cli *c, const struct parts_opts *o, bool latest,
 	       struct cerr *err);
+/* Read the system prompt (the --system or configured file, the default,
+ * the AGENTS.md files) on a libuv worker, never on the loop, then call cb
+ * on the loop (not once parts_close was called). parts_select_call uses
+ * what the newest read gave, or fails with its error. */
+void parts_load_prompt(struct parts *p, void (*cb)(void *ctx), void *ctx);
 /* What session id's turns are sent with: the options, the session's
  * stored choice (set: NULL for a new session), the configuration, the
  * environment; the system prompt is the session's own unless --system is
- * given. Makes the HTTP engine for a network provider. *sel (may be NULL)
+ * given (else the one parts_load_prompt read; none read yet is an error).
+ * Reads no file. Makes the HTTP engine for a network provider. *sel (may be NULL)
  * gets the provider and model chosen (borrowed from p's configuration). */
 int parts_select_call(struct parts *p, const char *id, const struct host_settings *set,
 		      struct config_selection *sel, struct cerr *err);

@@ -7,6 +7,7 @@
  * texts. */
 #include "base/json_check.h"
 #include "base/json_int.h"
+#include "base/utf8.h"
 #include "base/xalloc.h"
 
 #include <cjson/cJSON.h>
@@ -130,21 +131,7 @@ size_t json_check_unescape(const struct json_span *v, char *out)
 			cp = 0x10000 + ((cp - 0xD800) << 10) + (hex_value(p + 2) - 0xDC00);
 			p += 6;
 		}
-		if (cp < 0x80) {
-			out[o++] = (char)cp;
-		} else if (cp < 0x800) {
-			out[o++] = (char)(0xC0 | cp >> 6);
-			out[o++] = (char)(0x80 | (cp & 0x3F));
-		} else if (cp < 0x10000) {
-			out[o++] = (char)(0xE0 | cp >> 12);
-			out[o++] = (char)(0x80 | (cp >> 6 & 0x3F));
-			out[o++] = (char)(0x80 | (cp & 0x3F));
-		} else {
-			out[o++] = (char)(0xF0 | cp >> 18);
-			out[o++] = (char)(0x80 | (cp >> 12 & 0x3F));
-			out[o++] = (char)(0x80 | (cp >> 6 & 0x3F));
-			out[o++] = (char)(0x80 | (cp & 0x3F));
-		}
+		o += utf8_encode(cp, out + o);
 	}
 	out[o] = '\0';
 	return o;

@@ -1,5 +1,6 @@
 /* textfix.c — streaming UTF-8 repair, JSON escape rewriting, piece cuts. */
 #include "engine/textfix.h"
+#include "base/utf8.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -59,9 +60,8 @@ static bool is_low(const unsigned char *p)
 
 static void add_cp(struct buf *out, uint32_t cp)
 {
-	unsigned char u[4] = {(unsigned char)(0xf0 | cp >> 18), (unsigned char)(0x80 | ((cp >> 12) & 0x3f)),
-			      (unsigned char)(0x80 | ((cp >> 6) & 0x3f)), (unsigned char)(0x80 | (cp & 0x3f))};
-	buf_add(out, u, 4);
+	char u[4];
+	buf_add(out, u, utf8_encode(cp, u));
 }
 
 static uint32_t surrogate_of(const unsigned char *p)

@@ -17,6 +17,8 @@
 
 #include "base/xalloc.h"
 #include "engine/tool_files_int.h"
+#include "persist/fsops.h"
+#include "persist/replace.h"
 
 /* Symlinks followed at most, as the kernel's own limit. */
 #define LINK_HOPS 40
@@ -97,45 +99,28 @@ static int make_dirs(struct tool_job *j, const char *dir, struct buf *made)
 	return rc;
 }
 
-/* Write all of p[0..n) to fd; -1 with errno. */
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-/* A new temporary file next to target, created with mode 0666 less the
- * umask (so a new file gets the mode any editor would give it); its name
- * in *tmp (caller frees); -1 with errno. */
-static int open_temp(const char *dir, const char *base, char **tmp)
+/* A temporary name next to base, with a new tag each call (caller frees). */
+static char *temp_name(const char *base)
 {
 	static _Atomic unsigned counter;
-	for (int tries = 0; tries < 100; tries++) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		unsigned tag = (unsigned)ts.tv_nsec ^ ((unsigned)getpid() << 16) ^ counter++;
-		*tmp = xasprintf("%s/.%s.tmp-%08x", dir, base, tag);
-		int fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
-		if (fd >= 0)
-			return fd;
-		int e = errno;
-		free(*tmp);
-		*tmp = NULL;
-		if (e != EEXIST) {
-			errno = e;
-			return -1;
-		}
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	unsigned tag = (unsigned)ts.tv_nsec ^ ((unsigned)getpid() << 16) ^ counter++;
+	return xasprintf(".%s.tmp-%08x", base, tag);
+}
+
+/* The directory dir opened for the replace: readable when it may be (its
+ * fsync makes the rename durable), else by path only, so that the file is
+ * still written and the missing sync reported after (replace.h). */
+static int open_dir(const char *dir, int *unreadable)
+{
+	*unreadable = 0;
+	int fd = fsops->openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	if (fd < 0 && errno == EACCES) {
+		*unreadable = errno; /* why its sync will fail */
+		fd = fsops->openat(AT_FDCWD, dir, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
 	}
-	errno = EEXIST;
-	return -1;
+	return fd;
 }
 
 /* Runs on the worker (file comment): it blocks on the disk by design. */
@@ -148,7 +133,7 @@ int tool_write_atomic(struct tool_job *j, const char *path, const char *data, si
 		return -1;
 	char *dir = dir_of(to), *tmp = NULL;
 	const char *base = strrchr(to, '/') ? strrchr(to, '/') + 1 : to;
-	int fd = -1, rc = -1;
+	int dfd = -1, rc = -1;
 	struct stat st;
 	bool exists = stat(to, &st) == 0;
 	if (exists && S_ISDIR(st.st_mode)) {
@@ -165,63 +150,66 @@ int tool_write_atomic(struct tool_job *j, const char *path, const char *data, si
 	}
 	if (make_dirs(j, dir, made) < 0)
 		goto out;
-	fd = open_temp(dir, base, &tmp);
-	if (fd < 0) {
+	int unreadable;
+	dfd = open_dir(dir, &unreadable);
+	if (dfd < 0) {
 		tool_files_fail(j, "cannot create a temporary file in '%s': %s", dir, strerror(errno));
 		goto out;
 	}
-	if (exists) {
-		/* The owner first: chown clears the set-id bits that fchmod sets. */
-		if (st.st_uid != geteuid() || st.st_gid != getegid())
-			(void)!fchown(fd, st.st_uid, st.st_gid); /* only root may; best effort */
-		if (fchmod(fd, st.st_mode & 07777) < 0) {
-			tool_files_fail(j, "cannot keep the mode of '%s': %s", j->shown, strerror(errno));
-			goto out;
-		}
-	}
 	/* On a libuv worker (tool_files.c queues every file job), never the
-	 * loop thread: this write and fsync may wait on the disk. */
-	if (write_all(fd, data, n) < 0 || fsync(fd) < 0) {
-		tool_files_fail(j, "cannot write '%s': %s", j->shown, strerror(errno));
+	 * loop thread: the writes and fsyncs may wait on the disk. */
+	struct replace r = {.dirfd = dfd,
+			    .name = base,
+			    .data = data,
+			    .len = n,
+			    .user_file = true,
+			    .like = exists ? &st : NULL,
+			    /* The last moment a cancel can still leave the file as it was. */
+			    .cancel = &j->canceled};
+	enum replace_step step = REPLACE_OPEN;
+	for (int tries = 0; tries < 100 && step == REPLACE_OPEN; tries++) {
+		free(tmp);
+		tmp = temp_name(base);
+		r.tmp = tmp;
+		step = replace_file(&r, NULL);
+		if (step == REPLACE_OPEN && r.sys_errno != EEXIST)
+			break;
+	}
+	switch (step) {
+	case REPLACE_DONE:
+	case REPLACE_DIRSYNC:
+		break;
+	case REPLACE_OPEN:
+		tool_files_fail(j, "cannot create a temporary file in '%s': %s", dir,
+				strerror(r.sys_errno));
+		goto out;
+	case REPLACE_MODE:
+		tool_files_fail(j, "cannot keep the mode of '%s': %s", j->shown, strerror(r.sys_errno));
+		goto out;
+	case REPLACE_CANCELED:
+		goto out;
+	case REPLACE_RENAME:
+		tool_files_fail(j, "cannot replace '%s': %s", j->shown, strerror(r.sys_errno));
+		goto out;
+	default: /* write, sync, close */
+		tool_files_fail(j, "cannot write '%s': %s", j->shown, strerror(r.sys_errno));
 		goto out;
 	}
-	int c = close(fd);
-	fd = -1;
-	if (c < 0) {
-		tool_files_fail(j, "cannot write '%s': %s", j->shown, strerror(errno));
-		goto out;
-	}
-	/* The last moment a cancel can still leave the file as it was. */
-	if (atomic_load(&j->canceled))
-		goto out;
-	if (rename(tmp, to) < 0) {
-		tool_files_fail(j, "cannot replace '%s': %s", j->shown, strerror(errno));
-		goto out;
-	}
-	free(tmp);
-	tmp = NULL;
 	j->wrote = true;
-	/* The rename is durable only once the directory is synced. */
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	/* Still on the libuv worker, never the loop: this fsync may wait on the disk. */
-	if (dfd < 0 || fsync(dfd) < 0) {
+	if (step == REPLACE_DIRSYNC) {
+		/* The rename is durable only once the directory is synced. */
 		tool_files_fail(j, "wrote '%s', but cannot sync its directory: %s (the file may not "
-				   "survive a power loss)", j->shown, strerror(errno));
-		if (dfd >= 0)
-			close(dfd);
+				   "survive a power loss)", j->shown,
+				strerror(unreadable ? unreadable : r.sys_errno));
 		goto out;
 	}
-	close(dfd);
 	*created = !exists;
 	*target = followed ? xstrdup(to) : NULL;
 	rc = 0;
 out:
-	if (fd >= 0)
-		close(fd);
-	if (tmp) {
-		unlink(tmp);
-		free(tmp);
-	}
+	if (dfd >= 0)
+		fsops->close(dfd);
+	free(tmp);
 	free(dir);
 	free(to);
 	return rc;

@@ -7,6 +7,7 @@
 #include "base/strmap.h"
 #include "base/xalloc.h"
 #include "persist/fsops.h"
+#include "persist/replace.h"
 #include "persist/safefs.h"
 #include "persist/scan.h"
 
@@ -216,7 +217,7 @@ int blob_write(int dirfd, const void *p, size_t n, struct blob_ref *ref, struct 
 	int bdir = open_blob_dir(dirfd, true, err);
 	if (bdir < 0)
 		return -1;
-	int fd = -1, ret = -1, kept = keep_existing(bdir, ref, err);
+	int ret = -1, kept = keep_existing(bdir, ref, err);
 	if (kept != 0) {
 		ret = kept > 0 ? 0 : -1;
 		goto out;
@@ -230,39 +231,35 @@ int blob_write(int dirfd, const void *p, size_t n, struct blob_ref *ref, struct 
 	char tmp[64];
 	snprintf(tmp, sizeof tmp, TMP_PREFIX "%02x%02x%02x%02x%02x%02x%02x%02x" TMP_SUFFIX, rnd[0],
 		 rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
-	fd = safefs_openfile(bdir, tmp, O_WRONLY | O_CREAT | O_EXCL, err);
-	if (fd < 0) {
-		/* Its checks may fail after the file was made. */
-		cerr_prefix(err, "blob '%s'", ref->sha256);
-		goto unlink_tmp;
-	}
-	if (fs_pwrite_all(fd, p, n, 0) < 0) {
-		cerr_set(err, CERR_IO, errno, "cannot write blob '%s'", ref->sha256);
-		goto unlink_tmp;
-	}
-	if (fsops->fsync(fd) < 0) {
-		cerr_set(err, CERR_IO, errno, "cannot sync blob '%s'", ref->sha256);
-		goto unlink_tmp;
-	}
+	struct replace r = {.dirfd = bdir, .tmp = tmp, .name = ref->sha256, .data = p, .len = n};
 	/* Replacing: a file of that name holds other bytes (damaged) or is
-	 * the same blob renamed in by another writer meanwhile. */
-	if (fsops->rename(bdir, tmp, bdir, ref->sha256) < 0) {
-		cerr_set(err, CERR_IO, errno, "cannot rename blob '%s' into place", ref->sha256);
-		goto unlink_tmp;
-	}
-	if (safefs_fsync_dir(bdir, BLOB_DIR, err) < 0) {
+	 * the same blob renamed in by another writer meanwhile. A temporary
+	 * file left behind by a failure is removed by the next repair. */
+	switch (replace_file(&r, err)) {
+	case REPLACE_DONE:
+		ret = 0;
+		break;
+	case REPLACE_OPEN:
+		/* safefs's classified error. */
+		cerr_prefix(err, "blob '%s'", ref->sha256);
+		break;
+	case REPLACE_SYNC:
+		cerr_set(err, CERR_IO, r.sys_errno, "cannot sync blob '%s'", ref->sha256);
+		break;
+	case REPLACE_RENAME:
+		cerr_set(err, CERR_IO, r.sys_errno, "cannot rename blob '%s' into place", ref->sha256);
+		break;
+	case REPLACE_DIRSYNC:
 		/* Complete under its name, but maybe not after a power loss. */
+		cerr_set(err, CERR_IO, r.sys_errno, "cannot sync directory '%s'", BLOB_DIR);
 		cerr_prefix(err, "blob '%s'", ref->sha256);
 		err->outcome_unknown = true;
-		goto out;
+		break;
+	default: /* write, close */
+		cerr_set(err, CERR_IO, r.sys_errno, "cannot write blob '%s'", ref->sha256);
+		break;
 	}
-	ret = 0;
-	goto out;
-unlink_tmp:
-	/* Best effort: one left behind is removed by the next repair. */
-	fsops->unlinkat(bdir, tmp, 0);
 out:
-	fs_close_quiet(fd);
 	fs_close_quiet(bdir);
 	return ret;
 }

@@ -18,55 +18,19 @@
 	" COALESCE((SELECT seq FROM watermarks WHERE session = id), 0), content_version,"          \
 	" proj_status = 'idle'"
 
-static void read_session(sqlite3_stmt *st, struct cat_session *s)
-{
-	s->id = cat_col_str(st, 0);
-	s->project_key = cat_col_str(st, 1);
-	s->cwd = cat_col_str(st, 2);
-	s->title = cat_col_str(st, 3);
-	s->last_prompt = cat_col_str(st, 4);
-	s->provider = cat_col_str(st, 5);
-	s->model = cat_col_str(st, 6);
-	s->status = cat_col_str(st, 7);
-	s->error = cat_col_str(st, 8);
-	s->forked_from = cat_col_str(st, 9);
-	s->forked_turn = cat_col_str(st, 10);
-	s->created_at = sqlite3_column_int64(st, 11);
-	s->updated_at = sqlite3_column_int64(st, 12);
-	s->deleted_at = sqlite3_column_int64(st, 13);
-	s->turns = sqlite3_column_int64(st, 14);
-	s->pinned = sqlite3_column_int(st, 15) != 0;
-	s->title_explicit = sqlite3_column_int(st, 16) != 0;
-	s->durable_len = (uint64_t)sqlite3_column_int64(st, 17);
-	s->durable_seq = (uint64_t)sqlite3_column_int64(st, 18);
-	s->content_version = (uint64_t)sqlite3_column_int64(st, 19);
-	s->log_idle = sqlite3_column_int(st, 20) != 0;
-}
+/* The session's strings, in the order of their columns (0 to 10). */
+#define SESSION_NSTRS 11
+#define SESSION_STRS(s)                                                                \
+	{&(s)->id,          &(s)->project_key, &(s)->cwd,   &(s)->title,                 \
+	 &(s)->last_prompt, &(s)->provider,    &(s)->model, &(s)->status,                \
+	 &(s)->error,       &(s)->forked_from, &(s)->forked_turn}
 
-void cat_session_release(struct cat_session *s)
-{
-	if (!s)
-		return;
-	free(s->id), free(s->project_key), free(s->cwd), free(s->title), free(s->last_prompt);
-	free(s->provider), free(s->model), free(s->status), free(s->error);
-	free(s->forked_from), free(s->forked_turn);
-	memset(s, 0, sizeof *s);
-}
-
-void cat_sessions_free(struct cat_session *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		cat_session_release(&s[i]);
-	free(s);
-}
-
-/* A row's session with its strings borrowed from the statement (valid
- * until the next step). */
+/* The one decoder of a SESSION_COLS row: the session with its strings
+ * borrowed from the statement (valid until the next step). */
 static void view_session(sqlite3_stmt *st, struct cat_session *s)
 {
-	char **strs[] = {&s->id, &s->project_key, &s->cwd, &s->title, &s->last_prompt, &s->provider,
-			 &s->model, &s->status, &s->error, &s->forked_from, &s->forked_turn};
-	for (int i = 0; i < 11; i++)
+	char **strs[SESSION_NSTRS] = SESSION_STRS(s);
+	for (int i = 0; i < SESSION_NSTRS; i++)
 		*strs[i] = (char *)sqlite3_column_text(st, i);
 	s->created_at = sqlite3_column_int64(st, 11);
 	s->updated_at = sqlite3_column_int64(st, 12);
@@ -78,6 +42,38 @@ static void view_session(sqlite3_stmt *st, struct cat_session *s)
 	s->durable_seq = (uint64_t)sqlite3_column_int64(st, 18);
 	s->content_version = (uint64_t)sqlite3_column_int64(st, 19);
 	s->log_idle = sqlite3_column_int(st, 20) != 0;
+}
+
+/* Make s own copies of the strings it borrows. */
+static void own_strings(struct cat_session *s)
+{
+	char **strs[SESSION_NSTRS] = SESSION_STRS(s);
+	for (int i = 0; i < SESSION_NSTRS; i++)
+		*strs[i] = *strs[i] ? xstrdup(*strs[i]) : NULL;
+}
+
+/* A SESSION_COLS row as a session that owns its strings. */
+static void read_session(sqlite3_stmt *st, struct cat_session *s)
+{
+	view_session(st, s);
+	own_strings(s);
+}
+
+void cat_session_release(struct cat_session *s)
+{
+	if (!s)
+		return;
+	char **strs[SESSION_NSTRS] = SESSION_STRS(s);
+	for (int i = 0; i < SESSION_NSTRS; i++)
+		free(*strs[i]);
+	memset(s, 0, sizeof *s);
+}
+
+void cat_sessions_free(struct cat_session *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		cat_session_release(&s[i]);
+	free(s);
 }
 
 int catalog_list_each(struct catalog *c, bool with_deleted, bool only_deleted, const char *project,
@@ -123,10 +119,7 @@ static void collect_copy(const struct cat_session *s, void *ctx)
 		k->v = xreallocarray(k->v, k->cap = k->cap ? k->cap * 2 : 64, sizeof *k->v);
 	struct cat_session *d = &k->v[k->n++];
 	*d = *s;
-	char **strs[] = {&d->id, &d->project_key, &d->cwd, &d->title, &d->last_prompt, &d->provider,
-			 &d->model, &d->status, &d->error, &d->forked_from, &d->forked_turn};
-	for (int i = 0; i < 11; i++)
-		*strs[i] = *strs[i] ? xstrdup(*strs[i]) : NULL;
+	own_strings(d);
 }
 
 int catalog_list(struct catalog *c, bool with_deleted, bool only_deleted, const char *project,

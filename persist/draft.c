@@ -5,6 +5,7 @@
 #include "base/xalloc.h"
 #include "persist/fsops.h"
 #include "persist/pathkey.h"
+#include "persist/replace.h"
 #include "persist/safefs.h"
 
 #include <errno.h>
@@ -48,23 +49,6 @@ static int check_target(int dfd, const char *name, struct cerr *err)
 	return 1;
 }
 
-/* Write text to the staging file and sync it (it is new: O_EXCL). */
-static int write_staging(int dfd, const char *stage, const char *text, size_t len,
-			 struct cerr *err)
-{
-	int fd = safefs_openfile(dfd, stage, O_WRONLY | O_CREAT | O_EXCL, err);
-	if (fd < 0)
-		return -1;
-	int r = 0;
-	if (fs_pwrite_all(fd, text, len, 0) < 0)
-		r = cerr_set(err, CERR_IO, errno, "cannot write '%s/%s'", DRAFT_DIR, stage);
-	else if (fsops->fsync(fd) < 0)
-		r = cerr_set(err, CERR_IO, errno, "cannot sync '%s/%s'", DRAFT_DIR, stage);
-	if (fsops->close(fd) < 0 && r == 0)
-		r = cerr_set(err, CERR_IO, errno, "cannot close '%s/%s'", DRAFT_DIR, stage);
-	return r;
-}
-
 int draft_save(struct store *st, const char *cwd, const char *text, struct cerr *err)
 {
 	size_t len = strlen(text);
@@ -93,25 +77,41 @@ int draft_save(struct store *st, const char *cwd, const char *text, struct cerr 
 			goto out;
 		}
 	} else {
-		if (write_staging(dfd, stage, text, len, err) < 0)
-			goto drop;
-		if (fsops->rename(dfd, stage, dfd, key) < 0) {
-			cerr_set(err, CERR_IO, errno, "cannot replace '%s/%s'", DRAFT_DIR, key);
-			goto drop;
+		/* On failure before the rename the old draft was never touched
+		 * and the half-made staging file is gone (or the next save
+		 * removes it). */
+		struct replace rp = {.dirfd = dfd, .tmp = stage, .name = key, .data = text, .len = len};
+		switch (replace_file(&rp, err)) {
+		case REPLACE_DONE:
+			r = 0;
+			goto out;
+		case REPLACE_OPEN:
+			goto out; /* safefs's classified error */
+		case REPLACE_WRITE:
+			cerr_set(err, CERR_IO, rp.sys_errno, "cannot write '%s/%s'", DRAFT_DIR, stage);
+			goto out;
+		case REPLACE_SYNC:
+			cerr_set(err, CERR_IO, rp.sys_errno, "cannot sync '%s/%s'", DRAFT_DIR, stage);
+			goto out;
+		case REPLACE_CLOSE:
+			cerr_set(err, CERR_IO, rp.sys_errno, "cannot close '%s/%s'", DRAFT_DIR, stage);
+			goto out;
+		case REPLACE_DIRSYNC:
+			cerr_set(err, CERR_IO, rp.sys_errno, "cannot sync directory '%s'", DRAFT_DIR);
+			goto unknown;
+		default: /* rename */
+			cerr_set(err, CERR_IO, rp.sys_errno, "cannot replace '%s/%s'", DRAFT_DIR, key);
+			goto out;
 		}
 	}
-	if ((have || len) && safefs_fsync_dir(dfd, DRAFT_DIR, err) < 0) {
-		/* Renamed or removed, not durably: after a power loss the old
-		 * draft or the new state may be there. */
-		err->outcome_unknown = true;
-		goto out;
-	}
+	if (have && safefs_fsync_dir(dfd, DRAFT_DIR, err) < 0)
+		goto unknown;
 	r = 0;
 	goto out;
-drop:
-	/* The old draft was never touched; the half-made staging file goes
-	 * (or the next save removes it). */
-	fsops->unlinkat(dfd, stage, 0);
+unknown:
+	/* Renamed or removed, not durably: after a power loss the old
+	 * draft or the new state may be there. */
+	err->outcome_unknown = true;
 out:
 	free(stage);
 	free(key);

@@ -14,6 +14,7 @@
 #include "persist/leftover.h"
 #include "persist/load.h"
 #include "persist/lock.h"
+#include "persist/replace.h"
 #include "persist/safefs.h"
 
 #include <errno.h>
@@ -527,7 +528,6 @@ static int publish(struct log *lg, const struct buf *frames, size_t head_len, ui
 {
 	char staging[64];
 	unsigned char rnd[6];
-	int fd = -1;
 	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
 		memset(rnd, 0, sizeof rnd);
 	snprintf(staging, sizeof staging, ".%s.%02x%02x%02x%02x%02x%02x.tmp", LOG_FILE, rnd[0], rnd[1],
@@ -540,35 +540,41 @@ static int publish(struct log *lg, const struct buf *frames, size_t head_len, ui
 	/* Staging files of a writer killed here before: we hold the lock,
 	 * and only the lock holder publishes, so they are dead. */
 	leftover_remove_staging(lg->dirfd);
-	fd = safefs_openfile(lg->dirfd, staging, O_RDWR | O_CREAT | O_EXCL, err);
-	if (fd < 0)
-		return -1;
-	if (fs_pwrite_all(fd, frames->p, frames->len, 0) < 0) {
-		cerr_set(err, CERR_IO, errno, "cannot write '%s'", lg->path);
-		goto unstage;
+	struct replace r = {.dirfd = lg->dirfd,
+			    .tmp = staging,
+			    .name = lg->fname,
+			    .data = frames->p,
+			    .len = frames->len,
+			    .noreplace = true,
+			    .keep_fd = true};
+	enum replace_step step = replace_file(&r, err);
+	switch (step) {
+	case REPLACE_DONE:
+	case REPLACE_DIRSYNC:
+		break;
+	case REPLACE_OPEN:
+		return -1; /* safefs's classified error */
+	case REPLACE_WRITE:
+		return cerr_set(err, CERR_IO, r.sys_errno, "cannot write '%s'", lg->path);
+	case REPLACE_SYNC:
+		return cerr_set(err, CERR_IO, r.sys_errno, "cannot sync '%s'", lg->path);
+	default: /* rename */
+		if (r.sys_errno == EEXIST)
+			return cerr_set(err, CERR_CONFLICT, 0, "session '%s' already exists", lg->id);
+		return cerr_set(err, CERR_IO, r.sys_errno, "cannot publish '%s'", lg->path);
 	}
-	if (fsops->fsync(fd) < 0) {
-		cerr_set(err, CERR_IO, errno, "cannot sync '%s'", lg->path);
-		goto unstage;
-	}
-	if (fsops->rename_noreplace(lg->dirfd, staging, lg->dirfd, lg->fname) < 0) {
-		if (errno == EEXIST)
-			cerr_set(err, CERR_CONFLICT, 0, "session '%s' already exists", lg->id);
-		else
-			cerr_set(err, CERR_IO, errno, "cannot publish '%s'", lg->path);
-		goto unstage;
-	}
-	if (fsops->fstat(fd, &st) < 0)
+	if (fsops->fstat(r.fd, &st) < 0)
 		memset(&st, 0, sizeof st);
-	lg->fd = fd;
+	lg->fd = r.fd;
 	lg->published = true;
 	lg->head_known = true;
 	sha256(frames->p, head_len, lg->head);
 	lg->cur = (struct cursor){true, {st.st_dev, st.st_ino, frames->len, next_seq}};
 	lg->synced_known = true; /* the staging file was synced in full */
 	lg->synced_len = frames->len;
-	if (safefs_fsync_dir(lg->dirfd, lg->path, err) < 0) {
+	if (step == REPLACE_DIRSYNC) {
 		/* The rename happened but may not survive a power loss. */
+		cerr_set(err, CERR_IO, r.sys_errno, "cannot sync directory '%s'", lg->path);
 		lg->poisoned = true;
 		err->outcome_unknown = true;
 		return -1;
@@ -576,10 +582,6 @@ static int publish(struct log *lg, const struct buf *frames, size_t head_len, ui
 	cJSON_Delete(lg->extra);
 	lg->extra = NULL;
 	return 0;
-unstage:
-	fsops->unlinkat(lg->dirfd, staging, 0);
-	fs_close_quiet(fd);
-	return -1;
 }
 
 static bool cursor_matches(struct log *lg)

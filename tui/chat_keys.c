@@ -15,6 +15,7 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/utf8.h"
 #include "base/xalloc.h"
 #include "tui/chat_cmd.h"
 #include "tui/keytab.h"
@@ -161,21 +162,6 @@ static void queued_op(struct chat *c, enum keyact act)
 
 /* ---- approvals ---- */
 
-static const struct transcript_tool *waiting_tool(const struct chat *c)
-{
-	struct transcript_state st;
-	transcript_state(c->tr, &st);
-	if (st.activity != TR_APPROVAL || !transcript_end(c->tr))
-		return NULL;
-	const struct transcript_turn *t = transcript_turn(c->tr, transcript_end(c->tr) - 1);
-	for (size_t i = transcript_turn_blocks(t); i-- > 0;) {
-		const struct transcript_tool *tt = transcript_block_tool(transcript_turn_block(t, i));
-		if (tt && tt->approval == TR_APPROVAL_WAITING && tt->request_id)
-			return tt;
-	}
-	return NULL;
-}
-
 static void respond(struct chat *c, const char *request_id, const char *decision, const char *note)
 {
 	struct cerr err;
@@ -185,7 +171,7 @@ static void respond(struct chat *c, const char *request_id, const char *decision
 
 static void approval_key(struct chat *c, enum keyact act)
 {
-	const struct transcript_tool *t = waiting_tool(c);
+	const struct transcript_tool *t = transcript_pending_approval(c->tr);
 	if (!t)
 		return;
 	switch (act) {
@@ -307,7 +293,7 @@ static unsigned active_contexts(struct chat *c)
 	struct transcript_state st;
 	transcript_state(c->tr, &st);
 	/* Keys typed before the question appeared never answer it. */
-	if (waiting_tool(c) && c->mode != CHAT_NOTE && c->asked_at_batch < c->batch)
+	if (transcript_pending_approval(c->tr) && c->mode != CHAT_NOTE && c->asked_at_batch < c->batch)
 		a |= KEYCTX_BIT(KEYCTX_APPROVAL);
 	if (c->mode == CHAT_HELP)
 		a |= KEYCTX_BIT(KEYCTX_HELP);
@@ -536,23 +522,7 @@ static void on_key(struct chat *c, struct key k)
 	}
 	if (k.sym == KEYSYM_CHAR && !(k.mods & (KEYMOD_CTRL | KEYMOD_ALT))) {
 		char u[4];
-		size_t n = 0;
-		uint32_t cp = k.cp;
-		if (cp < 0x80) {
-			u[n++] = (char)cp;
-		} else if (cp < 0x800) {
-			u[n++] = (char)(0xc0 | (cp >> 6));
-			u[n++] = (char)(0x80 | (cp & 0x3f));
-		} else if (cp < 0x10000) {
-			u[n++] = (char)(0xe0 | (cp >> 12));
-			u[n++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-			u[n++] = (char)(0x80 | (cp & 0x3f));
-		} else {
-			u[n++] = (char)(0xf0 | (cp >> 18));
-			u[n++] = (char)(0x80 | ((cp >> 12) & 0x3f));
-			u[n++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-			u[n++] = (char)(0x80 | (cp & 0x3f));
-		}
+		size_t n = utf8_encode(k.cp, u);
 		if (c->mode == CHAT_HELP)
 			chat_mode_to(c, CHAT_COMPOSE);
 		typed_text(c, u, n);

@@ -302,24 +302,6 @@ static int queue_rows(const struct chat *c)
 	return q == 0 ? 0 : (int)(q > QUEUE_MAX ? QUEUE_MAX + 1 : q);
 }
 
-static bool approval_waiting(const struct chat *c, const struct transcript_tool **tool)
-{
-	struct transcript_state st;
-	transcript_state(c->tr, &st);
-	if (st.activity != TR_APPROVAL || !transcript_end(c->tr))
-		return false;
-	const struct transcript_turn *t = transcript_turn(c->tr, transcript_end(c->tr) - 1);
-	for (size_t i = transcript_turn_blocks(t); i-- > 0;) {
-		const struct transcript_tool *tt = transcript_block_tool(transcript_turn_block(t, i));
-		if (tt && tt->approval == TR_APPROVAL_WAITING) {
-			if (tool)
-				*tool = tt;
-			return true;
-		}
-	}
-	return false;
-}
-
 static int composer_rows(struct chat *c)
 {
 	struct composer_row rows[COMPOSER_MAX];
@@ -332,7 +314,7 @@ static int composer_rows(struct chat *c)
 int chatview_area(const struct chat *c)
 {
 	int used = 1 /* status */ + 1 /* rule */ + composer_rows((struct chat *)c) + queue_rows(c) +
-		   (approval_waiting(c, NULL) ? 2 : 0);
+		   (transcript_pending_approval(c->tr) ? 2 : 0);
 	int area = LINES - used;
 	return area < 1 ? 1 : area;
 }
@@ -662,15 +644,14 @@ void chatview_draw(struct chat *c)
 		chatview_reset(c);
 		c->width = width;
 	}
-	const struct transcript_tool *tool = NULL;
-	bool asking = approval_waiting(c, &tool);
+	const struct transcript_tool *tool = transcript_pending_approval(c->tr);
 	int area = chatview_area(c);
 	if (c->mode == CHAT_HELP)
 		draw_help(c, area);
 	else
 		draw_transcript(c, area);
 	int y = area;
-	if (asking) {
+	if (tool) {
 		draw_approval(c, y, tool);
 		y += 2;
 	}

@@ -637,6 +637,6 @@ bool composer_type(struct composer *c, struct key k)
 	if (k.sym != KEYSYM_CHAR || (k.mods & (KEYMOD_CTRL | KEYMOD_ALT)))
 		return false;
 	char u[8];
-	size_t n = key_utf8(k.cp, u);
+	size_t n = utf8_encode(k.cp, u);
 	return composer_insert(c, u, n);
 }

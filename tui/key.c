@@ -7,6 +7,7 @@
 #include "tui/key.h"
 
 #include "base/buf.h"
+#include "base/utf8.h"
 #include "base/xalloc.h"
 
 #include <curses.h>
@@ -39,32 +40,6 @@ static const char *const sym_names[KEYSYM_COUNT] = {
 	[KEYSYM_MOUSE] = "Mouse",
 };
 
-size_t key_utf8(uint32_t cp, char *out)
-{
-	if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		cp = 0xfffd;
-	if (cp < 0x80) {
-		out[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		out[0] = (char)(0xc0 | cp >> 6);
-		out[1] = (char)(0x80 | (cp & 0x3f));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		out[0] = (char)(0xe0 | cp >> 12);
-		out[1] = (char)(0x80 | (cp >> 6 & 0x3f));
-		out[2] = (char)(0x80 | (cp & 0x3f));
-		return 3;
-	}
-	out[0] = (char)(0xf0 | cp >> 18);
-	out[1] = (char)(0x80 | (cp >> 12 & 0x3f));
-	out[2] = (char)(0x80 | (cp >> 6 & 0x3f));
-	out[3] = (char)(0x80 | (cp & 0x3f));
-	return 4;
-}
-
 size_t key_label(struct key k, char *out, size_t cap)
 {
 	struct buf b = BUF_INIT;
@@ -88,7 +63,7 @@ size_t key_label(struct key k, char *out, size_t cap)
 		} else {
 			char u[4];
 			uint32_t cp = (k.mods & (KEYMOD_CTRL | KEYMOD_ALT)) && k.cp >= 'a' && k.cp <= 'z' ? k.cp - 32 : k.cp;
-			buf_add(&b, u, key_utf8(cp, u));
+			buf_add(&b, u, utf8_encode(cp, u));
 		}
 	} else if (k.sym < KEYSYM_COUNT && sym_names[k.sym]) {
 		buf_adds(&b, sym_names[k.sym]);
@@ -455,7 +430,7 @@ static void paste_add(struct keydec *d, uint32_t c)
 	d->paste_cr = c == '\r';
 	if (c == '\r')
 		c = '\n';
-	buf_add(&d->paste, u, key_utf8(c, u));
+	buf_add(&d->paste, u, utf8_encode(c, u));
 }
 
 /* The pasted text so far as one PASTE_END (a paste's end, or what came

@@ -88,9 +88,6 @@ struct key {
 struct key key_char(uint32_t cp, unsigned mods);
 struct key key_sym(enum keysym sym, unsigned mods);
 bool key_equal(struct key a, struct key b);
-/* The UTF-8 of code point cp in out (room for 4 bytes); U+FFFD for a
- * surrogate or a value past U+10FFFF. Returns the bytes written. */
-size_t key_utf8(uint32_t cp, char *out);
 /* Write the key's name as the help screen and docs/keys.md show it
  * ("Ctrl-A", "Alt-B", "Alt-Enter", "PgUp", "F1", "?", "Space"; a letter
  * with Ctrl or Alt by its capital) to out, NUL-ended; returns its length

@@ -691,6 +691,21 @@ void transcript_state(const struct transcript *tr, struct transcript_state *out)
 	}
 }
 
+const struct transcript_tool *transcript_pending_approval(const struct transcript *tr)
+{
+	struct transcript_state st;
+	transcript_state(tr, &st);
+	if (st.activity != TR_APPROVAL || !transcript_end(tr))
+		return NULL;
+	const struct transcript_turn *t = transcript_turn(tr, transcript_end(tr) - 1);
+	for (size_t i = transcript_turn_blocks(t); i-- > 0;) {
+		const struct transcript_tool *tt = transcript_block_tool(transcript_turn_block(t, i));
+		if (tt && tt->approval == TR_APPROVAL_WAITING && tt->request_id)
+			return tt;
+	}
+	return NULL;
+}
+
 uint64_t transcript_version(const struct transcript *tr)
 {
 	return tr->clock;

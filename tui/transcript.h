@@ -234,6 +234,13 @@ const char *transcript_queued_text(const struct transcript *tr, size_t k, const 
 /* The status line's facts now; strings owned by the model, valid until
  * the next apply. */
 void transcript_state(const struct transcript *tr, struct transcript_state *out);
+/* The tool whose approval the user is being asked for: the last one of
+ * the open turn still waiting, when the status says so, and only one with
+ * a request_id, since no answer can reach a request without one (model
+ * owned, valid until the next apply); NULL when none. The approval bar and
+ * the approval keys both ask this, so the bar is shown exactly when the
+ * keys can answer it. */
+const struct transcript_tool *transcript_pending_approval(const struct transcript *tr);
 /* The change clock: raised by every change. */
 uint64_t transcript_version(const struct transcript *tr);
 /* The first (absolute) turn changed after clock since, transcript_end

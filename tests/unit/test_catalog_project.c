@@ -36,6 +36,40 @@ static int setup(void **state)
 
 /* ---- the projection ---- */
 
+static void same_str(const char *a, const char *b)
+{
+	if (!a || !b)
+		assert_true(a == b);
+	else
+		assert_string_equal(a, b);
+}
+
+/* a and b hold the same session, every field. */
+static void same_session(const struct cat_session *a, const struct cat_session *b)
+{
+	same_str(a->id, b->id);
+	same_str(a->project_key, b->project_key);
+	same_str(a->cwd, b->cwd);
+	same_str(a->title, b->title);
+	same_str(a->last_prompt, b->last_prompt);
+	same_str(a->provider, b->provider);
+	same_str(a->model, b->model);
+	same_str(a->status, b->status);
+	same_str(a->error, b->error);
+	same_str(a->forked_from, b->forked_from);
+	same_str(a->forked_turn, b->forked_turn);
+	assert_int_equal(a->created_at, b->created_at);
+	assert_int_equal(a->updated_at, b->updated_at);
+	assert_int_equal(a->deleted_at, b->deleted_at);
+	assert_int_equal(a->turns, b->turns);
+	assert_int_equal(a->pinned, b->pinned);
+	assert_int_equal(a->title_explicit, b->title_explicit);
+	assert_int_equal(a->log_idle, b->log_idle);
+	assert_int_equal(a->durable_len, b->durable_len);
+	assert_int_equal(a->durable_seq, b->durable_seq);
+	assert_int_equal(a->content_version, b->content_version);
+}
+
 static void test_projection_fills_every_field_from_the_log(void **state)
 {
 	struct fx *f = *state;
@@ -60,6 +94,13 @@ static void test_projection_fills_every_field_from_the_log(void **state)
 	assert_int_equal(catalog_get(cat(f), "sP", &s, &err), 0);
 	assert_int_equal(s.created_at, sc->created_at); /* the header's */
 	assert_true(s.created_at > 0 && s.created_at < catfx_t0);
+	/* One row decoder: the listing's session is the same, field by field. */
+	struct cat_session *v;
+	size_t n;
+	assert_int_equal(catalog_list(cat(f), false, false, NULL, 0, &v, &n, &err), 0);
+	assert_int_equal(n, 1);
+	same_session(&v[0], &s);
+	cat_sessions_free(v, n);
 	cat_session_release(&s);
 	scan_free(sc);
 	/* Settings may clear the provider; closing the turn makes it idle. */

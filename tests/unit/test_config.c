@@ -1,4 +1,4 @@
-/* test_config.c — engine/config and engine/sysprompt: the selection
+/* test_config.c — app/config and app/sysprompt: the selection
  * precedence table (an empty variable counts as unset), the file's keys
  * applied, the variables outranking the file, a malformed file named with
  * its line and column, unknown keys and wrong kinds refused, base URLs
@@ -19,9 +19,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine/config.h"
+#include "app/config.h"
 #include "engine/tool.h"
-#include "engine/sysprompt.h"
+#include "app/sysprompt.h"
 #include "tests/unit/support_fixture.h"
 
 static char dir[256], root[256];

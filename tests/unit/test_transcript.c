@@ -683,11 +683,55 @@ static void test_transcript_window_drops_old_turns_and_remembers_them(void **sta
 	transcript_free(tr);
 }
 
+/* Apply one event of type in turn t1 with the JSON data at seq. */
+static void put_event(struct transcript *tr, const char *type, uint64_t seq, const char *data)
+{
+	cJSON *d = cJSON_Parse(data);
+	assert_non_null(d);
+	transcript_apply_event(tr, vocab_type_of(type), "t1", seq, 1000 + (int64_t)seq, d);
+	cJSON_Delete(d);
+}
+
+/* The one pending-approval lookup (the approval bar and the approval keys
+ * both ask it): the last waiting tool of the open turn that has a
+ * request_id; a request without one cannot be answered, so it is not
+ * offered, though the status still says an approval is awaited. */
+static void test_transcript_pending_approval_needs_a_request_id(void **state)
+{
+	(void)state;
+	struct transcript *tr = transcript_new("01JPENDING0000000000000000");
+	put_event(tr, "turn/start", 1, "{}");
+	put_event(tr, "user/message", 2, "{\"text\":\"go\"}");
+	put_event(tr, "tool/call", 3,
+		  "{\"call_id\":\"t1.1\",\"name\":\"shell\",\"args\":{\"command\":\"make\"}}");
+	assert_null(transcript_pending_approval(tr));
+	put_event(tr, "interaction/request", 4,
+		  "{\"call_id\":\"t1.1\",\"tool\":\"shell\",\"summary\":\"shell: make\"}");
+	struct transcript_state st;
+	transcript_state(tr, &st);
+	assert_int_equal(st.activity, TR_APPROVAL);
+	assert_null(transcript_pending_approval(tr));
+	put_event(tr, "tool/call", 5,
+		  "{\"call_id\":\"t1.2\",\"name\":\"shell\",\"args\":{\"command\":\"ls\"}}");
+	put_event(tr, "interaction/request", 6,
+		  "{\"request_id\":\"r-t1.2\",\"call_id\":\"t1.2\",\"tool\":\"shell\","
+		  "\"summary\":\"shell: ls\"}");
+	const struct transcript_tool *p = transcript_pending_approval(tr);
+	assert_non_null(p);
+	assert_string_equal(p->request_id, "r-t1.2");
+	assert_string_equal(p->summary, "shell: ls");
+	put_event(tr, "interaction/answer", 7,
+		  "{\"request_id\":\"r-t1.2\",\"decision\":\"deny\",\"by\":\"user\"}");
+	assert_null(transcript_pending_approval(tr));
+	transcript_free(tr);
+}
+
 int main(int argc, char **argv)
 {
 	/* Shell commands run under a reaper: this program, again. */
 	tool_reaper_dispatch(argc, argv);
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_transcript_pending_approval_needs_a_request_id),
 		cmocka_unit_test_setup_teardown(test_transcript_plain_answer_shows_each_character_once,
 						hx_setup, hx_teardown),
 		cmocka_unit_test_setup_teardown(test_transcript_tool_allowed_by_the_user, hx_setup,

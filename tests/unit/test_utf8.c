@@ -1,5 +1,5 @@
 /* test_utf8.c — base/utf8.h: UTF-8 validation rejects malformed sequences
- * naming the offset. */
+ * naming the offset; the one encoder. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -7,6 +7,8 @@
 #include <cmocka.h>
 
 #include <string.h>
+
+#include <utf8proc.h>
 
 #include "base/utf8.h"
 
@@ -52,10 +54,56 @@ static void test_utf8_valid_rejects_malformed_and_names_the_offset(void **state)
 	assert_false(utf8_valid("\xFF", 1, NULL));
 }
 
+static void check_encode(uint32_t cp, const char *want)
+{
+	char out[4];
+	size_t n = utf8_encode(cp, out);
+	if (n != strlen(want) || memcmp(out, want, n) != 0)
+		fail_msg("utf8_encode(U+%04X) gave %zu bytes", (unsigned)cp, n);
+}
+
+/* The one encoder: each length at its bounds, and a code point UTF-8
+ * cannot carry (a surrogate, past U+10FFFF) becomes U+FFFD; every output
+ * is valid UTF-8 and decodes (utf8proc) back to the code point. */
+static void test_utf8_encode_at_each_length_and_replaces_the_unencodable(void **state)
+{
+	(void)state;
+	char nul[4] = {1};
+	assert_int_equal(utf8_encode(0, nul), 1);
+	assert_int_equal(nul[0], 0);
+	check_encode(0x41, "A");
+	check_encode(0x7f, "\x7f");
+	check_encode(0x80, "\xc2\x80");
+	check_encode(0x7ff, "\xdf\xbf");
+	check_encode(0x800, "\xe0\xa0\x80");
+	check_encode(0xe9 + 0x2000, "\xe2\x83\xa9");
+	check_encode(0xfffd, "\xef\xbf\xbd");
+	check_encode(0xffff, "\xef\xbf\xbf");
+	check_encode(0x10000, "\xf0\x90\x80\x80");
+	check_encode(0x1f600, "\xf0\x9f\x98\x80");
+	check_encode(0x10ffff, "\xf4\x8f\xbf\xbf");
+	check_encode(0xd800, "\xef\xbf\xbd");
+	check_encode(0xdfff, "\xef\xbf\xbd");
+	check_encode(0x110000, "\xef\xbf\xbd");
+	check_encode(0xffffffffu, "\xef\xbf\xbd");
+	for (uint32_t cp = 1; cp <= 0x10ffff; cp += cp < 0x1000 ? 1 : 97) {
+		char out[4];
+		size_t n = utf8_encode(cp, out);
+		bool sur = cp >= 0xd800 && cp <= 0xdfff;
+		assert_true(utf8_valid(out, n, NULL));
+		utf8proc_int32_t back = -1;
+		assert_int_equal(utf8proc_iterate((const utf8proc_uint8_t *)out, (utf8proc_ssize_t)n,
+						  &back),
+				 (utf8proc_ssize_t)n);
+		assert_int_equal((uint32_t)back, sur ? 0xfffd : cp);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_utf8_valid_rejects_malformed_and_names_the_offset),
+		cmocka_unit_test(test_utf8_encode_at_each_length_and_replaces_the_unencodable),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

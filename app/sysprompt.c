@@ -1,11 +1,11 @@
 /* sysprompt.c — the default prompt, prompt files and AGENTS.md (sysprompt.h). */
-#include "engine/sysprompt.h"
+#include "app/sysprompt.h"
 #include "base/buf.h"
+#include "base/readfile.h"
 #include "base/xalloc.h"
 #include "engine/textfix.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,45 +25,31 @@ void sysprompt_release(struct sysprompt *sp)
  * file (a directory, a FIFO: never read), 0: read, -1: error. */
 static int read_text(const char *path, char **out, struct cerr *err)
 {
-	/* Non-blocking: a FIFO at the path must not wait for a writer. */
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT || errno == ENOTDIR ? 1 : cerr_set(err, CERR_IO, errno, "cannot open '%s'", path);
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return 2; /* a directory named AGENTS.md is not instructions */
-	}
-	int fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
-		int e = errno;
-		close(fd);
-		return cerr_set(err, CERR_IO, e, "cannot read '%s'", path);
-	}
 	struct buf b = BUF_INIT;
-	char chunk[8192];
-	ssize_t r;
-	while ((r = read(fd, chunk, sizeof chunk)) != 0) {
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int e = errno;
-			close(fd);
-			buf_release(&b);
-			return cerr_set(err, CERR_IO, e, "cannot read '%s'", path);
-		}
-		if (b.len + (size_t)r > SYSPROMPT_FILE_MAX) {
-			close(fd);
-			buf_release(&b);
-			return cerr_set(err, CERR_USAGE, 0, "'%s' is larger than %d KiB", path,
-					SYSPROMPT_FILE_MAX / 1024);
-		}
-		buf_add(&b, chunk, (size_t)r);
+	int rc = 0;
+	switch (readfile_path(path, SYSPROMPT_FILE_MAX, &b)) {
+	case READFILE_OK:
+		*out = textfix_string(b.p ? b.p : "", b.len);
+		break;
+	case READFILE_ABSENT:
+		rc = 1;
+		break;
+	case READFILE_NOT_REGULAR:
+		rc = 2; /* a directory named AGENTS.md is not instructions */
+		break;
+	case READFILE_OPEN_ERROR:
+		rc = cerr_set(err, CERR_IO, errno, "cannot open '%s'", path);
+		break;
+	case READFILE_READ_ERROR:
+		rc = cerr_set(err, CERR_IO, errno, "cannot read '%s'", path);
+		break;
+	case READFILE_TOO_BIG:
+		rc = cerr_set(err, CERR_USAGE, 0, "'%s' is larger than %d KiB", path,
+			      SYSPROMPT_FILE_MAX / 1024);
+		break;
 	}
-	close(fd);
-	*out = textfix_string(b.p ? b.p : "", b.len);
 	buf_release(&b);
-	return 0;
+	return rc;
 }
 
 static void note_file(struct sysprompt *sp, const char *path)

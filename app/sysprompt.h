@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
-#include "engine/config.h"
+#include "app/config.h"
 
 #define SYSPROMPT_FILE_MAX (256 * 1024) /* bytes of one prompt or AGENTS.md file */
 

@@ -1,13 +1,13 @@
 /* config.c — the configuration file, the environment and the provider
  * selection (config.h). */
-#include "engine/config.h"
+#include "app/config.h"
 #include "base/buf.h"
 #include "base/json.h"
+#include "base/readfile.h"
 #include "base/utf8.h"
 #include "base/xalloc.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -375,42 +375,25 @@ static int read_tree(struct config *cfg, const cJSON *root, struct cerr *err)
 	return 0;
 }
 
-/* Read the whole file; 1 when absent, 0 read, -1 error. */
+/* Read the whole file; 1 when absent, 0 read, -1 error. A FIFO (or a
+ * device) at the path is refused at once, never waited on. */
 static int slurp(const char *path, struct buf *b, struct cerr *err)
 {
-	/* Non-blocking, so that a FIFO (or a device) at the path is refused
-	 * at once by the check below instead of waiting for a writer; a
-	 * regular file then reads as usual. */
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT || errno == ENOTDIR
-			       ? 1
-			       : cerr_set(err, CERR_IO, errno, "cannot open config '%s'", path);
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
+	switch (readfile_path(path, CONFIG_MAX_BYTES, b)) {
+	case READFILE_OK:
+		return 0;
+	case READFILE_ABSENT:
+		return 1;
+	case READFILE_OPEN_ERROR:
+		return cerr_set(err, CERR_IO, errno, "cannot open config '%s'", path);
+	case READFILE_NOT_REGULAR:
 		return cerr_set(err, CERR_USAGE, 0, "config '%s' is not a regular file", path);
+	case READFILE_TOO_BIG:
+		return cerr_set(err, CERR_IO, EFBIG, "cannot read config '%s'", path);
+	case READFILE_READ_ERROR:
+		break;
 	}
-	int fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
-		int e = errno;
-		close(fd);
-		return cerr_set(err, CERR_IO, e, "cannot read config '%s'", path);
-	}
-	char chunk[8192];
-	ssize_t r;
-	while ((r = read(fd, chunk, sizeof chunk)) != 0) {
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0 || b->len + (size_t)r > CONFIG_MAX_BYTES) {
-			int e = r < 0 ? errno : EFBIG;
-			close(fd);
-			return cerr_set(err, CERR_IO, e, "cannot read config '%s'", path);
-		}
-		buf_add(b, chunk, (size_t)r);
-	}
-	close(fd);
-	return 0;
+	return cerr_set(err, CERR_IO, errno, "cannot read config '%s'", path);
 }
 
 /* The offset of the first raw control byte (below 0x20) inside a string
