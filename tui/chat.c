@@ -197,6 +197,8 @@ struct chat *chat_new(const struct chat_deps *d)
 	c->cwd = d->cwd ? xstrdup(d->cwd) : NULL;
 	uv_timer_init(d->loop, &c->draft_timer);
 	c->draft_timer.data = c;
+	uv_timer_init(d->loop, &c->paste_timer);
+	c->paste_timer.data = c;
 	c->tr = transcript_new("");
 	c->comp = composer_new();
 	if (d->draft && *d->draft) {
@@ -373,6 +375,7 @@ void chat_close(struct chat *c, void (*cb)(void *ctx), void *ctx)
 	uv_timer_stop(&c->draft_timer);
 	save_draft(c);
 	uv_close((uv_handle_t *)&c->draft_timer, NULL);
+	uv_close((uv_handle_t *)&c->paste_timer, NULL); /* closing stops it */
 	/* The sink is still read and applied until the host has closed: a
 	 * canceled turn's completion marker must be handled for its save. */
 	struct close_wait *w = xcalloc(1, sizeof *w);

@@ -97,6 +97,7 @@ struct chat {
 	char *cwd;
 	char *draft_saved;      /* the text last saved */
 	uv_timer_t draft_timer;
+	uv_timer_t paste_timer; /* a paste's end marker is final when it fires */
 	/* the external editor: edit_path is set while it runs */
 	char *edit_path;
 	uv_process_t editor;

@@ -560,18 +560,18 @@ size_t chat_keys_feed(struct chat *c, const char *s, size_t n)
  * of the same paste still to come: the terminal (or tmux) writes a paste
  * in one go, but a long one reaches us in pieces, and the writer may not
  * have been scheduled yet when we drained the last piece. Nobody types
- * this soon after a paste; the wait happens once per paste. */
+ * this soon after a paste. The loop does not wait for it: a timer
+ * (paste_timer) ends the paste unless more input comes first. */
 #define PASTE_SETTLE_MS 10
 
 /* A bracketed paste is read straight from the terminal in large chunks:
  * through ncurses it would be one read(2) per byte. ncurses holds nothing
- * read ahead (it reads a byte at a time), so nothing is skipped. After a
- * paste's end marker it waits PASTE_SETTLE_MS for more. True when bytes
- * were read. */
+ * read ahead (it reads a byte at a time), so nothing is skipped. Never
+ * waits. True when bytes were read. */
 static bool read_paste(struct chat *c)
 {
 	struct pollfd pfd = {.fd = tty_infd(c->tty), .events = POLLIN};
-	if (poll(&pfd, 1, keydec_paste_ending(c->kd) ? PASTE_SETTLE_MS : 0) != 1)
+	if (poll(&pfd, 1, 0) != 1)
 		return false;
 	char chunk[65536];
 	size_t have = c->paste_carry_len;
@@ -586,10 +586,36 @@ static bool read_paste(struct chat *c)
 	return true;
 }
 
+/* What the keys did is applied and drawn at once (the stream is paced). */
+static void keys_done(struct chat *c)
+{
+	if (keydec_waiting(c->kd))
+		keydec_expire(c->kd);
+	chat_keys_drain(c);
+	if (c->phase != CHAT_CLOSING) {
+		chat_draft_touch(c);
+		uiloop_draw_now(c->ui);
+	}
+}
+
+static void paste_settled(uv_timer_t *t)
+{
+	struct chat *c = t->data;
+	if (c->phase == CHAT_CLOSING || !keydec_paste_ending(c->kd))
+		return;
+	/* Nothing came right behind a paste's end: it was the terminal's.
+	 * What did come before this pause (a CR after an end marker faked
+	 * inside the pasted text) was pasted, and never sends. */
+	keydec_pause(c->kd);
+	uiloop_keypad(c->ui, !keydec_pasting(c->kd));
+	keys_done(c);
+}
+
 void chat_keys_cb(void *ctx)
 {
 	struct chat *c = ctx;
 	c->batch++;
+	uv_timer_stop(&c->paste_timer); /* more input: the pause is not yet */
 	wint_t ch;
 	int rc;
 	/* A key may close the screen (quit): then nothing more is read. */
@@ -597,14 +623,13 @@ void chat_keys_cb(void *ctx)
 		if (keydec_pasting(c->kd)) {
 			if (read_paste(c)) {
 				/* read and fed */
-			} else if (keydec_paste_ending(c->kd)) {
-				/* Nothing came right behind a paste's end: it was
-				 * the terminal's. What did come before this pause
-				 * (a CR after an end marker faked inside the
-				 * pasted text) was pasted, and never sends. */
-				keydec_pause(c->kd);
 			} else {
-				break; /* a paste in progress: the rest comes later */
+				/* A paste in progress: the rest comes later. After
+				 * its end marker, it ends if nothing comes soon. */
+				if (keydec_paste_ending(c->kd))
+					uv_timer_start(&c->paste_timer, paste_settled,
+						       PASTE_SETTLE_MS, 0);
+				break;
 			}
 		} else {
 			if ((rc = uiloop_getkey(c->ui, &ch)) == ERR)
@@ -616,12 +641,6 @@ void chat_keys_cb(void *ctx)
 	}
 	if (c->phase == CHAT_CLOSING)
 		return;
-	if (keydec_waiting(c->kd))
-		keydec_expire(c->kd);
-	chat_keys_drain(c);
-	if (c->phase != CHAT_CLOSING) {
-		chat_draft_touch(c);
-		uiloop_draw_now(c->ui); /* a key is answered at once; the stream is paced */
-	}
+	keys_done(c);
 }
 
