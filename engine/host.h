@@ -14,7 +14,8 @@
  * inside the call (a command refused at once returns -1 with err and its
  * callback never runs). Everything runs on the loop thread.
  *
- * A session has two state machines (host.c has their tables). Its runtime:
+ * A session has two state machines (host.c and host_turn.c have their
+ * tables). Its runtime:
  *   OPENING   --open item done, context built--> IDLE  (failed: forgotten)
  *   IDLE      --send: turn admitted------------> TURN
  *   TURN      --settled (saved or not)---------> IDLE  (an armed input may follow)
@@ -99,7 +100,12 @@ enum host_state {
 	HOST_IDLE,
 	HOST_TURN, /* a turn runs or settles */
 	HOST_RELEASING,
+	HOST_STATE_COUNT,
 };
+/* True when host.c's table has an arrow from `from` to `to`. */
+bool host_state_allows(enum host_state from, enum host_state to);
+/* The state's name in lowercase ("releasing"); a static string. */
+const char *host_state_name(enum host_state st);
 
 enum host_save {
 	HOST_SAVED,
