@@ -395,55 +395,8 @@ struct open_work {
 	char *system;     /* the system prompt in effect, read whole from its blob */
 	char **keys, **turns;
 	size_t n;
-	struct approvals *grants; /* "allow for this session" answers */
+	struct approvals_replay *grants; /* "allow for this session" answers */
 };
-
-/* The log's "allow for this session" answers, as grants: an answer names
- * its request, the request its call, the call its tool and arguments. */
-struct grant_call {
-	char *tool;
-	cJSON *args;
-};
-
-struct grant_scan {
-	struct strmap calls, requests; /* call_id -> k, request_id -> k */
-	struct grant_call *call_list;  /* k -> the call's tool and arguments */
-	size_t ncalls;
-	char **keys;                   /* owned keys of both maps */
-	size_t nkeys;
-};
-
-static const char *str_at(const cJSON *o, const char *k);
-
-static void grant_key(struct grant_scan *g, struct strmap *m, const char *key, size_t v)
-{
-	g->keys = xrealloc(g->keys, (g->nkeys + 1) * sizeof *g->keys);
-	g->keys[g->nkeys] = xstrdup(key);
-	strmap_put(m, g->keys[g->nkeys++], v);
-}
-
-static void grant_event(struct grant_scan *g, enum vocab_type t, const cJSON *d,
-			struct approvals *out)
-{
-	size_t k;
-	if (t == VT_TOOL_CALL && str_at(d, "call_id") && str_at(d, "name")) {
-		const cJSON *args = cJSON_GetObjectItem(d, "args");
-		g->call_list = xreallocarray(g->call_list, g->ncalls + 1, sizeof *g->call_list);
-		g->call_list[g->ncalls] = (struct grant_call){
-			.tool = xstrdup(str_at(d, "name")),
-			.args = args ? cJSON_Duplicate(args, 1) : cJSON_CreateObject(),
-		};
-		grant_key(g, &g->calls, str_at(d, "call_id"), g->ncalls++);
-	} else if (t == VT_INTERACTION_REQUEST && str_at(d, "request_id") && str_at(d, "call_id") &&
-		   strmap_get(&g->calls, str_at(d, "call_id"), &k)) {
-		grant_key(g, &g->requests, str_at(d, "request_id"), k);
-	} else if (t == VT_INTERACTION_ANSWER && str_at(d, "decision") &&
-		   strcmp(str_at(d, "decision"), "allow_session") == 0 &&
-		   !cJSON_IsTrue(cJSON_GetObjectItem(d, "superseded")) && str_at(d, "request_id") &&
-		   strmap_get(&g->requests, str_at(d, "request_id"), &k)) {
-		approvals_grant(out, g->call_list[k].tool, g->call_list[k].args);
-	}
-}
 
 static const char *str_at(const cJSON *o, const char *k)
 {
@@ -494,10 +447,7 @@ static void open_work(uv_work_t *w)
 	const struct prepared *p = ow->p;
 	const struct load *l = prepared_load(p);
 	ow->ctx = context_new();
-	struct grant_scan gs = {0};
-	strmap_init(&gs.calls);
-	strmap_init(&gs.requests);
-	ow->grants = approvals_new();
+	ow->grants = approvals_replay_new();
 	ow->blob_dir = open_blob_dir(ow->s->h->root, prepared_scan(p)->cwd, ow->s->id);
 	if (ow->blob_dir >= 0)
 		context_set_blob_dir(ow->ctx, ow->blob_dir);
@@ -518,7 +468,7 @@ static void open_work(uv_work_t *w)
 			continue; /* unknown, ignorable */
 		cJSON *line = load_json(l, i);
 		const cJSON *data = cJSON_GetObjectItem(line, "data");
-		grant_event(&gs, (enum vocab_type)ev->type, data, ow->grants);
+		approvals_replay_event(ow->grants, (enum vocab_type)ev->type, data);
 		if (ev->type == VT_TURN_START && str_at(data, "client_submit_id")) {
 			ow->keys = xrealloc(ow->keys, (ow->n + 1) * sizeof *ow->keys);
 			ow->turns = xrealloc(ow->turns, (ow->n + 1) * sizeof *ow->turns);
@@ -537,16 +487,6 @@ static void open_work(uv_work_t *w)
 			break;
 		}
 	}
-	strmap_release(&gs.calls);
-	strmap_release(&gs.requests);
-	for (size_t i = 0; i < gs.nkeys; i++)
-		free(gs.keys[i]);
-	free(gs.keys);
-	for (size_t k = 0; k < gs.ncalls; k++) {
-		free(gs.call_list[k].tool);
-		cJSON_Delete(gs.call_list[k].args);
-	}
-	free(gs.call_list);
 }
 
 /* An open is canceled by a release asked for meanwhile: the open fails
@@ -626,7 +566,7 @@ static void open_built(uv_work_t *w, int status)
 				       approval_policy_parse(set->approval, &s->policy, &pe) < 0))
 			s->policy = APPROVAL_ASK;
 		approvals_free(s->grants);
-		s->grants = ow->grants;
+		s->grants = approvals_replay_end(ow->grants);
 		ow->grants = NULL;
 		host_set_str(&s->cwd, prepared_scan(p)->cwd);
 		s->created = true;
@@ -643,7 +583,7 @@ static void open_built(uv_work_t *w, int status)
 	free(ow->turns);
 	free(ow->system);
 	context_free(ow->ctx);
-	approvals_free(ow->grants);
+	approvals_replay_free(ow->grants);
 	bool big = load_memory(prepared_load(ow->p)) > TRIM_AFTER_BYTES;
 	prepared_free(ow->p);
 	if (big)
