@@ -16,7 +16,8 @@
  *
  * A session has two state machines (host.c and host_turn.c have their
  * tables). Its runtime:
- *   OPENING   --open item done, context built--> IDLE  (failed: forgotten)
+ *   OPENING   --open item done, context built--> IDLE  (a new session: at once)
+ *   OPENING   --failed, or a release asked for--> RELEASING (never held: forgotten)
  *   IDLE      --send: turn admitted------------> TURN
  *   TURN      --settled (saved or not)---------> IDLE  (an armed input may follow)
  *   IDLE      --release------------------------> RELEASING --released--> forgotten
