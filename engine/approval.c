@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/strmap.h"
 #include "base/xalloc.h"
 #include "engine/tool.h"
 
@@ -65,6 +66,94 @@ void approvals_grant(struct approvals *a, const char *tool, const cJSON *args)
 	a->v = xrealloc(a->v, (a->n + 1) * sizeof *a->v);
 	const char *cmd = strcmp(tool, "shell") == 0 ? arg_str(args, "command") : NULL;
 	a->v[a->n++] = (struct grant){xstrdup(tool), xstrdup_opt(cmd)};
+}
+
+/* ---- grants rebuilt from the log ---- */
+
+/* A call an answer may grant: what approvals_grant keeps of it. */
+struct replay_call {
+	char *tool;
+	char *command; /* shell: its command (NULL: none) */
+};
+
+struct approvals_replay {
+	struct approvals *out;
+	struct strmap calls, requests; /* call_id -> k, request_id -> k */
+	struct replay_call *call_list; /* k -> the call */
+	size_t ncalls;
+	char **keys; /* owned keys of both maps */
+	size_t nkeys;
+};
+
+struct approvals_replay *approvals_replay_new(void)
+{
+	struct approvals_replay *r = xcalloc(1, sizeof *r);
+	r->out = approvals_new();
+	strmap_init(&r->calls);
+	strmap_init(&r->requests);
+	return r;
+}
+
+static void replay_key(struct approvals_replay *r, struct strmap *m, const char *key, size_t v)
+{
+	r->keys = xreallocarray(r->keys, r->nkeys + 1, sizeof *r->keys);
+	r->keys[r->nkeys] = xstrdup(key);
+	strmap_put(m, r->keys[r->nkeys++], v);
+}
+
+void approvals_replay_event(struct approvals_replay *r, enum vocab_type type, const cJSON *data)
+{
+	size_t k;
+	const char *call_id = arg_str(data, "call_id"), *request_id = arg_str(data, "request_id");
+	if (type == VT_TOOL_CALL && call_id && arg_str(data, "name") &&
+	    cJSON_IsObject(cJSON_GetObjectItem(data, "args"))) {
+		const char *tool = arg_str(data, "name");
+		const cJSON *args = cJSON_GetObjectItem(data, "args");
+		r->call_list = xreallocarray(r->call_list, r->ncalls + 1, sizeof *r->call_list);
+		r->call_list[r->ncalls] = (struct replay_call){
+			.tool = xstrdup(tool),
+			.command = xstrdup_opt(arg_str(args, "command")),
+		};
+		replay_key(r, &r->calls, call_id, r->ncalls++);
+	} else if (type == VT_INTERACTION_REQUEST && request_id && call_id &&
+		   strmap_get(&r->calls, call_id, &k)) {
+		replay_key(r, &r->requests, request_id, k);
+	} else if (type == VT_INTERACTION_ANSWER && request_id && arg_str(data, "decision") &&
+		   strcmp(arg_str(data, "decision"), "allow_session") == 0 &&
+		   !cJSON_IsTrue(cJSON_GetObjectItem(data, "superseded")) &&
+		   strmap_get(&r->requests, request_id, &k)) {
+		cJSON *args = cJSON_CreateObject();
+		if (r->call_list[k].command)
+			cJSON_AddStringToObject(args, "command", r->call_list[k].command);
+		approvals_grant(r->out, r->call_list[k].tool, args);
+		cJSON_Delete(args);
+	}
+}
+
+void approvals_replay_free(struct approvals_replay *r)
+{
+	if (!r)
+		return;
+	approvals_free(r->out);
+	strmap_release(&r->calls);
+	strmap_release(&r->requests);
+	for (size_t i = 0; i < r->nkeys; i++)
+		free(r->keys[i]);
+	free(r->keys);
+	for (size_t k = 0; k < r->ncalls; k++) {
+		free(r->call_list[k].tool);
+		free(r->call_list[k].command);
+	}
+	free(r->call_list);
+	free(r);
+}
+
+struct approvals *approvals_replay_end(struct approvals_replay *r)
+{
+	struct approvals *a = r->out;
+	r->out = NULL;
+	approvals_replay_free(r);
+	return a;
 }
 
 /* The deepest existing ancestor of p resolved, with the rest appended. */

@@ -9,8 +9,9 @@
  *   anything else is asked;
  * - all: nothing is asked.
  * "Allow for this session" covers the exact same command for shell, and
- * for a file tool its calls whose paths are inside the cwd; the grants are
- * rebuilt from the log's answers when a session is opened.
+ * for a file tool its calls whose paths are inside the cwd, whatever the
+ * policy becomes later; the grants are rebuilt from the log's answers when
+ * a session is opened (approvals_replay_*).
  *
  * approval_decide and approval_path_inside resolve paths on the disk
  * (realpath): call them off the loop thread. */
@@ -22,6 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/err.h"
+#include "persist/vocab.h"
 
 enum approval_policy { APPROVAL_ASK, APPROVAL_READ_ONLY, APPROVAL_ALL };
 
@@ -36,6 +38,20 @@ struct approvals *approvals_new(void);
 void approvals_free(struct approvals *a);
 /* An "allow for this session" answer to a call of tool with args. */
 void approvals_grant(struct approvals *a, const char *tool, const cJSON *args);
+
+/* A session's grants rebuilt from its log, the events fed in log order:
+ * an interaction/answer "allow_session" (not superseded) grants the call
+ * its interaction/request names, as the tool/call recorded it. A call
+ * whose arguments are not an object (kept in a blob, or cut off) grants
+ * nothing: it is asked again. Every other event is ignored. */
+struct approvals_replay;
+struct approvals_replay *approvals_replay_new(void);
+/* One event of the log (data borrowed for the call). */
+void approvals_replay_event(struct approvals_replay *r, enum vocab_type type, const cJSON *data);
+/* The grants rebuilt, the caller's (approvals_free); r is freed. */
+struct approvals *approvals_replay_end(struct approvals_replay *r);
+/* r freed without its grants (NULL: nothing). */
+void approvals_replay_free(struct approvals_replay *r);
 
 /* Does the call need the user? false: it may run (the policy or a grant
  * allows it). Reads the disk. */

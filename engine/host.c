@@ -1,16 +1,25 @@
 /* host.c — sessions of the host (host.h): create, open, release, delete,
  * close, and completions delivered from the loop.
  *
- * The runtime of a session, with its transitions:
- *   OPENING   --open item done, context built (open_built)--> IDLE
- *   OPENING   --open item failed------------------------------> forgotten
- *   IDLE      --host_turn_start-------------------------------> TURN
- *   TURN      --host_turn_settled-----------------------------> IDLE
- *   IDLE      --host_release / host_delete--------------------> RELEASING
- *   RELEASING --release item done-----------------------------> forgotten
- * Durability (SAVED / UNSAVED / RECOVERING) is host_turn.c's. */
+ * The runtime of a session (enum host_state), changed only by host_to(),
+ * which checks this table:
+ *
+ *   OPENING   --(open item done, context built: open_built;
+ *                or a new session, nothing to read: host_create)--> IDLE
+ *   OPENING   --(open failed once the FIFO held it, or a release asked
+ *                for meanwhile: open_built, open_canceled)--> RELEASING
+ *   IDLE      --(a turn admitted: host_turn_start)--> TURN
+ *   TURN      --(settled, saved or not: host_turn_settled)--> IDLE
+ *   IDLE      --(host_release, host_delete, host_close)--> RELEASING
+ *
+ * A session is born OPENING (sess_new) and forgotten (freed, no state)
+ * when its open item failed (the FIFO never held it) or once RELEASING's
+ * release item is done. Any other transition is a bug: host_to asserts,
+ * and where assertions are off it refuses it (CERR_CONFLICT, the state
+ * unchanged). Durability (SAVED / UNSAVED / RECOVERING) is host_turn.c's. */
 #include "engine/host_int.h"
 
+#include <assert.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +35,51 @@
 #include "persist/blob.h"
 #include "persist/prepare.h"
 #include "persist/store.h"
+
+#define B(st) (1u << (st))
+
+/* host_next[from] has bit `to` set: the table above. */
+static const unsigned host_next[HOST_STATE_COUNT] = {
+	[HOST_OPENING] = B(HOST_IDLE) | B(HOST_RELEASING),
+	[HOST_IDLE] = B(HOST_TURN) | B(HOST_RELEASING),
+	[HOST_TURN] = B(HOST_IDLE),
+	[HOST_RELEASING] = 0,
+};
+
+_Static_assert(HOST_OPENING == 0, "a session is born OPENING (sess_new zeroes it)");
+
+bool host_state_allows(enum host_state from, enum host_state to)
+{
+	if ((unsigned)from >= HOST_STATE_COUNT || (unsigned)to >= HOST_STATE_COUNT)
+		return false;
+	return (host_next[from] & B(to)) != 0;
+}
+
+const char *host_state_name(enum host_state st)
+{
+	static const char *const names[HOST_STATE_COUNT] = {
+		[HOST_OPENING] = "opening", [HOST_IDLE] = "idle", [HOST_TURN] = "turn",
+		[HOST_RELEASING] = "releasing",
+	};
+	return (unsigned)st < HOST_STATE_COUNT ? names[st] : "?";
+}
+
+int host_may(const struct hsess *s, enum host_state to, struct cerr *err)
+{
+	if (host_state_allows(s->st, to))
+		return 0;
+	assert(!"a host transition the table lacks");
+	return cerr_set(err, CERR_CONFLICT, 0, "session '%s': no transition from %s to %s", s->id,
+			host_state_name(s->st), host_state_name(to));
+}
+
+int host_to(struct hsess *s, enum host_state to, struct cerr *err)
+{
+	if (host_may(s, to, err) < 0)
+		return -1;
+	s->st = to;
+	return 0;
+}
 
 void host_set_str(char **slot, const char *v)
 {
@@ -311,7 +365,10 @@ int host_create(struct host *h, const char *cwd, const struct host_call *call,
 	char id[ULID_LEN + 1];
 	ulid_new(id);
 	struct hsess *s = sess_new(h, id);
-	s->st = HOST_IDLE;
+	if (host_to(s, HOST_IDLE, err) < 0) {
+		sess_free(s);
+		return -1;
+	}
 	s->cwd = xstrdup_opt(cwd);
 	s->next_seq = s->post_seq = 1; /* the header is seq 0 */
 	s->last_ok = true;
@@ -338,55 +395,8 @@ struct open_work {
 	char *system;     /* the system prompt in effect, read whole from its blob */
 	char **keys, **turns;
 	size_t n;
-	struct approvals *grants; /* "allow for this session" answers */
+	struct approvals_replay *grants; /* "allow for this session" answers */
 };
-
-/* The log's "allow for this session" answers, as grants: an answer names
- * its request, the request its call, the call its tool and arguments. */
-struct grant_call {
-	char *tool;
-	cJSON *args;
-};
-
-struct grant_scan {
-	struct strmap calls, requests; /* call_id -> k, request_id -> k */
-	struct grant_call *call_list;  /* k -> the call's tool and arguments */
-	size_t ncalls;
-	char **keys;                   /* owned keys of both maps */
-	size_t nkeys;
-};
-
-static const char *str_at(const cJSON *o, const char *k);
-
-static void grant_key(struct grant_scan *g, struct strmap *m, const char *key, size_t v)
-{
-	g->keys = xrealloc(g->keys, (g->nkeys + 1) * sizeof *g->keys);
-	g->keys[g->nkeys] = xstrdup(key);
-	strmap_put(m, g->keys[g->nkeys++], v);
-}
-
-static void grant_event(struct grant_scan *g, enum vocab_type t, const cJSON *d,
-			struct approvals *out)
-{
-	size_t k;
-	if (t == VT_TOOL_CALL && str_at(d, "call_id") && str_at(d, "name")) {
-		const cJSON *args = cJSON_GetObjectItem(d, "args");
-		g->call_list = xreallocarray(g->call_list, g->ncalls + 1, sizeof *g->call_list);
-		g->call_list[g->ncalls] = (struct grant_call){
-			.tool = xstrdup(str_at(d, "name")),
-			.args = args ? cJSON_Duplicate(args, 1) : cJSON_CreateObject(),
-		};
-		grant_key(g, &g->calls, str_at(d, "call_id"), g->ncalls++);
-	} else if (t == VT_INTERACTION_REQUEST && str_at(d, "request_id") && str_at(d, "call_id") &&
-		   strmap_get(&g->calls, str_at(d, "call_id"), &k)) {
-		grant_key(g, &g->requests, str_at(d, "request_id"), k);
-	} else if (t == VT_INTERACTION_ANSWER && str_at(d, "decision") &&
-		   strcmp(str_at(d, "decision"), "allow_session") == 0 &&
-		   !cJSON_IsTrue(cJSON_GetObjectItem(d, "superseded")) && str_at(d, "request_id") &&
-		   strmap_get(&g->requests, str_at(d, "request_id"), &k)) {
-		approvals_grant(out, g->call_list[k].tool, g->call_list[k].args);
-	}
-}
 
 static const char *str_at(const cJSON *o, const char *k)
 {
@@ -437,10 +447,7 @@ static void open_work(uv_work_t *w)
 	const struct prepared *p = ow->p;
 	const struct load *l = prepared_load(p);
 	ow->ctx = context_new();
-	struct grant_scan gs = {0};
-	strmap_init(&gs.calls);
-	strmap_init(&gs.requests);
-	ow->grants = approvals_new();
+	ow->grants = approvals_replay_new();
 	ow->blob_dir = open_blob_dir(ow->s->h->root, prepared_scan(p)->cwd, ow->s->id);
 	if (ow->blob_dir >= 0)
 		context_set_blob_dir(ow->ctx, ow->blob_dir);
@@ -461,7 +468,7 @@ static void open_work(uv_work_t *w)
 			continue; /* unknown, ignorable */
 		cJSON *line = load_json(l, i);
 		const cJSON *data = cJSON_GetObjectItem(line, "data");
-		grant_event(&gs, (enum vocab_type)ev->type, data, ow->grants);
+		approvals_replay_event(ow->grants, (enum vocab_type)ev->type, data);
 		if (ev->type == VT_TURN_START && str_at(data, "client_submit_id")) {
 			ow->keys = xrealloc(ow->keys, (ow->n + 1) * sizeof *ow->keys);
 			ow->turns = xrealloc(ow->turns, (ow->n + 1) * sizeof *ow->turns);
@@ -480,16 +487,6 @@ static void open_work(uv_work_t *w)
 			break;
 		}
 	}
-	strmap_release(&gs.calls);
-	strmap_release(&gs.requests);
-	for (size_t i = 0; i < gs.nkeys; i++)
-		free(gs.keys[i]);
-	free(gs.keys);
-	for (size_t k = 0; k < gs.ncalls; k++) {
-		free(gs.call_list[k].tool);
-		cJSON_Delete(gs.call_list[k].args);
-	}
-	free(gs.call_list);
 }
 
 /* An open is canceled by a release asked for meanwhile: the open fails
@@ -500,7 +497,7 @@ static void open_canceled(struct hsess *s, struct op *open_op)
 	cerr_set(&err, CERR_CONFLICT, 0, "opening session '%s' was canceled", s->id);
 	struct op *rel = s->open_release;
 	s->open_release = NULL;
-	s->st = HOST_RELEASING;
+	host_to(s, HOST_RELEASING, NULL);
 	host_complete(open_op, &err);
 	host_write(s, rel);
 }
@@ -569,12 +566,12 @@ static void open_built(uv_work_t *w, int status)
 				       approval_policy_parse(set->approval, &s->policy, &pe) < 0))
 			s->policy = APPROVAL_ASK;
 		approvals_free(s->grants);
-		s->grants = ow->grants;
+		s->grants = approvals_replay_end(ow->grants);
 		ow->grants = NULL;
 		host_set_str(&s->cwd, prepared_scan(p)->cwd);
 		s->created = true;
 		s->last_ok = true;
-		s->st = HOST_IDLE;
+		host_to(s, HOST_IDLE, NULL);
 	} else if (ow->blob_dir >= 0) {
 		close(ow->blob_dir);
 	}
@@ -586,7 +583,7 @@ static void open_built(uv_work_t *w, int status)
 	free(ow->turns);
 	free(ow->system);
 	context_free(ow->ctx);
-	approvals_free(ow->grants);
+	approvals_replay_free(ow->grants);
 	bool big = load_memory(prepared_load(ow->p)) > TRIM_AFTER_BYTES;
 	prepared_free(ow->p);
 	if (big)
@@ -600,7 +597,7 @@ static void open_built(uv_work_t *w, int status)
 		op->kind = OP_RELEASE;
 		op->err = ow->err;
 		op->failed = true;
-		s->st = HOST_RELEASING;
+		host_to(s, HOST_RELEASING, NULL);
 		host_write(s, op);
 	} else {
 		host_complete(op, NULL);
@@ -656,8 +653,7 @@ int host_open_history(struct host *h, const char *id, host_history_fn history, v
 		return cerr_set(err, CERR_USAGE, 0, "the host is closing");
 	if (host_find(h, id))
 		return cerr_set(err, CERR_CONFLICT, 0, "session '%s' is already open", id);
-	struct hsess *s = sess_new(h, id);
-	s->st = HOST_OPENING;
+	struct hsess *s = sess_new(h, id); /* OPENING */
 	s->open_cb = cb;
 	s->open_ctx = ctx;
 	s->open_history = history;
@@ -688,7 +684,8 @@ static int release_op(struct host *h, const char *id, enum op_kind kind, host_cb
 	}
 	if (s->st != HOST_IDLE)
 		return cerr_set(err, CERR_BUSY, 0, "session '%s' is running a turn", id);
-	s->st = HOST_RELEASING;
+	if (host_to(s, HOST_RELEASING, err) < 0)
+		return -1;
 	host_write(s, host_op(h, s, kind, cb, ctx));
 	return 0;
 }
@@ -768,8 +765,7 @@ void host_check_close(struct host *h)
 		return;
 	for (struct hsess *s = h->sessions, *next; s; s = next) {
 		next = s->next;
-		if (s->st == HOST_IDLE) {
-			s->st = HOST_RELEASING;
+		if (s->st == HOST_IDLE && host_to(s, HOST_RELEASING, NULL) == 0) {
 			host_write(s, host_op(h, s, OP_RELEASE, NULL, NULL));
 		}
 	}

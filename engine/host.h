@@ -14,8 +14,10 @@
  * inside the call (a command refused at once returns -1 with err and its
  * callback never runs). Everything runs on the loop thread.
  *
- * A session has two state machines (host.c has their tables). Its runtime:
- *   OPENING   --open item done, context built--> IDLE  (failed: forgotten)
+ * A session has two state machines (host.c and host_turn.c have their
+ * tables). Its runtime:
+ *   OPENING   --open item done, context built--> IDLE  (a new session: at once)
+ *   OPENING   --failed, or a release asked for--> RELEASING (never held: forgotten)
  *   IDLE      --send: turn admitted------------> TURN
  *   TURN      --settled (saved or not)---------> IDLE  (an armed input may follow)
  *   IDLE      --release------------------------> RELEASING --released--> forgotten
@@ -99,7 +101,12 @@ enum host_state {
 	HOST_IDLE,
 	HOST_TURN, /* a turn runs or settles */
 	HOST_RELEASING,
+	HOST_STATE_COUNT,
 };
+/* True when host.c's table has an arrow from `from` to `to`. */
+bool host_state_allows(enum host_state from, enum host_state to);
+/* The state's name in lowercase ("releasing"); a static string. */
+const char *host_state_name(enum host_state st);
 
 enum host_save {
 	HOST_SAVED,
@@ -118,7 +125,7 @@ struct host_result {
 	const char *session;
 	const char *turn;     /* send: the turn started, or the existing one (replayed) */
 	const char *input_id; /* send: the queued input; input_*: the input */
-	const char *text;     /* input_take, input_remove: its text */
+	const char *text;     /* input_take: its text */
 	bool queued;          /* send: the prompt became queued input */
 	bool replayed;        /* send: the client_submit_id was known: nothing dispatched */
 	struct sink_op op;    /* send: the started turn's identity */
@@ -158,9 +165,9 @@ int host_set_call(struct host *h, const char *id, const struct host_call *call,
 struct host_send {
 	const char *text;             /* the prompt (valid UTF-8) */
 	const char *client_submit_id; /* NULL: one is made up */
-	const char *parent_turn;      /* NULL: the latest turn */
 };
-/* Send a prompt (above). cb: the turn started (r->turn, r->op), queued
+/* Send a prompt (above); it continues from the active path's last turn.
+ * cb: the turn started (r->turn, r->op), queued
  * (r->queued, r->input_id, durable), or replayed. */
 int host_send(struct host *h, const char *id, const struct host_send *s, host_cb cb, void *ctx,
 	      struct cerr *err);
@@ -180,13 +187,11 @@ int host_save(struct host *h, const char *id, host_cb cb, void *ctx, struct cerr
 
 /* Queued input of id, oldest first: *out (owned by the host) gets n items. */
 size_t host_queued(struct host *h, const char *id, const struct host_input **out);
-/* Take input_id back for editing: its input/dequeued is durable, then cb
- * gets its text. */
+/* Take input_id out of the queue (to edit it, or to drop it: the same
+ * event): its input/dequeued is durable, then cb gets the text it had
+ * (r->text, valid during cb). Not queued: CERR_MISSING. */
 int host_input_take(struct host *h, const char *id, const char *input_id, host_cb cb,
 		    void *ctx, struct cerr *err);
-/* Remove input_id: the same event; cb gets the text it had. */
-int host_input_remove(struct host *h, const char *id, const char *input_id, host_cb cb,
-		      void *ctx, struct cerr *err);
 /* Send a held queued input: at once when IDLE (it becomes the turn), else
  * armed to go after the running turn. */
 int host_input_send(struct host *h, const char *id, const char *input_id, host_cb cb,

@@ -125,6 +125,12 @@ struct host {
 };
 
 /* host.c */
+/* May s go to state `to` (host.c's table)? 0, or a bug: it asserts, and
+ * where assertions are off it is CERR_CONFLICT in err (may be NULL). */
+int host_may(const struct hsess *s, enum host_state to, struct cerr *err);
+/* The one change of s->st: host_may, then the state is `to` (-1: refused,
+ * unchanged). */
+int host_to(struct hsess *s, enum host_state to, struct cerr *err);
 struct hsess *host_find(const struct host *h, const char *id);
 struct op *host_op(struct host *h, struct hsess *s, enum op_kind kind, host_cb cb, void *ctx);
 /* Complete op from the loop (err NULL: success); op is freed after. */

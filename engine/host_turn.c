@@ -66,6 +66,8 @@ int host_turn_start(struct hsess *s, const char *submit_id, const char *text,
 	struct host *h = s->h;
 	if (!s->have_call)
 		return cerr_set(err, CERR_USAGE, 0, "no provider is set for session '%s'", s->id);
+	if (host_may(s, HOST_TURN, err) < 0)
+		return -1;
 	if (s->save == HOST_UNSAVED)
 		host_recover(s, NULL); /* ahead of the BEFORE save, which fails fast after it */
 	char turn[32];
@@ -107,7 +109,7 @@ int host_turn_start(struct hsess *s, const char *submit_id, const char *text,
 	cJSON_Delete(s->turn_settings);
 	s->turn_settings = settings;
 	s->n_turns++;
-	s->st = HOST_TURN;
+	host_to(s, HOST_TURN, NULL); /* allowed: host_may above */
 	s->created = true;
 	host_set_str(&s->turn, turn);
 	host_set_str(&s->turn_input, dequeued);
@@ -207,7 +209,7 @@ void host_turn_settled(void *ud, struct runner_settlement *st)
 	if (!s->last_ok)
 		for (size_t k = 0; k < s->nq; k++)
 			s->q[k].armed = false; /* wait for an explicit send */
-	s->st = HOST_IDLE;
+	host_to(s, HOST_IDLE, NULL);
 	free(s->turn);
 	s->turn = NULL;
 	free(s->turn_input);

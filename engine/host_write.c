@@ -268,8 +268,8 @@ static int write_cmd(struct host *h, const char *id, enum op_kind kind, cJSON *e
 	return 0;
 }
 
-static int dequeue(struct host *h, const char *id, const char *input_id, host_cb cb, void *ctx,
-		   struct cerr *err)
+int host_input_take(struct host *h, const char *id, const char *input_id, host_cb cb,
+		    void *ctx, struct cerr *err)
 {
 	struct hsess *s = host_find(h, id);
 	if (host_refuse(h, s, id, err) < 0)
@@ -289,18 +289,6 @@ static int dequeue(struct host *h, const char *id, const char *input_id, host_cb
 	s->q[k].armed = false; /* never dispatched while it is being taken */
 	host_write(s, op);
 	return 0;
-}
-
-int host_input_take(struct host *h, const char *id, const char *input_id, host_cb cb,
-		    void *ctx, struct cerr *err)
-{
-	return dequeue(h, id, input_id, cb, ctx, err);
-}
-
-int host_input_remove(struct host *h, const char *id, const char *input_id, host_cb cb,
-		      void *ctx, struct cerr *err)
-{
-	return dequeue(h, id, input_id, cb, ctx, err);
 }
 
 int host_input_send(struct host *h, const char *id, const char *input_id, host_cb cb,

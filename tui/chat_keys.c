@@ -151,10 +151,9 @@ static void queued_op(struct chat *c, enum keyact act)
 	int rc;
 	if (act == KEYACT_SEND_WAITING) {
 		rc = host_input_send(c->d.host, c->id, id, input_sent_cb, c, &err);
-	} else if (act == KEYACT_PULL_QUEUED) {
-		rc = host_input_take(c->d.host, c->id, id, pulled_cb, c, &err);
 	} else {
-		rc = host_input_remove(c->d.host, c->id, id, dropped_cb, c, &err);
+		rc = host_input_take(c->d.host, c->id, id,
+				     act == KEYACT_PULL_QUEUED ? pulled_cb : dropped_cb, c, &err);
 	}
 	if (rc < 0)
 		chat_sayf(c, true, "%s", err.msg);

@@ -175,7 +175,7 @@ bool transcript_apply_event(struct transcript *tr, enum vocab_type type, const c
 void transcript_history(void *tr, enum vocab_type type, const char *turn, uint64_t seq,
 			int64_t t_ms, const cJSON *data);
 /* A queued prompt left the queue by a write that the sink does not carry
- * (host_input_take or host_input_remove while no turn runs). */
+ * (host_input_take while no turn runs). */
 bool transcript_input_removed(struct transcript *tr, const char *input_id);
 
 /* ---- turns and blocks ---- */

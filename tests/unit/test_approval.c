@@ -1,7 +1,8 @@
 /* test_approval.c — approval policies and session grants on a real tree
  * (engine/approval.h): read-only inside and outside the cwd, through
  * symlinks and "..", paths that do not exist yet, "allow for this session"
- * for shell (the exact command) and for file tools (paths inside). */
+ * for shell (the exact command) and for file tools (paths inside), and
+ * those grants rebuilt from a log's events on a resume. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -133,6 +134,102 @@ static void test_approval_session_grants(void **state)
 	cJSON_Delete(a);
 }
 
+/* Feed the events of a log, one JSON object {type, data} per line, to a
+ * replay; the grants it rebuilt. */
+static struct approvals *replay(const char *const *lines, size_t n)
+{
+	struct approvals_replay *r = approvals_replay_new();
+	for (size_t i = 0; i < n; i++) {
+		cJSON *ev = args(lines[i]);
+		const cJSON *type = cJSON_GetObjectItem(ev, "type");
+		approvals_replay_event(r, vocab_type_of(type->valuestring),
+				       cJSON_GetObjectItem(ev, "data"));
+		cJSON_Delete(ev);
+	}
+	return approvals_replay_end(r);
+}
+
+/* A first run of a session: "allow for this session" for one command,
+ * other answers that grant nothing (allow once, deny, a superseded allow
+ * for the session, an answer to no request), a call whose arguments went
+ * to a blob; then, in a later run, the policy changed to read-only. */
+static const char *const first_run[] = {
+	"{\"type\":\"turn/start\",\"data\":{}}",
+	"{\"type\":\"tool/call\",\"data\":{\"call_id\":\"t1.1\",\"name\":\"shell\","
+	"\"args\":{\"command\":\"make test\"}}}",
+	"{\"type\":\"interaction/request\",\"data\":{\"request_id\":\"r1\",\"call_id\":\"t1.1\"}}",
+	"{\"type\":\"interaction/answer\",\"data\":{\"request_id\":\"r1\","
+	"\"decision\":\"allow_session\",\"by\":\"user\"}}",
+	"{\"type\":\"tool/call\",\"data\":{\"call_id\":\"t1.2\",\"name\":\"write_file\","
+	"\"args\":{\"path\":\"src/a.c\",\"content\":\"y\"}}}",
+	"{\"type\":\"interaction/request\",\"data\":{\"request_id\":\"r2\",\"call_id\":\"t1.2\"}}",
+	"{\"type\":\"interaction/answer\",\"data\":{\"request_id\":\"r2\","
+	"\"decision\":\"allow_once\",\"by\":\"user\"}}",
+	"{\"type\":\"tool/call\",\"data\":{\"call_id\":\"t1.3\",\"name\":\"edit_file\","
+	"\"args\":\"{\\\"path\\\":\\\"src/a.c\\\", ... \",\"blob\":{\"hash\":\"00\"}}}",
+	"{\"type\":\"interaction/request\",\"data\":{\"request_id\":\"r3\",\"call_id\":\"t1.3\"}}",
+	"{\"type\":\"interaction/answer\",\"data\":{\"request_id\":\"r3\","
+	"\"decision\":\"allow_session\",\"by\":\"user\"}}",
+	"{\"type\":\"tool/call\",\"data\":{\"call_id\":\"t1.4\",\"name\":\"read_file\","
+	"\"args\":{\"path\":\"src/a.c\"}}}",
+	"{\"type\":\"interaction/request\",\"data\":{\"request_id\":\"r4\",\"call_id\":\"t1.4\"}}",
+	"{\"type\":\"interaction/answer\",\"data\":{\"request_id\":\"r4\","
+	"\"decision\":\"deny\",\"by\":\"user\"}}",
+	"{\"type\":\"interaction/answer\",\"data\":{\"request_id\":\"r4\","
+	"\"decision\":\"allow_session\",\"by\":\"user\",\"superseded\":true}}",
+	"{\"type\":\"interaction/answer\",\"data\":{\"request_id\":\"r9\","
+	"\"decision\":\"allow_session\",\"by\":\"user\"}}",
+	"{\"type\":\"turn/end\",\"data\":{\"outcome\":\"completed\"}}",
+	"{\"type\":\"session/settings\",\"data\":{\"approval\":\"read-only\"}}",
+};
+
+/* Rebuilt on a resume, the grants are the live session's: the one
+ * allow-for-the-session answer, under the policy in effect then and the
+ * one set later; nothing else is granted, and a call whose arguments are
+ * in a blob is asked again. */
+static void test_approval_grants_rebuilt_from_the_log(void **state)
+{
+	struct ax *x = *state;
+	struct approvals *g = replay(first_run, sizeof first_run / sizeof *first_run);
+	struct approvals *live = approvals_new();
+	cJSON *a = args("{\"command\":\"make test\"}");
+	approvals_grant(live, "shell", a);
+	cJSON_Delete(a);
+	static const struct {
+		const char *tool, *args;
+		bool asked; /* under ask, and under read-only */
+	} probes[] = {
+		{"shell", "{\"command\":\"make test\"}", false},
+		{"shell", "{\"command\":\"make test; rm -rf ~\"}", true},
+		{"write_file", "{\"path\":\"src/other.c\"}", true},
+		{"edit_file", "{\"path\":\"src/a.c\"}", true},
+		{"read_file", "{\"path\":\"link/key\"}", true},
+	};
+	for (size_t i = 0; i < sizeof probes / sizeof *probes; i++) {
+		for (enum approval_policy p = APPROVAL_ASK; p <= APPROVAL_READ_ONLY; p++) {
+			bool got = needed(x, p, g, probes[i].tool, probes[i].args);
+			if (got != probes[i].asked || got != needed(x, p, live, probes[i].tool,
+								    probes[i].args))
+				fail_msg("%s %s under %s: asked %d, want %d", probes[i].tool,
+					 probes[i].args, approval_policy_name(p), got, probes[i].asked);
+		}
+	}
+	/* read-only's own allowance still holds beside the grants */
+	assert_false(needed(x, APPROVAL_READ_ONLY, g, "read_file", "{\"path\":\"src/a.c\"}"));
+	assert_true(needed(x, APPROVAL_ASK, g, "read_file", "{\"path\":\"src/a.c\"}"));
+	approvals_free(live);
+	approvals_free(g);
+	/* an empty log, or one cut before the answer: no grant */
+	g = replay(first_run, 0);
+	assert_true(needed(x, APPROVAL_ASK, g, "shell", "{\"command\":\"make test\"}"));
+	approvals_free(g);
+	g = replay(first_run, 3);
+	assert_true(needed(x, APPROVAL_ASK, g, "shell", "{\"command\":\"make test\"}"));
+	approvals_free(g);
+	approvals_replay_free(approvals_replay_new());
+	approvals_replay_free(NULL);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -140,6 +237,7 @@ int main(void)
 		T(test_approval_path_inside_resolves_links_and_dots),
 		T(test_approval_policies),
 		T(test_approval_session_grants),
+		T(test_approval_grants_rebuilt_from_the_log),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

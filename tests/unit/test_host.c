@@ -216,8 +216,9 @@ static void test_host_queue_is_held_after_a_failed_turn(void **state)
 	cJSON_Delete(reqs);
 }
 
-/* A queued prompt can be taken back (its text returned) or removed; both
- * are durable input/dequeued events, and neither runs. */
+/* A queued prompt is taken out of the queue by one call, to edit it or to
+ * drop it: its text returned, a durable input/dequeued, and it never
+ * runs — nor comes back when the session is opened again. */
 static void test_host_queued_prompt_is_taken_back_or_removed(void **state)
 {
 	struct hx *x = *state;
@@ -234,7 +235,7 @@ static void test_host_queued_prompt_is_taken_back_or_removed(void **state)
 	assert_int_equal(x->last.cls, CERR_OK);
 	assert_string_equal(x->taken, "to edit");
 	before = x->calls;
-	assert_int_equal(host_input_remove(x->h, x->id, "q-2", hx_done_cb, x, &err), 0);
+	assert_int_equal(host_input_take(x->h, x->id, "q-2", hx_done_cb, x, &err), 0);
 	WAIT(x, x->calls > before);
 	assert_string_equal(x->taken, "to drop");
 	FAILS(host_input_take(x->h, x->id, "q-2", hx_done_cb, x, &err), CERR_MISSING);
@@ -247,6 +248,14 @@ static void test_host_queued_prompt_is_taken_back_or_removed(void **state)
 	assert_int_equal(hx_count(s, "input/dequeued"), 2);
 	assert_int_equal(hx_count(s, "turn/start"), 1);
 	scan_free(s);
+	hx_stop(x);
+	hx_start(x);
+	before = x->calls;
+	assert_int_equal(host_open(x->h, x->id, hx_done_cb, x, &err), 0);
+	WAIT(x, x->calls > before);
+	assert_int_equal(x->last.cls, CERR_OK);
+	const struct host_input *in;
+	assert_int_equal(host_queued(x->h, x->id, &in), 0);
 }
 
 /* Canceled before the BEFORE save is acknowledged: nothing is dispatched,

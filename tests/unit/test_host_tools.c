@@ -164,6 +164,50 @@ static void test_tools_allow_for_the_session(void **state)
 	assert_int_equal(cJSON_GetArraySize(x->requests), 2);
 }
 
+/* The grant outlives a later change of the policy, across a restart: a
+ * session that allowed a command for the session, then recorded
+ * read-only, runs that command without asking when opened again, asks
+ * another, and reads inside its cwd without asking (read-only's own). */
+static void test_tools_allow_for_the_session_then_a_policy_change_across_a_restart(void **state)
+{
+	struct hx *x = *state;
+	struct host_call c = tool_call(APPROVAL_ASK, x);
+	hx_create(x, &c);
+	x->decision = "allow_session";
+	hx_send(x, "run echo same", NULL);
+	WAIT(x, x->settled == 1);
+	assert_int_equal(cJSON_GetArraySize(x->requests), 1);
+	struct cerr err;
+	int before = x->calls;
+	struct host_settings set = {.approval = "read-only"};
+	assert_int_equal(host_update_settings(x->h, x->id, &set, hx_done_cb, x, &err), 0);
+	WAIT(x, x->calls > before);
+	assert_int_equal(x->last.cls, CERR_OK);
+	hx_stop(x);
+	hx_start(x);
+	before = x->calls;
+	assert_int_equal(host_open(x->h, x->id, hx_done_cb, x, &err), 0);
+	WAIT(x, x->calls > before);
+	assert_int_equal(x->last.cls, CERR_OK);
+	struct host_settings now;
+	assert_int_equal(host_settings(x->h, x->id, &now, &err), 0);
+	assert_string_equal(now.approval, "read-only");
+	assert_int_equal(host_set_call(x->h, x->id, &c, &err), 0);
+	x->decision = NULL; /* nobody answers: a question would stall the turn */
+	hx_send(x, "run echo same", NULL);
+	WAIT(x, x->settled == 2);
+	assert_string_equal(hx_str(hx_done(x, 1), "outcome"), "completed");
+	hx_send(x, "list", NULL);
+	WAIT(x, x->settled == 3);
+	assert_int_equal(cJSON_GetArraySize(x->requests), 1);
+	x->decision = "deny";
+	hx_send(x, "run echo other", NULL);
+	WAIT(x, x->settled == 4);
+	assert_int_equal(cJSON_GetArraySize(x->requests), 2);
+	assert_string_equal(hx_str(cJSON_GetArrayItem(x->requests, 1), "summary"),
+			    "shell: echo other");
+}
+
 /* read-only: reading inside the cwd runs without asking, a command asks. */
 static void test_tools_read_only_policy(void **state)
 {
@@ -535,6 +579,7 @@ int main(int argc, char **argv)
 		T(test_tools_denied_call_does_not_run),
 		T(test_tools_allow_for_the_session),
 		T(test_tools_read_only_policy),
+		T(test_tools_allow_for_the_session_then_a_policy_change_across_a_restart),
 		T(test_tools_cancel_while_a_tool_runs),
 		T(test_tools_step_limit),
 		T(test_tools_second_answer_is_superseded),
