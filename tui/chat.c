@@ -371,7 +371,7 @@ void chat_close(struct chat *c, void (*cb)(void *ctx), void *ctx)
 	 * the last answer. */
 	keep_last_answer(c);
 	if (c->page_req)
-		load_async_cancel(c->page_req); /* its callback still runs, and drops it */
+		host_page_cancel(c->page_req); /* its callback still runs, and drops it */
 	uv_timer_stop(&c->draft_timer);
 	save_draft(c);
 	uv_close((uv_handle_t *)&c->draft_timer, NULL);

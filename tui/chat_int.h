@@ -4,8 +4,6 @@
 #define CAIRN_CHAT_INT_H
 
 #include "base/buf.h"
-#include "persist/load_async.h"
-#include "persist/pathkey.h"
 #include "tui/chat.h"
 #include "tui/chat_phase.h"
 #include "tui/composer.h"
@@ -62,7 +60,7 @@ struct chat {
 	enum chat_phase closed_in; /* the phase chat_close ended */
 	enum chat_mode mode;     /* what the input line takes (chat_mode_to) */
 	bool quit_asked;
-	struct load_req *page_req; /* the log's end being read (chat_page.c) */
+	struct host_page_req *page_req; /* the log's end being read (chat_page.c) */
 	struct cerr page_why;      /* why a session read by chat_page_view_only is view-only */
 	char banner[600];
 	bool send_pending;   /* Enter typed before the session was ready */
