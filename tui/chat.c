@@ -193,7 +193,6 @@ struct chat *chat_new(const struct chat_deps *d)
 {
 	struct chat *c = xcalloc(1, sizeof *c);
 	c->d = *d;
-	c->root = xstrdup(d->root ? d->root : ".");
 	c->cwd = d->cwd ? xstrdup(d->cwd) : NULL;
 	uv_timer_init(d->loop, &c->draft_timer);
 	c->draft_timer.data = c;
@@ -402,6 +401,5 @@ void chat_free(struct chat *c)
 	free(c->draft_saved);
 	free(c->renaming);
 	free(c->cwd);
-	free(c->root);
 	free(c);
 }

@@ -21,6 +21,7 @@
 #define CAIRN_CHAT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
@@ -31,11 +32,44 @@
 #include "sink/sink.h"
 #include "tui/tty.h"
 
+/* Bytes of a prompt read back from the external editor, at most. */
+#define CHAT_EDIT_MAX (8u * 1024u * 1024u)
+
+/* What a file operation of chat_files completed with, on the loop: the
+ * file's path (the new temporary file, or the clipboard file) and, for a
+ * read, its text (NUL terminated, n bytes), all borrowed for the call;
+ * or err. */
+typedef void (*chat_file_cb)(void *ctx, const char *path, const char *text, size_t n,
+			     const struct cerr *err);
+
+/* The files the screen has written and read for it, since the screen
+ * reads and writes no file itself: the application's (app/chat_files.c),
+ * done off the loop. Each operation completes through cb on the loop,
+ * never from inside the call, or returns -1 with err when it cannot be
+ * queued (then cb never runs); text and path are copied. */
+struct chat_files {
+	/* Replace the clipboard file with text (what OSC 52 may not have
+	 * put on the clipboard); cb gets its path. */
+	int (*clip_write)(void *fctx, const char *text, size_t n, chat_file_cb cb, void *ctx,
+			  struct cerr *err);
+	/* A new private file holding text for the external editor; cb gets
+	 * its path. */
+	int (*edit_write)(void *fctx, const char *text, size_t n, chat_file_cb cb, void *ctx,
+			  struct cerr *err);
+	/* Read the editor's file at path back (at most max bytes: more is
+	 * CERR_USAGE, nothing read) and remove it; cb gets its text. */
+	int (*edit_read)(void *fctx, const char *path, size_t max, chat_file_cb cb, void *ctx,
+			 struct cerr *err);
+	/* Remove the editor's file at path (no read follows); nothing to report. */
+	void (*edit_remove)(void *fctx, const char *path);
+	void *fctx;
+};
+
 struct chat_deps {
 	uv_loop_t *loop;
 	struct host *host;  /* borrowed; outlives the screen */
 	struct sink *sink;  /* borrowed; the screen reads it */
-	const char *root;   /* the data root: clipboard.txt goes there (copied) */
+	const struct chat_files *files; /* borrowed; outlives the screen */
 	const char *cwd;    /* the project: its composer draft is saved (copied) */
 	const char *draft;  /* the draft to start with (NULL: none; copied) */
 	/* When a turn ends or an approval waits and nobody typed for a
