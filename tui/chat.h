@@ -3,8 +3,10 @@
  * consumer of the sink and client of the host, exactly like headless
  * mode: it applies the sink's items in order to its transcript model
  * (tui/transcript.h), and only once everything before a turn's completion
- * marker is applied does it tell the host (host_applied). It never reads
- * the log or the catalog.
+ * marker is applied does it tell the host (host_applied). It reads no
+ * file: what it shows of a log comes from the host (host_open_history,
+ * host_page_read), and the files it has written and read are the
+ * application's (struct chat_files).
  *
  * Calling sequence (app/cmd_chat.c):
  *	c = chat_new(&deps);                 signals handled from here on
@@ -104,11 +106,11 @@ void chat_ready(struct chat *c, const char *id, const char *provider, const char
  * model fed through chat_history_ctx is shown with a banner saying why,
  * and nothing is sent or written. */
 void chat_view_only(struct chat *c, const char *id, const struct cerr *why);
-/* Before host_open_history of id: its log's last events are read on a
- * worker and shown until the session is ready (chat_page.c), so a long
- * session shows its end at once. */
+/* Before host_open_history of id: its log's last events are read by the
+ * host on a worker (host_page_read) and shown until the session is ready
+ * (chat_page.c), so a long session shows its end at once. */
 void chat_page_preview(struct chat *c, const char *id);
-/* The session cannot be written: its log is read (held by another
+/* The session cannot be written: its log is read by the host (held by another
  * process: only its end, earlier turns paging in as the view reaches them;
  * damaged: whole, as far as valid) and shown by chat_view_only. */
 void chat_page_view_only(struct chat *c, const char *id, const struct cerr *why);
