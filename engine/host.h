@@ -192,7 +192,8 @@ typedef void *(*host_page_map_fn)(void *ctx, const char *id, const struct host_p
 typedef void (*host_page_cb)(void *ctx, void *made, const struct cerr *err, bool canceled);
 /* Read session id (an id or unique prefix; copied) as kind says. *req
  * (may be NULL) gets the request, for host_page_cancel. 0, or -1 with err
- * when the read cannot be queued (then cb never runs). */
+ * when the read cannot be queued or the host closes (CERR_USAGE); then cb
+ * never runs. */
 int host_page_read(struct host *h, const char *id, enum host_page_kind kind, size_t min_events,
 		   host_page_map_fn map, host_page_cb cb, void *ctx, struct host_page_req **req,
 		   struct cerr *err);

@@ -94,10 +94,10 @@ int host_page_read(struct host *h, const char *id, enum host_page_kind kind, siz
 		   host_page_map_fn map, host_page_cb cb, void *ctx, struct host_page_req **req,
 		   struct cerr *err)
 {
-	if (kind == HOST_PAGE_END || kind == HOST_PAGE_EARLIER) {
-		if (min_events == 0)
-			return cerr_set(err, CERR_USAGE, 0, "a page of no events");
-	}
+	if (h->closing)
+		return cerr_set(err, CERR_USAGE, 0, "the host is closing");
+	if ((kind == HOST_PAGE_END || kind == HOST_PAGE_EARLIER) && min_events == 0)
+		return cerr_set(err, CERR_USAGE, 0, "a page of no events");
 	struct host_page_req *r = xcalloc(1, sizeof *r);
 	*r = (struct host_page_req){.kind = kind, .map = map, .cb = cb, .ctx = ctx};
 	if (load_map_async(h->d.loop, h->root, id, min_events, work, done, r, &r->lr, err) < 0) {

@@ -3,8 +3,8 @@
  * and only what map made reaches the loop; a page asked past the start is
  * the whole log, not a tail; damage is a classified error by kind (a
  * preview or a page refuses it, a view-only read shows what is valid); a
- * session that is not there is CERR_MISSING; and a read canceled before a
- * worker took it calls back canceled. */
+ * session that is not there is CERR_MISSING; a closing host starts no
+ * read. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -231,6 +231,18 @@ static void test_host_page_of_no_session_is_missing(void **state)
 					&err),
 			 -1);
 	assert_int_equal(err.cls, CERR_USAGE);
+	/* A closing host reads nothing more. */
+	int hc = 0;
+	assert_int_equal(host_close(x->h, clock_mono_ns() / 1000000 + 20000, hx_host_closed, &hc), 0);
+	assert_int_equal(host_page_read(x->h, x->id[0] ? x->id : "01ARYZ6S41TSV4RRFFQ69G5FAV",
+					HOST_PAGE_END, 10, map_page, on_page, &g, NULL, &err),
+			 -1);
+	assert_int_equal(err.cls, CERR_USAGE);
+	WAIT(x, hc != 0);
+	host_free(x->h);
+	x->h = NULL;
+	hx_close_parts(x);
+	hx_start(x); /* for the teardown */
 }
 
 int main(void)
