@@ -9,6 +9,7 @@
  * closes the host, which cancels and joins a running turn, keeps prompts
  * never started queued and flushes every save; the last answer and how to
  * resume are printed to the normal screen. */
+#include "app/chat_files.h"
 #include "app/cli.h"
 #include "app/cmds.h"
 #include "app/parts.h"
@@ -33,6 +34,7 @@ struct ch {
 	const char *resume_opt;
 	bool cont;
 	struct chat *chat;
+	struct chat_files *files; /* the screen's files, off the loop */
 	char id[SESSION_ID_MAX + 1];
 	bool have_log;   /* the session has a log: resuming it makes sense */
 	char *model_opt; /* /model's choice (owned) */
@@ -269,8 +271,9 @@ int cmd_chat(struct cli *c, int argc, char **argv)
 		code = cli_fail(&err);
 		goto out;
 	}
+	h->files = chat_files_new(&h->p.loop, h->p.root);
 	struct chat_deps d = {.loop = &h->p.loop, .host = h->p.host, .sink = h->p.sink,
-			      .root = h->p.root, .cwd = h->p.cwd, .draft = h->p.draft, .ringer = bell_kind(h->p.cfg.bell), .command = command,
+			      .files = h->files, .cwd = h->p.cwd, .draft = h->p.draft, .ringer = bell_kind(h->p.cfg.bell), .command = command,
 			      .quit = quit, .ctx = h};
 	h->chat = chat_new(&d);
 	if (chat_start(h->chat, &err) < 0) {
@@ -296,6 +299,7 @@ int cmd_chat(struct cli *c, int argc, char **argv)
 	code = h->fail.cls != CERR_OK ? cli_fail(&h->fail) : 0;
 out:
 	chat_free(h->chat);
+	chat_files_free(h->files); /* after the loop ran its work */
 	parts_release(&h->p);
 	free(h->model_opt);
 	free(h);

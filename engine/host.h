@@ -156,6 +156,57 @@ typedef void (*host_history_fn)(void *ctx, enum vocab_type type, const char *tur
  * the context: hctx must be the caller's alone until cb runs. */
 int host_open_history(struct host *h, const char *id, host_history_fn history, void *hctx,
 		      host_cb cb, void *ctx, struct cerr *err);
+/* Reading a session's log for a screen (host_page.c): its end at open,
+ * a page of earlier turns, or what a session that cannot be opened holds
+ * (another process has it, or it is damaged). Read-only, without the
+ * writer lock, whether or not this host has the session open. The log is
+ * read and handed to map on a libuv worker, so neither the read nor what
+ * the caller makes of it costs the loop; cb gets what map made, on the
+ * loop. */
+enum host_page_kind {
+	HOST_PAGE_END,     /* its last min_events events, only when undamaged:
+			    * any damage is CERR_CORRUPT (nothing worth showing) */
+	HOST_PAGE_EARLIER, /* its last min_events events (more than held: the
+			    * page back); damage in them is CERR_CORRUPT (or
+			    * CERR_UNSUPPORTED), a torn end is read as far as valid */
+	HOST_PAGE_VALID,   /* as far as valid, however damaged: its last
+			    * min_events events, or (0) all of it */
+};
+struct host_page;     /* the events read, seen by map on the worker */
+struct host_page_req; /* a read in flight; valid until its callback returns */
+/* One event of a page; data points into the tree host_page_event returns. */
+struct host_page_event {
+	enum vocab_type type; /* VT_UNKNOWN: an ignorable type this build does not know */
+	const char *turn;     /* NULL: none; owned by the page */
+	uint64_t seq;
+	int64_t t_ms;
+	const cJSON *data;    /* NULL: none */
+};
+/* Events in p, and whether they are the log's end only (earlier events
+ * exist before the first, or may). */
+size_t host_page_count(const struct host_page *p);
+bool host_page_is_tail(const struct host_page *p);
+/* Event i < host_page_count into *ev; returns its line as a tree (the
+ * caller's: cJSON_Delete) that ev->data points into, NULL when the line
+ * cannot be parsed (ev->data NULL then). */
+cJSON *host_page_event(const struct host_page *p, size_t i, struct host_page_event *ev);
+/* On the worker: what the caller makes of page p of session id (the
+ * caller's to own, or NULL); ctx is host_page_read's. */
+typedef void *(*host_page_map_fn)(void *ctx, const char *id, const struct host_page *p);
+/* On the loop, exactly once: what map made, or NULL with err (CERR_MISSING,
+ * CERR_IO, CERR_USAGE for an ambiguous prefix, CERR_CORRUPT or
+ * CERR_UNSUPPORTED for damage as kind says) or with canceled. */
+typedef void (*host_page_cb)(void *ctx, void *made, const struct cerr *err, bool canceled);
+/* Read session id (an id or unique prefix; copied) as kind says. *req
+ * (may be NULL) gets the request, for host_page_cancel. 0, or -1 with err
+ * when the read cannot be queued or the host closes (CERR_USAGE); then cb
+ * never runs. */
+int host_page_read(struct host *h, const char *id, enum host_page_kind kind, size_t min_events,
+		   host_page_map_fn map, host_page_cb cb, void *ctx, struct host_page_req **req,
+		   struct cerr *err);
+/* Cancel r if no worker has started it: true, and its callback runs with
+ * canceled set. False when it already runs or ran. */
+bool host_page_cancel(struct host_page_req *r);
 /* The HTTP engine for turns from now on (borrowed; see runner_set_http). */
 void host_set_http(struct host *h, struct http *http);
 /* Set what id's next turns are sent with (copied). */

@@ -52,7 +52,7 @@ static void work(uv_work_t *w)
 	}
 	store_close(st);
 	if (r->map && r->rc == 0) { /* the load goes once mapped, on the worker */
-		r->made = r->map(r->id, r->load);
+		r->made = r->map(r->ctx, r->id, r->load);
 		load_free(r->load);
 		r->load = NULL;
 	}

@@ -39,8 +39,9 @@ typedef void (*prepare_async_fn)(void *ctx, struct prepared *p, const struct cer
 int load_async(uv_loop_t *loop, const char *root, const char *id, const struct scan_opts *o,
 	       load_async_fn cb, void *ctx, struct load_req **req, struct cerr *err);
 /* What a worker makes of a load of session id (a view of it for a
- * screen, say), before the load is freed there: the caller's to own. */
-typedef void *(*load_map_work_fn)(const char *id, const struct load *l);
+ * screen, say), before the load is freed there: the caller's to own. ctx
+ * is load_map_async's, the caller's alone until cb ran. */
+typedef void *(*load_map_work_fn)(void *ctx, const char *id, const struct load *l);
 /* Called on the loop with what map made (NULL with err, or canceled). */
 typedef void (*load_map_fn)(void *ctx, void *made, const struct cerr *err, bool canceled);
 /* Load session id (its tail of at least min_events events; 0: the whole

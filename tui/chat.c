@@ -193,7 +193,6 @@ struct chat *chat_new(const struct chat_deps *d)
 {
 	struct chat *c = xcalloc(1, sizeof *c);
 	c->d = *d;
-	c->root = xstrdup(d->root ? d->root : ".");
 	c->cwd = d->cwd ? xstrdup(d->cwd) : NULL;
 	uv_timer_init(d->loop, &c->draft_timer);
 	c->draft_timer.data = c;
@@ -371,7 +370,7 @@ void chat_close(struct chat *c, void (*cb)(void *ctx), void *ctx)
 	 * the last answer. */
 	keep_last_answer(c);
 	if (c->page_req)
-		load_async_cancel(c->page_req); /* its callback still runs, and drops it */
+		host_page_cancel(c->page_req); /* its callback still runs, and drops it */
 	uv_timer_stop(&c->draft_timer);
 	save_draft(c);
 	uv_close((uv_handle_t *)&c->draft_timer, NULL);
@@ -402,6 +401,5 @@ void chat_free(struct chat *c)
 	free(c->draft_saved);
 	free(c->renaming);
 	free(c->cwd);
-	free(c->root);
 	free(c);
 }

@@ -3,8 +3,10 @@
  * consumer of the sink and client of the host, exactly like headless
  * mode: it applies the sink's items in order to its transcript model
  * (tui/transcript.h), and only once everything before a turn's completion
- * marker is applied does it tell the host (host_applied). It never reads
- * the log or the catalog.
+ * marker is applied does it tell the host (host_applied). It reads no
+ * file: what it shows of a log comes from the host (host_open_history,
+ * host_page_read), and the files it has written and read are the
+ * application's (struct chat_files).
  *
  * Calling sequence (app/cmd_chat.c):
  *	c = chat_new(&deps);                 signals handled from here on
@@ -21,6 +23,7 @@
 #define CAIRN_CHAT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
@@ -31,11 +34,44 @@
 #include "sink/sink.h"
 #include "tui/tty.h"
 
+/* Bytes of a prompt read back from the external editor, at most. */
+#define CHAT_EDIT_MAX (8u * 1024u * 1024u)
+
+/* What a file operation of chat_files completed with, on the loop: the
+ * file's path (the new temporary file, or the clipboard file) and, for a
+ * read, its text (NUL terminated, n bytes), all borrowed for the call;
+ * or err. */
+typedef void (*chat_file_cb)(void *ctx, const char *path, const char *text, size_t n,
+			     const struct cerr *err);
+
+/* The files the screen has written and read for it, since the screen
+ * reads and writes no file itself: the application's (app/chat_files.c),
+ * done off the loop. Each operation completes through cb on the loop,
+ * never from inside the call, or returns -1 with err when it cannot be
+ * queued (then cb never runs); text and path are copied. */
+struct chat_files {
+	/* Replace the clipboard file with text (what OSC 52 may not have
+	 * put on the clipboard); cb gets its path. */
+	int (*clip_write)(void *fctx, const char *text, size_t n, chat_file_cb cb, void *ctx,
+			  struct cerr *err);
+	/* A new private file holding text for the external editor; cb gets
+	 * its path. */
+	int (*edit_write)(void *fctx, const char *text, size_t n, chat_file_cb cb, void *ctx,
+			  struct cerr *err);
+	/* Read the editor's file at path back (at most max bytes: more is
+	 * CERR_USAGE, nothing read) and remove it; cb gets its text. */
+	int (*edit_read)(void *fctx, const char *path, size_t max, chat_file_cb cb, void *ctx,
+			 struct cerr *err);
+	/* Remove the editor's file at path (no read follows); nothing to report. */
+	void (*edit_remove)(void *fctx, const char *path);
+	void *fctx;
+};
+
 struct chat_deps {
 	uv_loop_t *loop;
 	struct host *host;  /* borrowed; outlives the screen */
 	struct sink *sink;  /* borrowed; the screen reads it */
-	const char *root;   /* the data root: clipboard.txt goes there (copied) */
+	const struct chat_files *files; /* borrowed; outlives the screen */
 	const char *cwd;    /* the project: its composer draft is saved (copied) */
 	const char *draft;  /* the draft to start with (NULL: none; copied) */
 	/* When a turn ends or an approval waits and nobody typed for a
@@ -70,11 +106,11 @@ void chat_ready(struct chat *c, const char *id, const char *provider, const char
  * model fed through chat_history_ctx is shown with a banner saying why,
  * and nothing is sent or written. */
 void chat_view_only(struct chat *c, const char *id, const struct cerr *why);
-/* Before host_open_history of id: its log's last events are read on a
- * worker and shown until the session is ready (chat_page.c), so a long
- * session shows its end at once. */
+/* Before host_open_history of id: its log's last events are read by the
+ * host on a worker (host_page_read) and shown until the session is ready
+ * (chat_page.c), so a long session shows its end at once. */
 void chat_page_preview(struct chat *c, const char *id);
-/* The session cannot be written: its log is read (held by another
+/* The session cannot be written: its log is read by the host (held by another
  * process: only its end, earlier turns paging in as the view reaches them;
  * damaged: whole, as far as valid) and shown by chat_view_only. */
 void chat_page_view_only(struct chat *c, const char *id, const struct cerr *why);

@@ -4,13 +4,9 @@
 #include "tui/chat_cmd.h"
 #include "tui/chat_int.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "base/buf.h"
 #include "base/xalloc.h"
@@ -222,9 +218,38 @@ void chat_cmd_markdown(struct buf *out)
 
 /* ---- the external editor ---- */
 
+/* The file goes, off the loop; the editor is done with. */
+static void edit_discard(struct chat *c)
+{
+	c->d.files->edit_remove(c->d.files->fctx, c->edit_path);
+	free(c->edit_path);
+	c->edit_path = NULL;
+	c->edit = CHAT_EDIT_NONE;
+}
+
 static void editor_closed(uv_handle_t *h)
 {
 	(void)h;
+}
+
+/* The edited prompt read back (on a worker, capped): into the composer. */
+static void edit_read_done(void *ctx, const char *path, const char *text, size_t n,
+			   const struct cerr *err)
+{
+	(void)path;
+	struct chat *c = ctx;
+	c->edit = CHAT_EDIT_NONE;
+	if (c->phase == CHAT_CLOSING)
+		return;
+	if (err) {
+		chat_sayf(c, true, "cannot read the edited prompt back: %s", err->msg);
+		return;
+	}
+	while (n && text[n - 1] == '\n')
+		n--; /* editors end the file with a newline */
+	composer_set(c->comp, text, n);
+	if (c->ui)
+		uiloop_dirty(c->ui);
 }
 
 static void editor_exit(uv_process_t *p, int64_t status, int sig)
@@ -232,65 +257,55 @@ static void editor_exit(uv_process_t *p, int64_t status, int sig)
 	struct chat *c = p->data;
 	uv_close((uv_handle_t *)p, editor_closed);
 	if (c->phase == CHAT_CLOSING) { /* quit while editing: the screen is gone */
-		unlink(c->edit_path);
-		free(c->edit_path);
-		c->edit_path = NULL;
+		edit_discard(c);
 		return;
 	}
 	tty_retake(c->tty);
 	uiloop_pause(c->ui, false);
-	/* A small file the editor just wrote, read back on the loop. */
-	int fd = open(c->edit_path, O_RDONLY | O_CLOEXEC);
-	struct buf b = BUF_INIT;
-	char chunk[8192];
-	ssize_t r;
-	while (fd >= 0 && (r = read(fd, chunk, sizeof chunk)) > 0)
-		buf_add(&b, chunk, (size_t)r);
-	if (fd >= 0)
-		close(fd);
 	if (status != 0 || sig) {
+		edit_discard(c);
 		chat_say(c, true, "the editor failed: the prompt is as it was");
-	} else if (fd < 0) {
-		chat_say(c, true, "cannot read the edited prompt back");
-	} else {
-		while (b.len && b.p[b.len - 1] == '\n')
-			b.len--; /* editors end the file with a newline */
-		composer_set(c->comp, b.p ? b.p : "", b.len);
+		return;
 	}
-	buf_release(&b);
-	unlink(c->edit_path);
+	struct cerr err;
+	c->edit = CHAT_EDIT_READING;
+	if (c->d.files->edit_read(c->d.files->fctx, c->edit_path, CHAT_EDIT_MAX, edit_read_done, c,
+				  &err) < 0) {
+		edit_discard(c);
+		chat_sayf(c, true, "cannot read the edited prompt back: %s", err.msg);
+		return;
+	}
 	free(c->edit_path);
 	c->edit_path = NULL;
 }
 
-void chat_cmd_editor(struct chat *c)
+/* The prompt is in the editor's file (written on a worker): run it. */
+static void edit_written(void *ctx, const char *path, const char *text, size_t n,
+			 const struct cerr *err)
 {
-	if (c->edit_path)
-		return; /* the editor runs */
+	(void)text;
+	(void)n;
+	struct chat *c = ctx;
+	if (err) {
+		c->edit = CHAT_EDIT_NONE;
+		if (c->phase != CHAT_CLOSING)
+			chat_sayf(c, true, "cannot write the prompt for the editor: %s", err->msg);
+		return;
+	}
+	c->edit_path = xstrdup(path);
+	if (c->phase == CHAT_CLOSING) {
+		edit_discard(c);
+		return;
+	}
 	const char *ed = getenv("VISUAL");
 	if (!ed || !*ed)
 		ed = getenv("EDITOR");
 	if (!ed || !*ed)
 		ed = "vi";
-	char *path = xasprintf("%s/prompt-XXXXXX", c->root);
-	int fd = mkstemp(path);
-	size_t n;
-	char *text = composer_text(c->comp, &n);
-	bool ok = fd >= 0 && write(fd, text, n) == (ssize_t)n;
-	free(text);
-	if (fd >= 0)
-		close(fd);
-	if (!ok) {
-		chat_say(c, true, "cannot write the prompt for the editor");
-		if (fd >= 0)
-			unlink(path);
-		free(path);
-		return;
-	}
 	/* The editor's command is a shell word list, as git runs $EDITOR. */
 	char *cmd = xasprintf("%s \"$1\"", ed);
 	char sh[] = "/bin/sh", dash_c[] = "-c", name[] = "sh";
-	char *args[] = {sh, dash_c, cmd, name, path, NULL};
+	char *args[] = {sh, dash_c, cmd, name, c->edit_path, NULL};
 	uv_stdio_container_t io[3];
 	for (int i = 0; i < 3; i++)
 		io[i] = (uv_stdio_container_t){.flags = UV_INHERIT_FD, .data.fd = i};
@@ -305,10 +320,25 @@ void chat_cmd_editor(struct chat *c)
 		uv_close((uv_handle_t *)&c->editor, editor_closed); /* libuv: even when it failed */
 		tty_retake(c->tty);
 		uiloop_pause(c->ui, false);
-		unlink(path);
-		free(path);
+		edit_discard(c);
 		chat_say(c, true, "cannot start the editor");
 		return;
 	}
-	c->edit_path = path;
+	c->edit = CHAT_EDIT_RUNNING;
+}
+
+void chat_cmd_editor(struct chat *c)
+{
+	if (c->edit != CHAT_EDIT_NONE)
+		return; /* the editor runs, or its file is on the way */
+	size_t n;
+	char *text = composer_text(c->comp, &n);
+	struct cerr err;
+	int rc = c->d.files->edit_write(c->d.files->fctx, text, n, edit_written, c, &err);
+	free(text);
+	if (rc < 0) {
+		chat_sayf(c, true, "cannot write the prompt for the editor: %s", err.msg);
+		return;
+	}
+	c->edit = CHAT_EDIT_WRITING;
 }

@@ -4,8 +4,6 @@
 #define CAIRN_CHAT_INT_H
 
 #include "base/buf.h"
-#include "persist/load_async.h"
-#include "persist/pathkey.h"
 #include "tui/chat.h"
 #include "tui/chat_phase.h"
 #include "tui/composer.h"
@@ -47,9 +45,14 @@ struct vline {
 	unsigned style;           /* the literal's style */
 };
 
+/* Where the external editor is (chat_cmd.c):
+ *   NONE --Ctrl-G--> WRITING --file written--> RUNNING --exit--> READING --read--> NONE
+ * a failure at any step, or the screen closing, goes back to NONE (the
+ * file removed). */
+enum chat_edit { CHAT_EDIT_NONE, CHAT_EDIT_WRITING, CHAT_EDIT_RUNNING, CHAT_EDIT_READING };
+
 struct chat {
 	struct chat_deps d;
-	char *root;
 	struct uiloop *ui;
 	struct tty *tty;
 	struct transcript *tr;      /* what the screen shows */
@@ -62,7 +65,7 @@ struct chat {
 	enum chat_phase closed_in; /* the phase chat_close ended */
 	enum chat_mode mode;     /* what the input line takes (chat_mode_to) */
 	bool quit_asked;
-	struct load_req *page_req; /* the log's end being read (chat_page.c) */
+	struct host_page_req *page_req; /* the log's end being read (chat_page.c) */
 	struct cerr page_why;      /* why a session read by chat_page_view_only is view-only */
 	char banner[600];
 	bool send_pending;   /* Enter typed before the session was ready */
@@ -98,7 +101,9 @@ struct chat {
 	char *draft_saved;      /* the text last saved */
 	uv_timer_t draft_timer;
 	uv_timer_t paste_timer; /* a paste's end marker is final when it fires */
-	/* the external editor: edit_path is set while it runs */
+	/* the external editor: its file written, the editor run on it, the
+	 * file read back (chat_cmd.c); edit_path is set while it runs */
+	enum chat_edit edit;
 	char *edit_path;
 	uv_process_t editor;
 };

@@ -4,8 +4,6 @@
 #include "tui/chat_int.h"
 
 #include <curses.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,6 +240,28 @@ static void search_step(struct chat *c, bool back)
 
 /* ---- copy ---- */
 
+/* A copy whose clipboard file is being written. */
+struct copying {
+	struct chat *c;
+	const char *what; /* what was copied, in words (a constant) */
+};
+
+/* The clipboard file written (on a worker): said on the status line. */
+static void copied(void *ctx, const char *path, const char *text, size_t n, const struct cerr *err)
+{
+	(void)text;
+	(void)n;
+	struct copying *cp = ctx;
+	struct chat *c = cp->c;
+	if (c->phase == CHAT_CLOSING)
+		; /* the screen is gone: nothing to say */
+	else if (err)
+		chat_sayf(c, true, "copied through the terminal; %s", err->msg);
+	else
+		chat_sayf(c, false, "copied %s (and to %s)", cp->what, path);
+	free(cp);
+}
+
 static void copy_last(struct chat *c)
 {
 	const char *what = "the last answer";
@@ -271,16 +291,13 @@ static void copy_last(struct chat *c)
 	buf_adds(&b, "\a");
 	tty_write(c->tty, b.p, b.len);
 	buf_release(&b);
-	char *path = xasprintf("%s/clipboard.txt", c->root);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	bool ok = fd >= 0 && write(fd, text, n) == (ssize_t)n;
-	if (fd >= 0)
-		close(fd);
-	if (ok)
-		chat_sayf(c, false, "copied %s (and to %s)", what, path);
-	else
-		chat_sayf(c, true, "copied through the terminal; cannot write %s: %s", path, strerror(errno));
-	free(path);
+	struct cerr err;
+	struct copying *cp = xmalloc(sizeof *cp);
+	*cp = (struct copying){c, what};
+	if (c->d.files->clip_write(c->d.files->fctx, text, n, copied, cp, &err) < 0) {
+		chat_sayf(c, true, "copied through the terminal; %s", err.msg);
+		free(cp);
+	}
 	free(sel);
 }
 

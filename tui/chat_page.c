@@ -1,7 +1,7 @@
 /* chat_page.c — a long session on the screen without all of it in memory.
  *
- * Opening: the end of the log is read first (load_map_async: a few
- * frames, whatever the log's length) and shown at once, while the host
+ * Opening: the end of the log is read first (host_page_read, HOST_PAGE_END:
+ * a few frames, whatever the log's length) and shown at once, while the host
  * opens the session, which reads it whole. The host's model of it is fed
  * with a window of turns (CHAT_WINDOW_TURNS), so it holds the end only;
  * once the session is ready it replaces the preview, the view at the end
@@ -15,45 +15,40 @@
  * no turn running and nothing unsaved, and the read must end at the last
  * seq shown, or it is dropped and asked again later. The cost is that of
  * what is read, never of the whole log, and it is paid on a worker: the
- * model is built there from the load, and the loop only swaps it in. */
+ * model is built there from the page, and the loop only swaps it in. A
+ * page that finds the log damaged is refused with the host's classified
+ * error, said on the status line. */
 #include "tui/chat_int.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/xalloc.h"
-#include "persist/load_async.h"
 
 /* Events read at open: more than a screen of turns. */
 #define PREVIEW_EVENTS 400
 /* Events read in addition to those held, per page back. */
 #define PAGE_EVENTS 2000
 
-/* A model of what l holds (a tail, or all of it), made on the worker
- * that read it (load_map_async): the loop only swaps it in. */
-static void *from_load(const char *id, const struct load *l)
+/* A model of what p holds (a tail, or all of it), made on the worker
+ * that read it (host_page_read): the loop only swaps it in. */
+static void *from_page(void *ctx, const char *id, const struct host_page *p)
 {
+	(void)ctx;
 	struct transcript *tr = transcript_new(id);
 	bool first = true;
-	for (size_t i = 0; i < load_count(l); i++) {
-		const struct load_event *ev = load_event(l, i);
-		if (ev->type == VT_UNKNOWN || ev->type == VT_SESSION_HEADER)
-			continue;
-		if (first && load_is_tail(l))
-			transcript_begin_at(tr, ev->seq);
-		first = false;
-		cJSON *line = load_json(l, i);
-		transcript_apply_event(tr, (enum vocab_type)ev->type, load_turn(l, i), ev->seq, ev->t,
-				       cJSON_GetObjectItem(line, "data"));
+	for (size_t i = 0; i < host_page_count(p); i++) {
+		struct host_page_event ev;
+		cJSON *line = host_page_event(p, i, &ev);
+		if (ev.type != VT_UNKNOWN && ev.type != VT_SESSION_HEADER) {
+			if (first && host_page_is_tail(p))
+				transcript_begin_at(tr, ev.seq);
+			first = false;
+			transcript_apply_event(tr, ev.type, ev.turn, ev.seq, ev.t_ms, ev.data);
+		}
 		cJSON_Delete(line);
 	}
 	return tr;
-}
-
-/* The same for a preview: only an undamaged end is worth showing. */
-static void *from_sound_load(const char *id, const struct load *l)
-{
-	return load_scan(l)->status == SCAN_OK ? from_load(id, l) : NULL;
 }
 
 static void preview_done(void *ctx, void *made, const struct cerr *err, bool canceled)
@@ -83,8 +78,9 @@ void chat_page_preview(struct chat *c, const char *id)
 {
 	struct cerr err;
 	snprintf(c->id, sizeof c->id, "%s", id);
-	/* Best effort: without it the screen waits for the open. */
-	(void)load_map_async(c->d.loop, c->root, id, PREVIEW_EVENTS, from_sound_load, preview_done, c,
+	/* Best effort (only an undamaged end is worth showing): without it
+	 * the screen waits for the open. */
+	(void)host_page_read(c->d.host, id, HOST_PAGE_END, PREVIEW_EVENTS, from_page, preview_done, c,
 			     &c->page_req, &err);
 }
 
@@ -154,8 +150,8 @@ void chat_page_earlier(struct chat *c)
 	uint64_t first = transcript_first_seq(c->tr), last = transcript_last_seq(c->tr);
 	size_t held = last >= first && first ? (size_t)(last - first + 1) : 0;
 	struct cerr err;
-	if (load_map_async(c->d.loop, c->root, c->id, held + PAGE_EVENTS, from_load, page_done, c,
-			   &c->page_req, &err) < 0) {
+	if (host_page_read(c->d.host, c->id, HOST_PAGE_EARLIER, held + PAGE_EVENTS, from_page,
+			   page_done, c, &c->page_req, &err) < 0) {
 		chat_sayf(c, true, "cannot read earlier turns: %s", err.msg);
 		return;
 	}
@@ -184,7 +180,7 @@ void chat_page_view_only(struct chat *c, const char *id, const struct cerr *why)
 	struct cerr err;
 	/* Damaged: read whole, shown as far as it is valid (a tail says
 	 * nothing of damage before it). */
-	if (load_map_async(c->d.loop, c->root, id, why->cls == CERR_LOCKED ? PREVIEW_EVENTS : 0,
-			   from_load, viewed, c, NULL, &err) < 0)
+	if (host_page_read(c->d.host, id, HOST_PAGE_VALID, why->cls == CERR_LOCKED ? PREVIEW_EVENTS : 0,
+			   from_page, viewed, c, NULL, &err) < 0)
 		chat_failed(c, &err);
 }

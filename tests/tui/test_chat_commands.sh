@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Slash commands in the composer (Tab completes them; an unknown one is an
 # error on the status line, never sent to the model), Ctrl-G's external
-# editor, the help screen (the keys, then the slash commands), and
+# editor (an edit over the limit refused), the help screen (the keys, then the slash commands), and
 # scrolling back while an answer streams.
 . "$(dirname "$0")/lib.sh"
 printf '{"providers": {"offline": {"pace_ms": 0}}}\n' >"$T/config/cairn/config.json"
 log_of() { "$CAIRN" --data-dir "$DATA" log cat "$1"; }
 last_id() { "$CAIRN" --data-dir "$DATA" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])'; }
-export EDITOR="sed -i s/draft/edited/"
+# The editor: an edit of the draft, or (once $T/big exists) a file over
+# the limit the prompt is read back with (8 MiB).
+cat >"$T/ed.sh" <<'ED'
+if [ -e "$(dirname "$0")/big" ]; then head -c 9000000 /dev/zero | tr '\0' x >"$1"; else sed -i s/draft/edited/ "$1"; fi
+ED
+export EDITOR="sh $T/ed.sh"
 start a
 wait_for a "^ idle" >/dev/null
 keys a "first" Enter
@@ -35,6 +40,14 @@ check "/save answers (nothing to recover: saved)" wait_for a "saved"
 keys a "a draft to fix"
 keys a C-g
 check "Ctrl-G edits the prompt in \$EDITOR: the composer shows the result" wait_for a "^> a edited to fix"
+keys a C-u
+touch "$T/big"
+keys a "kept as it was"
+keys a C-g
+check "an edit over the limit is refused, classified" wait_for a "cannot read the edited prompt back: it is larger than 8388608 bytes"
+check "... the prompt is as it was" wait_for a "^> kept as it was$"
+check "... and the editor's file is gone" bash -c "! ls '$DATA' | grep -q '^prompt-'"
+rm "$T/big"
 keys a C-u
 keys a F1
 check "F1 shows every key" wait_for a "Alt-Enter"

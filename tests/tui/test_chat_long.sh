@@ -4,7 +4,7 @@
 # ones are read from the log as the view reaches them (Home, PgUp, the
 # mouse wheel), the view staying on the turn it showed. A prompt sent
 # after paging back runs as usual; another cairn holding the session shows
-# its end view-only.
+# its end view-only, and a page back over damage says so, classified.
 . "$(dirname "$0")/lib.sh"
 printf '{"providers": {"offline": {"pace_ms": 0}}, "bell": false}\n' >"$T/config/cairn/config.json"
 TURNS=3000
@@ -97,6 +97,31 @@ done
 check "... and pages back to the first turn too" wait_for viewer "^> prompt #1\."
 keys viewer C-d
 check "... and quits cleanly" test "$(wait_exit viewer)" = 0
+
+# Damage far before the end a viewer shows (in the first turns' frame):
+# the end is shown, and the page back that reaches the damage says so,
+# classified, on a status line wide enough to show it.
+LOG=$(find "$DATA/sessions" -path "*$id/session.jsonl.zst")
+python3 - "$LOG" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, 'rb').read())
+starts = [i for i in range(len(b) - 3) if b[i:i + 4] == b'\x28\xb5\x2f\xfd']
+b[(starts[1] + starts[2]) // 2] ^= 0xff  # frame 1: turns 1-100
+open(p, 'r+b').write(b)
+PY
+start viewer2 -r "$id"
+TM resize-window -t viewer2 -x 200 -y 24
+check "a viewer of a log damaged far before its end shows the end" wait_for viewer2 "answer #$TURNS\."
+said=0
+for i in $(seq 20); do
+	keys viewer2 Home
+	wait_for viewer2 "cannot read earlier turns: the log is damaged at byte" 2 >/dev/null && { said=1; break; }
+done
+check "... a page back over the damage says why, classified" test $said = 1
+check "... and the view-only screen stays" wait_for viewer2 "view-only"
+keys viewer2 C-d
+check "... and it quits cleanly" test "$(wait_exit viewer2)" = 0
 
 # A prompt after paging back runs on the same session.
 keys long2 "after the paging" Enter

@@ -424,8 +424,9 @@ struct mapped {
 
 static atomic_int maps;
 
-static void *map_load(const char *id, const struct load *l)
+static void *map_load(void *ctx, const char *id, const struct load *l)
 {
+	(void)ctx;
 	atomic_fetch_add(&maps, 1);
 	struct mapped *m = calloc(1, sizeof *m);
 	m->events = load_count(l);
