@@ -27,6 +27,7 @@ struct prepared {
 	struct prepared_settings settings;
 	size_t open;         /* turn index + 1 of the open turn, 0 none */
 	struct tree *tree;   /* entry k is turn k */
+	size_t turn_number;  /* the highest k of a turn id t<k>, or n_turns if more */
 	size_t *path;        /* the active path, root first */
 	size_t n_path;
 	bool version_known;
@@ -85,6 +86,15 @@ static void on_turn_start(struct prepared *p, struct strmap *ids, size_t i, enum
 		.parent_index = up == TREE_NONE ? PREPARED_NONE : up,
 		.start = i, .end = PREPARED_OPEN};
 	p->turn_of[e->turn] = ++p->n_turns;
+	size_t number = 0;
+	const char *id = p->turns[k].id;
+	if (id[0] == 't' && id[1] >= '1' && id[1] <= '9' && strspn(id + 1, "0123456789") == strlen(id + 1) &&
+	    strlen(id + 1) < 19)
+		number = (size_t)strtoull(id + 1, NULL, 10);
+	if (number < p->n_turns)
+		number = p->n_turns;
+	if (number > p->turn_number)
+		p->turn_number = number;
 }
 
 /* branch/rewind: its to_turn is the active leaf (until a later turn/start). */
@@ -325,6 +335,11 @@ size_t prepared_path(const struct prepared *p, size_t k)
 const struct prepared_turn *prepared_active_leaf(const struct prepared *p)
 {
 	return p->n_path ? &p->turns[p->path[p->n_path - 1]] : NULL;
+}
+
+size_t prepared_turn_number(const struct prepared *p)
+{
+	return p->turn_number;
 }
 
 const struct prepared_turn *prepared_open_turn(const struct prepared *p)

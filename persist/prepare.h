@@ -107,6 +107,9 @@ size_t prepared_path_len(const struct prepared *p);
 size_t prepared_path(const struct prepared *p, size_t k);
 /* The active leaf (the path's last turn), or NULL; owned by p. */
 const struct prepared_turn *prepared_active_leaf(const struct prepared *p);
+/* N such that t<N+1> names no turn of the log, whatever its branch: the
+ * number of turns, or the highest k of an id t<k> when higher. */
+size_t prepared_turn_number(const struct prepared *p);
 /* The open turn (the latest started without an end), or NULL; owned by p. */
 const struct prepared_turn *prepared_open_turn(const struct prepared *p);
 /* Tool calls without a tool/result, in log order; owned by p. */

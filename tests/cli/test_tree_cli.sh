@@ -22,7 +22,7 @@ turn() { # turn ID PARENT-JSON PROMPT ANSWER: one completed turn's events
 	printf '{"type":"turn/end","turn":"%s","data":{"outcome":"completed"}}\n' "$1"
 }
 
-start_fake '{"replies":[{"text":"A4"},{"text":"A5"}]}'
+start_fake '{"replies":[{"text":"A4"},{"text":"A5"},{"text":"A6"}]}'
 export OPENAI_BASE_URL="http://127.0.0.1:$PORT/v1" OPENAI_API_KEY=sk-test
 
 # t1 ← t2; rewound to t1; t1 ← t3; then t2 checked out again.
@@ -50,6 +50,20 @@ expect_code 0 "continued again" "$CAIRN" -p "five" --session "$S" --provider ope
 check "... the model is sent the prompt alone" test "$(said 1)" = "user:five"
 check "... its turn/start (t5) says parent_turn null, never leaving it absent" \
 	pyl '[(e["turn"], "parent_turn" in e["data"], e["data"].get("parent_turn")) for e in L if e["type"]=="turn/start"][-1]==("t5",True,None)' < <(events "$S")
+
+# A log written elsewhere numbers its turns its own way: the new turn's id
+# is still one no turn of the log has.
+{
+	printf '{"type":"session/settings","data":{"provider":"openai","model":"m-1"}}\n'
+	turn t1 null one A1
+	turn t3 '"t1"' three A3
+} >"$T/batch.jsonl"
+expect_code 0 "a log whose turns are t1 and t3" "$CAIRN" log append --new --no-cwd <"$T/batch.jsonl"
+S=$(cut -d" " -f1 <<<"$OUT")
+expect_code 0 "continued" "$CAIRN" -p "next" --session "$S" --provider openai --model m-1
+check "... the new turn is t4, not a second t3" \
+	pyl '[e["turn"] for e in L if e["type"]=="turn/start"]==["t1","t3","t4"]' < <(events "$S")
+check "... continuing t3" test "$(said 2)" = "$(printf 'user:one\nassistant:A1\nuser:three\nassistant:A3\nuser:next')"
 stop_fake
 
 finish

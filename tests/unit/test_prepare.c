@@ -242,6 +242,40 @@ static void test_a_repeated_id_means_its_latest_start_before(void **state)
 	lbytes_release(&l);
 }
 
+/* A new turn is named t<N+1> over every turn of every branch: N counts the
+ * turns, or is the highest t<k> of the log when higher (foreign ids). */
+static void test_turn_number_names_no_turn_of_any_branch(void **state)
+{
+	(void)state;
+	struct logbytes l;
+	lbytes_init(&l);
+	struct prepared *p = prep(&l);
+	assert_int_equal(prepared_turn_number(p), 0);
+	prepared_free(p);
+	lbytes_event(&l, "turn/start", "t1", "{\"parent_turn\":null}");
+	lbytes_event(&l, "turn/start", "t2", "{\"parent_turn\":\"t1\"}");
+	lbytes_event(&l, "branch/rewind", NULL, "{\"to_turn\":null}");
+	lbytes_commit(&l);
+	p = prep(&l);
+	assert_int_equal(prepared_turn_number(p), 2); /* t2 is off the active path: still taken */
+	prepared_free(p);
+	lbytes_event(&l, "turn/start", "t7", "{\"parent_turn\":null}");
+	lbytes_event(&l, "turn/start", "t07", NULL);
+	lbytes_event(&l, "turn/start", "x", NULL);
+	lbytes_event(&l, "turn/start", "t99999999999999999999", NULL);
+	lbytes_commit(&l);
+	p = prep(&l);
+	assert_int_equal(prepared_turn_number(p), 7);
+	prepared_free(p);
+	lbytes_event(&l, "turn/start", "t1", NULL); /* a repeated id counts as a turn */
+	lbytes_event(&l, "turn/start", "t1", NULL);
+	lbytes_commit(&l);
+	p = prep(&l);
+	assert_int_equal(prepared_turn_number(p), 8);
+	prepared_free(p);
+	lbytes_release(&l);
+}
+
 static void test_unmatched_calls_and_queued_inputs(void **state)
 {
 	(void)state;
@@ -696,6 +730,7 @@ int main(void)
 		cmocka_unit_test(test_absent_parent_is_the_previous_turn_null_a_root),
 		cmocka_unit_test(test_rewind_and_checkout_move_the_active_leaf),
 		cmocka_unit_test(test_a_repeated_id_means_its_latest_start_before),
+		cmocka_unit_test(test_turn_number_names_no_turn_of_any_branch),
 		cmocka_unit_test(test_unmatched_calls_and_queued_inputs),
 		cmocka_unit_test(test_settings_in_effect_are_the_latest_of_each),
 		cmocka_unit_test(test_settings_system_prompt_replaced_cleared_and_compared),
