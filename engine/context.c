@@ -147,7 +147,8 @@ static void start_turn(struct context *c, const char *id, const cJSON *parent)
 			       : cJSON_IsString(parent) ? TREE_PARENT_NAMED : TREE_PARENT_NULL;
 	size_t k = tree_start(c->tree, id, 0, how, how == TREE_PARENT_NAMED ? parent->valuestring : NULL);
 	size_t up = tree_parent(c->tree, k);
-	c->of_entry = xreallocarray(c->of_entry, k + 1, sizeof *c->of_entry);
+	if ((k & (k - 1)) == 0) /* 0, 1, 2, 4 ...: full */
+		c->of_entry = xreallocarray(c->of_entry, k ? 2 * k : 1, sizeof *c->of_entry);
 	new_turn(c, id, up == TREE_NONE ? TREE_NONE : c->of_entry[up]);
 	c->of_entry[k] = c->n - 1;
 }

@@ -50,6 +50,9 @@ expect_code 0 "continued again" "$CAIRN" -p "five" --session "$S" --provider ope
 check "... the model is sent the prompt alone" test "$(said 1)" = "user:five"
 check "... its turn/start (t5) says parent_turn null, never leaving it absent" \
 	pyl '[(e["turn"], "parent_turn" in e["data"], e["data"].get("parent_turn")) for e in L if e["type"]=="turn/start"][-1]==("t5",True,None)' < <(events "$S")
+expect_code 0 "inspect --json of the branched session" "$CAIRN" inspect --json "$S"
+check "... counts the turns of every branch, none open" \
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); sys.exit(0 if o["status"]=="ok" and o["turns"]==5 and o["open_turn"] is None else 1)' "$OUT"
 
 # A log written elsewhere numbers its turns its own way: the new turn's id
 # is still one no turn of the log has.
