@@ -7,13 +7,14 @@
 #include "base/xalloc.h"
 #include "engine/textfix.h"
 #include "persist/blob.h"
+#include "persist/tree.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 struct turn {
 	char *id;
-	char *parent; /* NULL: a root turn */
+	size_t parent; /* index of its parent turn; TREE_NONE: a root */
 	struct ctx_message *msgs;
 	size_t n, cap;
 	bool open_asst;      /* the last message still takes assistant parts */
@@ -25,6 +26,8 @@ struct context {
 	struct turn *turns;
 	size_t n, cap;
 	struct strmap ids; /* turn id -> index of the latest turn with it */
+	struct tree *tree; /* the turn/starts: parents and the active leaf */
+	size_t *of_entry;  /* tree entry -> index of its turn */
 	struct ctx_message *view; /* the last context_messages result */
 	size_t nview, capview;
 	int blob_dir; /* -1: none */
@@ -37,6 +40,7 @@ struct context *context_new(void)
 	c->blob_dir = -1;
 	c->result_max = CONTEXT_RESULT_MAX;
 	strmap_init(&c->ids);
+	c->tree = tree_new();
 	return c;
 }
 
@@ -96,11 +100,12 @@ void context_free(struct context *c)
 		return;
 	for (size_t i = 0; i < c->n; i++) {
 		free(c->turns[i].id);
-		free(c->turns[i].parent);
 		msgs_free(c->turns[i].msgs, c->turns[i].n);
 	}
 	free(c->turns);
 	strmap_release(&c->ids);
+	tree_free(c->tree);
+	free(c->of_entry);
 	msgs_free(c->view, c->nview);
 	free(c);
 }
@@ -111,26 +116,41 @@ static struct turn *find_turn(struct context *c, const char *id)
 	return strmap_get(&c->ids, id, &i) ? &c->turns[i] : NULL;
 }
 
-static struct turn *new_turn(struct context *c, const char *id, const char *parent)
+static struct turn *new_turn(struct context *c, const char *id, size_t parent)
 {
 	if (c->n == c->cap) {
 		c->cap = c->cap ? 2 * c->cap : 8;
 		c->turns = xreallocarray(c->turns, c->cap, sizeof *c->turns);
 	}
 	struct turn *t = &c->turns[c->n++];
-	*t = (struct turn){.id = xstrdup(id), .parent = xstrdup_opt(parent)};
+	*t = (struct turn){.id = xstrdup(id), .parent = parent};
 	strmap_put(&c->ids, t->id, c->n - 1);
 	return t;
 }
 
 /* The turn an event belongs to: its envelope's, else the turn started
- * last; one is made when the log has none yet. */
+ * last. One is made for a turn no turn/start began (a damaged log): it
+ * continues the previous turn but is no entry of the tree, so it is on
+ * no branch but its own (or, with no turn/start at all, the only one). */
 static struct turn *turn_of(struct context *c, const char *id)
 {
 	struct turn *t = id ? find_turn(c, id) : (c->n ? &c->turns[c->n - 1] : NULL);
-	if (!t) /* no turn/start seen: parent is the previous turn in log order */
-		t = new_turn(c, id ? id : "", c->n ? c->turns[c->n - 1].id : NULL);
+	if (!t)
+		t = new_turn(c, id ? id : "", c->n ? c->n - 1 : TREE_NONE);
 	return t;
+}
+
+/* A turn/start: a tree entry (tree.h) and its turn. */
+static void start_turn(struct context *c, const char *id, const cJSON *parent)
+{
+	enum tree_parent how = !parent ? TREE_PARENT_ABSENT
+			       : cJSON_IsString(parent) ? TREE_PARENT_NAMED : TREE_PARENT_NULL;
+	size_t k = tree_start(c->tree, id, 0, how, how == TREE_PARENT_NAMED ? parent->valuestring : NULL);
+	size_t up = tree_parent(c->tree, k);
+	if ((k & (k - 1)) == 0) /* 0, 1, 2, 4 ...: full */
+		c->of_entry = xreallocarray(c->of_entry, k ? 2 * k : 1, sizeof *c->of_entry);
+	new_turn(c, id, up == TREE_NONE ? TREE_NONE : c->of_entry[up]);
+	c->of_entry[k] = c->n - 1;
 }
 
 static struct ctx_message *push_msg(struct turn *t, enum ctx_role role)
@@ -293,15 +313,18 @@ int context_add(struct context *c, enum vocab_type type, const char *turn, const
 	case VT_TURN_START: {
 		if (!turn)
 			return cerr_set(err, CERR_CORRUPT, 0, "'turn/start' without a turn");
-		if (find_turn(c, turn))
-			return 0; /* started again while open: one turn */
 		const cJSON *p = cJSON_GetObjectItemCaseSensitive(data, "parent_turn");
-		const char *parent = NULL;
-		if (cJSON_IsString(p))
-			parent = p->valuestring;
-		else if (!p && c->n) /* absent: the previous turn in log order */
-			parent = c->turns[c->n - 1].id;
-		new_turn(c, turn, parent);
+		if (p && !cJSON_IsString(p) && !cJSON_IsNull(p))
+			return cerr_set(err, CERR_CORRUPT, 0, "'turn/start' has a parent_turn of the wrong kind");
+		start_turn(c, turn, p);
+		return 0;
+	}
+	case VT_BRANCH_REWIND: {
+		const cJSON *to = cJSON_GetObjectItemCaseSensitive(data, "to_turn");
+		if (to && !cJSON_IsString(to) && !cJSON_IsNull(to))
+			return cerr_set(err, CERR_CORRUPT, 0, "'branch/rewind' has a to_turn of the wrong kind");
+		enum tree_to how = !to ? TREE_TO_ABSENT : cJSON_IsString(to) ? TREE_TO_NAMED : TREE_TO_NULL;
+		(void)tree_rewind(c->tree, how, how == TREE_TO_NAMED ? to->valuestring : NULL);
 		return 0;
 	}
 	case VT_USER_MESSAGE: {
@@ -362,7 +385,6 @@ int context_add(struct context *c, enum vocab_type type, const char *turn, const
 	case VT_INTERACTION_REQUEST:
 	case VT_INTERACTION_ANSWER:
 	case VT_TOOL_STARTED:
-	case VT_BRANCH_REWIND:
 	case VT_INPUT_QUEUED:
 	case VT_INPUT_DEQUEUED:
 	case VT_UNKNOWN:
@@ -471,16 +493,22 @@ const struct ctx_message *context_messages(struct context *c, const char *leaf, 
 	c->view = NULL;
 	c->nview = c->capview = 0;
 	*n = 0;
-	struct turn *t = leaf ? find_turn(c, leaf) : (c->n ? &c->turns[c->n - 1] : NULL);
+	struct turn *t = NULL;
+	if (leaf)
+		t = find_turn(c, leaf);
+	else if (tree_count(c->tree)) /* the active leaf; none before the first turn */
+		t = tree_leaf(c->tree) == TREE_NONE ? NULL : &c->turns[c->of_entry[tree_leaf(c->tree)]];
+	else if (c->n) /* no turn/start at all: the turn made last */
+		t = &c->turns[c->n - 1];
 	if (!t)
 		return NULL;
-	/* The chain leaf → root, walked back; a cycle (a damaged log) stops
-	 * after every turn was visited once. */
+	/* The chain leaf → root, walked back: a parent comes before its
+	 * child, so it ends. */
 	struct turn **chain = xreallocarray(NULL, c->n, sizeof *chain);
 	size_t depth = 0;
-	while (t && depth < c->n) {
+	while (t) {
 		chain[depth++] = t;
-		t = t->parent ? find_turn(c, t->parent) : NULL;
+		t = t->parent == TREE_NONE ? NULL : &c->turns[t->parent];
 	}
 	struct pending pd = {0};
 	for (size_t d = depth; d-- > 0;)

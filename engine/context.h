@@ -2,7 +2,10 @@
  *
  * Built from a session's events in log order (context_add), then read as
  * the messages along one branch: the chain of parent turns from the root
- * to a leaf turn (context_messages). Within a turn, a user/message is a
+ * to a leaf turn (context_messages). Parents and the active leaf are the
+ * turn tree's (persist/tree.h, as prepare reads them): each turn/start is
+ * a turn, a name means its latest turn so far, branch/rewind moves the
+ * active leaf. Within a turn, a user/message is a
  * user message; assistant/reasoning, assistant/text and tool/call join
  * one assistant message until a tool/result, a step/end or a user message
  * closes it; each tool/result is a tool message. Consecutive text pieces
@@ -82,8 +85,9 @@ void context_set_result_max(struct context *c, size_t max);
  * prompt or an output cut short silently. */
 int context_add(struct context *c, enum vocab_type t, const char *turn, const cJSON *data,
 		struct cerr *err);
-/* The messages along the branch ending at turn leaf (NULL: the turn
- * started last). Owned by c, valid until the next context_add,
+/* The messages along the branch ending at turn leaf (its latest turn
+ * with that id; NULL: the active leaf, nothing when rewound before the
+ * first turn). Owned by c, valid until the next context_add,
  * context_messages or context_free. *n is 0 for an empty context or an
  * unknown leaf. */
 const struct ctx_message *context_messages(struct context *c, const char *leaf, size_t *n);

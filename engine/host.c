@@ -547,7 +547,7 @@ static void open_built(uv_work_t *w, int status)
 		ow->ctx = NULL;
 		for (size_t i = 0; i < ow->n; i++)
 			host_submit_add(s, ow->keys[i], ow->turns[i]);
-		s->n_turns = prepared_n_turns(p);
+		s->n_turns = prepared_turn_number(p); /* t<n+1>: a new id */
 		size_t path = prepared_path_len(p);
 		if (path)
 			host_set_str(&s->leaf, prepared_turn(p, prepared_path(p, path - 1))->id);

@@ -173,6 +173,8 @@ static cJSON *before_events(const struct turn *t)
 	d = cJSON_CreateObject();
 	if (t->parent)
 		cJSON_AddStringToObject(d, "parent_turn", t->parent);
+	else
+		cJSON_AddNullToObject(d, "parent_turn"); /* a root: never the absent rule */
 	if (t->submit_id)
 		cJSON_AddStringToObject(d, "client_submit_id", t->submit_id);
 	cJSON_AddItemToArray(evs, event_batch_event(VT_TURN_START, t->id, d));

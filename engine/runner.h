@@ -88,7 +88,7 @@ struct runner_turn {
 	struct context *ctx;          /* its events so far (borrowed for the turn; the
 				       * runner adds the turn's own) */
 	const char *turn;             /* the new turn's id */
-	const char *parent_turn;      /* NULL: the previous turn */
+	const char *parent_turn;      /* the active leaf it continues; NULL: a root */
 	const char *client_submit_id; /* NULL: none */
 	const char *dequeued_input;   /* a queued input this turn takes: its
 				       * input/dequeued joins the BEFORE save (NULL: none) */

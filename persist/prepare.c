@@ -4,6 +4,7 @@
 #include "base/sha256.h"
 #include "base/strmap.h"
 #include "base/xalloc.h"
+#include "persist/tree.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,10 @@ struct prepared {
 	size_t n_queued;
 	struct prepared_settings settings;
 	size_t open;         /* turn index + 1 of the open turn, 0 none */
+	struct tree *tree;   /* entry k is turn k */
+	size_t turn_number;  /* the highest k of a turn id t<k>, or n_turns if more */
+	size_t *path;        /* the active path, root first */
+	size_t n_path;
 	bool version_known;
 	int64_t version;
 	char **strings;      /* every string the structures point to */
@@ -68,11 +73,38 @@ static void on_turn_start(struct prepared *p, struct strmap *ids, size_t i, enum
 {
 	(void)ids, (void)t;
 	const struct load_event *e = load_event(p->load, i);
+	const cJSON *parent = field(data, "parent_turn");
+	enum tree_parent how = !parent ? TREE_PARENT_ABSENT
+			       : cJSON_IsString(parent) ? TREE_PARENT_NAMED : TREE_PARENT_NULL;
+	size_t k = tree_start(p->tree, load_turn(p->load, i), e->seq, how,
+			      how == TREE_PARENT_NAMED ? parent->valuestring : NULL);
+	size_t up = tree_parent(p->tree, k);
 	p->turns = grow(p->turns, p->n_turns, sizeof *p->turns);
 	p->turns[p->n_turns] = (struct prepared_turn){
-		.id = load_turn(p->load, i), .parent = keep(p, field(data, "parent_turn")),
+		.id = load_turn(p->load, i), .seq = e->seq,
+		.parent = up == TREE_NONE ? NULL : p->turns[up].id,
+		.parent_index = up == TREE_NONE ? PREPARED_NONE : up,
 		.start = i, .end = PREPARED_OPEN};
 	p->turn_of[e->turn] = ++p->n_turns;
+	size_t number = 0;
+	const char *id = p->turns[k].id;
+	if (id[0] == 't' && id[1] >= '1' && id[1] <= '9' && strspn(id + 1, "0123456789") == strlen(id + 1) &&
+	    strlen(id + 1) < 19)
+		number = (size_t)strtoull(id + 1, NULL, 10);
+	if (number < p->n_turns)
+		number = p->n_turns;
+	if (number > p->turn_number)
+		p->turn_number = number;
+}
+
+/* branch/rewind: its to_turn is the active leaf (until a later turn/start). */
+static void on_rewind(struct prepared *p, struct strmap *ids, size_t i, enum vocab_type t,
+		      const cJSON *data)
+{
+	(void)ids, (void)i, (void)t;
+	const cJSON *to = field(data, "to_turn");
+	enum tree_to how = !to ? TREE_TO_ABSENT : cJSON_IsString(to) ? TREE_TO_NAMED : TREE_TO_NULL;
+	(void)tree_rewind(p->tree, how, how == TREE_TO_NAMED ? to->valuestring : NULL);
 }
 
 static void on_turn_end(struct prepared *p, struct strmap *ids, size_t i, enum vocab_type t,
@@ -185,8 +217,8 @@ static handler *handler_of(enum vocab_type t)
 	case VT_ASSISTANT_REASONING:
 	case VT_INTERACTION_REQUEST:
 	case VT_INTERACTION_ANSWER:
+	case VT_BRANCH_REWIND: return on_rewind;
 	case VT_STEP_END:
-	case VT_BRANCH_REWIND:
 	case VT_UNKNOWN:
 		return NULL;
 	}
@@ -198,6 +230,7 @@ struct prepared *prepare_load(struct load *l)
 	struct prepared *p = xcalloc(1, sizeof *p);
 	p->load = l;
 	p->turn_of = xcalloc(load_n_turns(l) + 1, sizeof *p->turn_of);
+	p->tree = tree_new();
 	struct strmap ids;
 	strmap_init(&ids);
 	for (size_t i = 0; i < load_count(l); i++) {
@@ -227,6 +260,7 @@ struct prepared *prepare_load(struct load *l)
 	for (size_t k = p->n_turns; k-- > 0 && !p->open;)
 		if (p->turns[k].end == PREPARED_OPEN && p->turn_of[load_event(l, p->turns[k].start)->turn] == k + 1)
 			p->open = k + 1;
+	p->n_path = tree_path(p->tree, tree_leaf(p->tree), &p->path);
 	return p;
 }
 
@@ -246,6 +280,8 @@ void prepared_free(struct prepared *p)
 	load_free(p->load);
 	free(p->turns);
 	free(p->turn_of);
+	tree_free(p->tree);
+	free(p->path);
 	free(p->calls);
 	free(p->resulted);
 	free(p->unmatched);
@@ -288,13 +324,22 @@ const struct prepared_turn *prepared_find_turn(const struct prepared *p, const c
 
 size_t prepared_path_len(const struct prepared *p)
 {
-	return p->n_turns; /* every turn, in log order, until branches exist */
+	return p->n_path;
 }
 
 size_t prepared_path(const struct prepared *p, size_t k)
 {
-	(void)p;
-	return k;
+	return p->path[k];
+}
+
+const struct prepared_turn *prepared_active_leaf(const struct prepared *p)
+{
+	return p->n_path ? &p->turns[p->path[p->n_path - 1]] : NULL;
+}
+
+size_t prepared_turn_number(const struct prepared *p)
+{
+	return p->turn_number;
 }
 
 const struct prepared_turn *prepared_open_turn(const struct prepared *p)

@@ -12,8 +12,11 @@
  *
  * Rules: a turn starts at turn/start and ends at turn/end of the same turn
  * id; a turn id started again is a new turn (the later one is found by
- * id). The active path is every turn in log order (branches come later).
- * The open turn is the latest started turn without an end. A tool call is
+ * id). Parents and the active leaf are the turn tree's (tree.h: an absent
+ * parent_turn is the previous turn/start, null a root, a name its latest
+ * turn started before; the active leaf is the last turn/start's, or a
+ * later branch/rewind's to_turn); the active path runs from the root to
+ * that leaf. The open turn is the latest started turn without an end. A tool call is
  * unmatched while no tool/result names its call_id. input/queued adds a
  * pending input; input/dequeued removes the one with its input_id (without
  * one: the oldest). Settings start from the header's provider and model and
@@ -38,13 +41,16 @@ struct prepared;
 
 struct prepared_turn {
 	const char *id;      /* owned by the prepared session */
-	const char *parent;  /* its parent_turn; NULL when none or null */
+	uint64_t seq;        /* its turn/start's seq */
+	const char *parent;  /* its parent's id, resolved (tree.h); NULL: a root */
+	size_t parent_index; /* its parent (index for prepared_turn); PREPARED_NONE: a root */
 	size_t start;        /* load index of its turn/start */
 	size_t end;          /* load index of its turn/end; PREPARED_OPEN when none */
 	const char *outcome; /* turn/end's outcome; NULL while open */
 };
 
 #define PREPARED_OPEN SIZE_MAX
+#define PREPARED_NONE SIZE_MAX
 
 struct prepared_call {
 	const char *call_id; /* owned by the prepared session */
@@ -95,9 +101,15 @@ size_t prepared_n_turns(const struct prepared *p);
 const struct prepared_turn *prepared_turn(const struct prepared *p, size_t k);
 /* The latest turn with this id, or NULL; owned by p. */
 const struct prepared_turn *prepared_find_turn(const struct prepared *p, const char *id);
-/* The active path: its length and its k-th turn (index for prepared_turn). */
+/* The active path, root first: its length and its k-th turn (index for
+ * prepared_turn); empty before the first turn. */
 size_t prepared_path_len(const struct prepared *p);
 size_t prepared_path(const struct prepared *p, size_t k);
+/* The active leaf (the path's last turn), or NULL; owned by p. */
+const struct prepared_turn *prepared_active_leaf(const struct prepared *p);
+/* N such that t<N+1> names no turn of the log, whatever its branch: the
+ * number of turns, or the highest k of an id t<k> when higher. */
+size_t prepared_turn_number(const struct prepared *p);
 /* The open turn (the latest started without an end), or NULL; owned by p. */
 const struct prepared_turn *prepared_open_turn(const struct prepared *p);
 /* Tool calls without a tool/result, in log order; owned by p. */

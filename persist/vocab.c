@@ -101,6 +101,8 @@ static const struct vocab_field f_step_end[] = {
 	END};
 static const struct vocab_field f_rewind[] = {
 	{"to_turn", VK_STR_OR_NULL, false, NULL},
+	{"from_leaf", VK_STR_OR_NULL, false, NULL},       /* the active leaf it left */
+	{"source_next_seq", VK_INT, false, NULL},         /* the log's next seq it saw */
 	END};
 static const struct vocab_field f_queued[] = {
 	{"input_id", VK_STR, false, NULL},

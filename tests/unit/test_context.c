@@ -4,7 +4,8 @@
  * call answered (a synthetic not_executed result when the log has none),
  * results without their call dropped, a cut-off call replayed as {}, as
  * is one whose arguments the log kept only as text (args_raw), and the
- * branch followed through parent turns. */
+ * branch followed through parent turns: the active path, the one prepare
+ * reads from the same log. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,7 +21,10 @@
 #include "base/buf.h"
 #include "engine/context.h"
 #include "persist/blob.h"
+#include "persist/load.h"
+#include "persist/prepare.h"
 #include "tests/unit/support_fixture.h"
+#include "tests/unit/support_logbytes.h"
 #include "tests/unit/support_stream.h"
 
 static void expect_part(const struct ctx_message *m, size_t k, enum ctx_part_kind kind, const char *text)
@@ -223,6 +227,83 @@ static void test_context_follows_parent_turns_not_log_order(void **state)
 	context_free(c);
 }
 
+/* The active path is what the model gets: after a rewind, a new branch, a
+ * checkout, a rewind before the first turn; and what prepare reads from
+ * the same log bytes (persist/prepare.h) is the same path, turn by turn:
+ * old logs without parent_turn and a foreign log starting an id again
+ * included. */
+static struct logbytes lb;
+
+/* A turn/start (parent: JSON or NULL for absent) and its prompt, which
+ * names the turn/start's seq. */
+static void lb_turn(const char *id, const char *parent)
+{
+	char data[64], text[64];
+	snprintf(data, sizeof data, "{\"parent_turn\":%s}", parent ? parent : "");
+	snprintf(text, sizeof text, "{\"text\":\"@%llu\"}", (unsigned long long)lb.seq);
+	lbytes_event(&lb, "turn/start", id, parent ? data : "{}");
+	lbytes_event(&lb, "user/message", id, text);
+}
+
+/* The prompts the model would get, as "@1 @3", and prepare's path as the
+ * seqs of its turn/starts in the same form: they must be equal. */
+static void expect_active_path(const char *want)
+{
+	lbytes_commit(&lb);
+	struct prepared *p = prepare_load(load_buffer((const uint8_t *)lb.bytes.p, lb.bytes.len, NULL));
+	const struct load *l = prepared_load(p);
+	struct context *c = context_new();
+	struct cerr err;
+	for (size_t i = 1; i < load_count(l); i++) {
+		cJSON *e = load_json(l, i);
+		assert_int_equal(context_add(c, (enum vocab_type)load_event(l, i)->type, load_turn(l, i),
+					     cJSON_GetObjectItem(e, "data"), &err), 0);
+		cJSON_Delete(e);
+	}
+	struct buf sent = BUF_INIT, path = BUF_INIT;
+	size_t n;
+	const struct ctx_message *m = context_messages(c, NULL, &n);
+	for (size_t i = 0; i < n; i++)
+		buf_printf(&sent, "%s%s", i ? " " : "", m[i].parts[0].text);
+	for (size_t k = 0; k < prepared_path_len(p); k++)
+		buf_printf(&path, "%s@%llu", k ? " " : "",
+			   (unsigned long long)prepared_turn(p, prepared_path(p, k))->seq);
+	assert_string_equal(sent.p ? sent.p : "", want);
+	assert_string_equal(path.p ? path.p : "", want);
+	buf_release(&sent);
+	buf_release(&path);
+	context_free(c);
+	prepared_free(p);
+}
+
+static void test_model_gets_the_active_path_prepare_reads(void **state)
+{
+	(void)state;
+	lbytes_init(&lb);
+	lb_turn("t1", NULL); /* an old log: absent parents */
+	lb_turn("t2", NULL);
+	expect_active_path("@1 @3");
+	lbytes_event(&lb, "branch/rewind", NULL, "{\"to_turn\":\"t1\",\"from_leaf\":\"t2\"}");
+	expect_active_path("@1");
+	lb_turn("t3", "\"t1\"");
+	expect_active_path("@1 @6");
+	lbytes_event(&lb, "branch/rewind", NULL, "{\"to_turn\":\"t2\",\"from_leaf\":\"t3\"}"); /* checkout */
+	expect_active_path("@1 @3");
+	lb_turn("t4", NULL); /* absent: the previous turn/start (t3), not the leaf */
+	expect_active_path("@1 @6 @9");
+	lbytes_event(&lb, "branch/rewind", NULL, "{\"to_turn\":null}");
+	expect_active_path("");
+	lb_turn("t5", "null");
+	expect_active_path("@12");
+	/* a foreign log starting t1 again: "t1" now means that turn */
+	lb_turn("t1", "\"t4\"");
+	lb_turn("t6", "\"t1\"");
+	expect_active_path("@1 @6 @9 @14 @16");
+	lbytes_event(&lb, "branch/rewind", NULL, "{\"to_turn\":\"t1\"}");
+	expect_active_path("@1 @6 @9 @14");
+	lbytes_release(&lb);
+}
+
 static void test_malformed_data_fails_and_unseen_types_are_ignored(void **state)
 {
 	struct context *c = context_new();
@@ -398,6 +479,7 @@ int main(void)
 		cmocka_unit_test(test_calls_go_back_under_the_provider_id),
 		cmocka_unit_test(test_reasoning_blocks_split_at_signatures_and_text),
 		cmocka_unit_test(test_context_follows_parent_turns_not_log_order),
+		cmocka_unit_test(test_model_gets_the_active_path_prepare_reads),
 		cmocka_unit_test(test_malformed_data_fails_and_unseen_types_are_ignored),
 		cmocka_unit_test(test_blob_content_reaches_the_model_whole),
 		cmocka_unit_test(test_call_with_raw_args_goes_back_with_an_empty_object),

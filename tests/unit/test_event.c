@@ -283,6 +283,10 @@ static void test_missing_or_mistyped_data_fields_are_corrupt(void **state)
 		{"request/prepared", "{\"model\":null}"},
 		{"step/end", "{\"usage\":3}"},
 		{"step/end", "{\"finish_reason\":false}"},
+		{"branch/rewind", "{\"to_turn\":1}"},
+		{"branch/rewind", "{\"to_turn\":\"t1\",\"from_leaf\":2}"},
+		{"branch/rewind", "{\"to_turn\":null,\"source_next_seq\":\"9\"}"},
+		{"branch/rewind", "{\"to_turn\":null,\"source_next_seq\":1.5}"},
 	};
 	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
 		expect_fail(mk(1, kinds[i].type, "t", kinds[i].data), 1, CERR_CORRUPT);
@@ -341,6 +345,15 @@ static void test_missing_or_mistyped_data_fields_are_corrupt(void **state)
 	assert_int_equal(parse(mk(1, "step/end", "t",
 				  "{\"step\":1,\"finish_reason\":\"stop\",\"usage\":{\"input\":5}}"), 1, &ev,
 			       &e), 0);
+	event_release(&ev);
+	/* branch/rewind as cairn writes it: to a turn, or before the first */
+	assert_int_equal(parse(mk(1, "branch/rewind", NULL,
+				  "{\"to_turn\":\"t1\",\"from_leaf\":\"t2\",\"source_next_seq\":9}"),
+			       1, &ev, &e), 0);
+	event_release(&ev);
+	assert_int_equal(parse(mk(1, "branch/rewind", NULL,
+				  "{\"to_turn\":null,\"from_leaf\":null,\"source_next_seq\":0}"),
+			       1, &ev, &e), 0);
 	event_release(&ev);
 	/* optional fields and unknown extra fields */
 	assert_int_equal(parse(mk(1, "turn/start", "t", "{\"parent_turn\":null,\"x\":[1]}"), 1,

@@ -59,6 +59,9 @@ static void test_host_send_is_idempotent_also_across_a_restart(void **state)
 	assert_int_equal(hx_count(s, "turn/start"), 2);
 	size_t t2 = hx_find(s, hx_find(s, 0, "turn/end"), "turn/start");
 	assert_string_equal(hx_str(s->events[t2].data, "parent_turn"), "t1");
+	/* the first turn is a root: null, never left to the absent rule */
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(s->events[hx_find(s, 0, "turn/start")].data,
+						     "parent_turn")));
 	scan_free(s);
 }
 

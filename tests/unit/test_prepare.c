@@ -1,5 +1,8 @@
 /* test_prepare.c — prepare (persist/prepare.c): turns with parents and
- * outcomes, the active path, the open turn, unmatched tool calls (started
+ * outcomes, the tree (an absent parent_turn is the previous turn/start,
+ * null a root, a repeated id its latest start before the reference), the
+ * active path (the last turn/start's branch, or where a later
+ * branch/rewind points, before the first turn included), the open turn, unmatched tool calls (started
  * or not), queued inputs not yet dequeued, the settings in effect (with a
  * system prompt inline or in a blob) and the event that changes them, the
  * next seq; and load_async / prepare_async on a real libuv loop, which complete
@@ -37,6 +40,18 @@ static struct prepared *prep(const struct logbytes *l)
 	return prepare_load(load_buffer((const uint8_t *)l->bytes.p, l->bytes.len, NULL));
 }
 
+/* The ids along the active path, root first, as "t1 t3" ("" when empty). */
+static char *path_ids(const struct prepared *p)
+{
+	static char b[256];
+	b[0] = '\0';
+	for (size_t k = 0; k < prepared_path_len(p); k++) {
+		const struct prepared_turn *t = prepared_turn(p, prepared_path(p, k));
+		snprintf(b + strlen(b), sizeof b - strlen(b), "%s%s", k ? " " : "", t->id);
+	}
+	return b;
+}
+
 static void test_turns_parents_path_and_open_turn(void **state)
 {
 	(void)state;
@@ -51,14 +66,19 @@ static void test_turns_parents_path_and_open_turn(void **state)
 	lbytes_commit(&l);
 	struct prepared *p = prep(&l);
 	assert_int_equal(prepared_n_turns(p), 3);
-	assert_int_equal(prepared_path_len(p), 3);
-	const struct prepared_turn *t = prepared_turn(p, prepared_path(p, 1));
+	/* t2 and t3 are siblings: the path is the last started's branch */
+	assert_string_equal(path_ids(p), "t1 t3");
+	assert_ptr_equal(prepared_active_leaf(p), prepared_turn(p, 2));
+	const struct prepared_turn *t = prepared_turn(p, 1);
 	assert_string_equal(t->id, "t2");
 	assert_string_equal(t->parent, "t1");
+	assert_int_equal(t->parent_index, 0);
 	assert_string_equal(t->outcome, "canceled");
 	assert_int_equal(t->start, 3);
+	assert_int_equal(t->seq, 3);
 	assert_int_equal(t->end, 4);
 	assert_null(prepared_turn(p, 0)->parent);
+	assert_int_equal(prepared_turn(p, 0)->parent_index, PREPARED_NONE);
 	assert_string_equal(prepared_open_turn(p)->id, "t3");
 	assert_int_equal(prepared_open_turn(p)->end, PREPARED_OPEN);
 	assert_null(prepared_open_turn(p)->outcome);
@@ -79,6 +99,7 @@ static void test_turns_parents_path_and_open_turn(void **state)
 	lbytes_commit(&l);
 	p = prep(&l);
 	assert_string_equal(prepared_open_turn(p)->id, "t4");
+	assert_string_equal(path_ids(p), "t1 t3 t4 t5");
 	prepared_free(p);
 	/* A turn id started again is a new turn; the old one is not open. */
 	lbytes_event(&l, "turn/end", "t4", "{\"outcome\":\"completed\"}");
@@ -89,6 +110,168 @@ static void test_turns_parents_path_and_open_turn(void **state)
 	assert_string_equal(prepared_open_turn(p)->id, "t1");
 	assert_string_equal(prepared_open_turn(p)->parent, "t5");
 	assert_ptr_equal(prepared_find_turn(p, "t1"), prepared_turn(p, 5));
+	assert_string_equal(path_ids(p), "t1 t3 t4 t5 t1");
+	prepared_free(p);
+	lbytes_release(&l);
+}
+
+/* An old log leaves parent_turn out: each turn continues the previous
+ * turn/start; null is a root, never the previous turn. */
+static void test_absent_parent_is_the_previous_turn_null_a_root(void **state)
+{
+	(void)state;
+	struct logbytes l;
+	lbytes_init(&l);
+	lbytes_event(&l, "turn/start", "t1", NULL);
+	lbytes_event(&l, "turn/start", "t2", "{}");
+	lbytes_event(&l, "turn/start", "t3", "{}");
+	lbytes_commit(&l);
+	struct prepared *p = prep(&l);
+	assert_null(prepared_turn(p, 0)->parent); /* the first: no previous turn */
+	assert_string_equal(prepared_turn(p, 1)->parent, "t1");
+	assert_string_equal(prepared_turn(p, 2)->parent, "t2");
+	assert_string_equal(path_ids(p), "t1 t2 t3");
+	prepared_free(p);
+	lbytes_event(&l, "turn/start", "t4", "{\"parent_turn\":null}");
+	lbytes_event(&l, "turn/start", "t5", "{\"parent_turn\":\"t9\"}"); /* never started: a root */
+	lbytes_commit(&l);
+	p = prep(&l);
+	assert_null(prepared_turn(p, 3)->parent);
+	assert_int_equal(prepared_turn(p, 3)->parent_index, PREPARED_NONE);
+	assert_null(prepared_turn(p, 4)->parent);
+	assert_string_equal(path_ids(p), "t5");
+	prepared_free(p);
+	lbytes_event(&l, "turn/start", "t6", NULL);
+	lbytes_commit(&l);
+	p = prep(&l);
+	assert_string_equal(path_ids(p), "t5 t6");
+	prepared_free(p);
+	lbytes_release(&l);
+}
+
+/* branch/rewind moves the active leaf: to a turn (rewind or checkout),
+ * before the first turn (null); a later turn/start moves it again. One
+ * without to_turn, or naming a turn not started before it, moves nothing. */
+static void test_rewind_and_checkout_move_the_active_leaf(void **state)
+{
+	(void)state;
+	struct logbytes l;
+	lbytes_init(&l);
+	lbytes_event(&l, "turn/start", "t1", "{\"parent_turn\":null}");
+	lbytes_event(&l, "turn/end", "t1", "{\"outcome\":\"completed\"}");
+	lbytes_event(&l, "turn/start", "t2", "{\"parent_turn\":\"t1\"}");
+	lbytes_event(&l, "turn/end", "t2", "{\"outcome\":\"completed\"}");
+	lbytes_event(&l, "branch/rewind", NULL,
+		     "{\"to_turn\":\"t1\",\"from_leaf\":\"t2\",\"source_next_seq\":5}");
+	lbytes_commit(&l);
+	struct prepared *p = prep(&l);
+	assert_string_equal(path_ids(p), "t1");
+	assert_string_equal(prepared_active_leaf(p)->id, "t1");
+	prepared_free(p);
+	/* a new turn after the rewind continues t1: a branch */
+	lbytes_event(&l, "turn/start", "t3", "{\"parent_turn\":\"t1\"}");
+	lbytes_event(&l, "turn/end", "t3", "{\"outcome\":\"completed\"}");
+	lbytes_commit(&l);
+	p = prep(&l);
+	assert_string_equal(path_ids(p), "t1 t3");
+	assert_int_equal(prepared_turn(p, 2)->seq, 6);
+	prepared_free(p);
+	/* checking out the abandoned branch */
+	lbytes_event(&l, "branch/rewind", NULL, "{\"to_turn\":\"t2\",\"from_leaf\":\"t3\"}");
+	lbytes_commit(&l);
+	p = prep(&l);
+	assert_string_equal(path_ids(p), "t1 t2");
+	prepared_free(p);
+	/* moving nothing: no to_turn, a turn never started */
+	lbytes_event(&l, "branch/rewind", NULL, "{}");
+	lbytes_event(&l, "branch/rewind", NULL, "{\"to_turn\":\"t7\"}");
+	lbytes_commit(&l);
+	p = prep(&l);
+	assert_string_equal(path_ids(p), "t1 t2");
+	prepared_free(p);
+	/* before the first turn: an empty path, no leaf */
+	lbytes_event(&l, "branch/rewind", NULL, "{\"to_turn\":null,\"from_leaf\":\"t2\"}");
+	lbytes_commit(&l);
+	p = prep(&l);
+	assert_int_equal(prepared_path_len(p), 0);
+	assert_null(prepared_active_leaf(p));
+	assert_int_equal(prepared_n_turns(p), 3); /* nothing is deleted */
+	prepared_free(p);
+	lbytes_event(&l, "turn/start", "t4", "{\"parent_turn\":null}");
+	lbytes_commit(&l);
+	p = prep(&l);
+	assert_string_equal(path_ids(p), "t4");
+	prepared_free(p);
+	lbytes_release(&l);
+}
+
+/* A foreign log that starts an id again: a name means the latest
+ * turn/start with it before the reference, and entries carry that seq. */
+static void test_a_repeated_id_means_its_latest_start_before(void **state)
+{
+	(void)state;
+	struct logbytes l;
+	lbytes_init(&l);
+	lbytes_event(&l, "turn/start", "a", "{\"parent_turn\":null}");   /* seq 1 */
+	lbytes_event(&l, "turn/start", "b", "{\"parent_turn\":\"a\"}"); /* seq 2: the a at 1 */
+	lbytes_event(&l, "turn/start", "a", NULL);                        /* seq 3: after b */
+	lbytes_event(&l, "turn/start", "c", "{\"parent_turn\":\"a\"}"); /* seq 4: the a at 3 */
+	lbytes_event(&l, "turn/start", "a", "{\"parent_turn\":\"a\"}"); /* seq 5: the a at 3 */
+	lbytes_commit(&l);
+	struct prepared *p = prep(&l);
+	assert_int_equal(prepared_n_turns(p), 5);
+	assert_int_equal(prepared_turn(p, 1)->parent_index, 0);
+	assert_int_equal(prepared_turn(p, 2)->parent_index, 1);
+	assert_int_equal(prepared_turn(p, 3)->parent_index, 2);
+	assert_int_equal(prepared_turn(p, 4)->parent_index, 2);
+	assert_int_equal(prepared_turn(p, prepared_turn(p, 3)->parent_index)->seq, 3);
+	assert_string_equal(path_ids(p), "a b a a");
+	assert_int_equal(prepared_active_leaf(p)->seq, 5);
+	prepared_free(p);
+	/* a rewind to "a" means the a started last (seq 5), not an older one */
+	lbytes_event(&l, "branch/rewind", NULL, "{\"to_turn\":\"c\"}");
+	lbytes_event(&l, "branch/rewind", NULL, "{\"to_turn\":\"a\"}");
+	lbytes_commit(&l);
+	p = prep(&l);
+	assert_int_equal(prepared_active_leaf(p)->seq, 5);
+	assert_int_equal(prepared_path_len(p), 4);
+	static const uint64_t seqs[] = {1, 2, 3, 5};
+	for (size_t k = 0; k < 4; k++)
+		assert_int_equal(prepared_turn(p, prepared_path(p, k))->seq, seqs[k]);
+	prepared_free(p);
+	lbytes_release(&l);
+}
+
+/* A new turn is named t<N+1> over every turn of every branch: N counts the
+ * turns, or is the highest t<k> of the log when higher (foreign ids). */
+static void test_turn_number_names_no_turn_of_any_branch(void **state)
+{
+	(void)state;
+	struct logbytes l;
+	lbytes_init(&l);
+	struct prepared *p = prep(&l);
+	assert_int_equal(prepared_turn_number(p), 0);
+	prepared_free(p);
+	lbytes_event(&l, "turn/start", "t1", "{\"parent_turn\":null}");
+	lbytes_event(&l, "turn/start", "t2", "{\"parent_turn\":\"t1\"}");
+	lbytes_event(&l, "branch/rewind", NULL, "{\"to_turn\":null}");
+	lbytes_commit(&l);
+	p = prep(&l);
+	assert_int_equal(prepared_turn_number(p), 2); /* t2 is off the active path: still taken */
+	prepared_free(p);
+	lbytes_event(&l, "turn/start", "t7", "{\"parent_turn\":null}");
+	lbytes_event(&l, "turn/start", "t07", NULL);
+	lbytes_event(&l, "turn/start", "x", NULL);
+	lbytes_event(&l, "turn/start", "t99999999999999999999", NULL);
+	lbytes_commit(&l);
+	p = prep(&l);
+	assert_int_equal(prepared_turn_number(p), 7);
+	prepared_free(p);
+	lbytes_event(&l, "turn/start", "t1", NULL); /* a repeated id counts as a turn */
+	lbytes_event(&l, "turn/start", "t1", NULL);
+	lbytes_commit(&l);
+	p = prep(&l);
+	assert_int_equal(prepared_turn_number(p), 8);
 	prepared_free(p);
 	lbytes_release(&l);
 }
@@ -545,6 +728,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_turns_parents_path_and_open_turn),
+		cmocka_unit_test(test_absent_parent_is_the_previous_turn_null_a_root),
+		cmocka_unit_test(test_rewind_and_checkout_move_the_active_leaf),
+		cmocka_unit_test(test_a_repeated_id_means_its_latest_start_before),
+		cmocka_unit_test(test_turn_number_names_no_turn_of_any_branch),
 		cmocka_unit_test(test_unmatched_calls_and_queued_inputs),
 		cmocka_unit_test(test_settings_in_effect_are_the_latest_of_each),
 		cmocka_unit_test(test_settings_system_prompt_replaced_cleared_and_compared),
