@@ -31,13 +31,9 @@ int prompt_report_exit_of(const cJSON *done, bool settled_ok)
 	if (!outcome)
 		return EXIT_UNCERTAIN;
 	if (strcmp(outcome, "not_started") == 0) {
-		static const enum cerr_class classes[] = {CERR_IO, CERR_USAGE, CERR_MISSING,
-							  CERR_CORRUPT, CERR_UNSUPPORTED,
-							  CERR_CONFLICT, CERR_LOCKED, CERR_BUSY};
-		for (size_t i = 0; cls && i < sizeof classes / sizeof *classes; i++)
-			if (strcmp(cls, cerr_class_name(classes[i])) == 0)
-				return cerr_exit_code(classes[i]);
-		return CERR_IO;
+		/* The store's class says why it did not start (io, locked, ...). */
+		enum cerr_class c;
+		return cerr_class_of(cls, &c) && c != CERR_OK ? cerr_exit_code(c) : CERR_IO;
 	}
 	if (!settled_ok)
 		return EXIT_UNCERTAIN;
