@@ -267,7 +267,7 @@ static void print_turn_end(struct hl *h, const cJSON *t)
 		out_str(h, "\n", 1);
 	h->wrote_text = false;
 	const char *outcome = str_of(t, "outcome");
-	if (outcome && strcmp(outcome, "completed") == 0 && !cJSON_GetObjectItem(t, "saved"))
+	if (vocab_outcome_of(outcome) == VO_COMPLETED && !cJSON_GetObjectItem(t, "saved"))
 		return;
 	const char *msg = str_of(cJSON_GetObjectItem(t, "error"), "message");
 	const char *save = str_of(t, "save_error");
@@ -363,19 +363,28 @@ static void read_cb(struct sink *s, const struct sink_item *it, void *ctx)
 			print_text(h, it->text, it->len);
 		break;
 	case SINK_NOTICE:
-		if (strcmp(it->name, "unsaved") == 0)
+		switch (it->notice) {
+		case SINK_NOTICE_UNSAVED:
 			h->stopping = true;
-		else if (strcmp(it->name, "interaction") == 0)
+			break;
+		case SINK_NOTICE_INTERACTION:
 			answer(h, it->data);
+			break;
+		case SINK_NOTICE_SAVED:
+		case SINK_NOTICE_HELD:
+		case SINK_NOTICE_TOOL_CALL:
+		case SINK_NOTICE_UNKNOWN:
+			break;
+		}
 		break;
 	case SINK_MARKER:
-		if (strcmp(it->name, "turn_done") == 0) {
+		if (it->marker == SINK_MARKER_TURN_DONE) {
 			/* Everything before it was applied (printed): settle. */
 			if (!prompt_report_done(&h->rep, it->data, clock_unix_ms()))
 				h->stopping = true;
 			if (host_applied(h->p.host, it, &err) < 0)
 				cli_printf(stderr, "cairn: %s\n", err.msg);
-		} else if (strcmp(it->name, "settled") == 0) {
+		} else if (it->marker == SINK_MARKER_SETTLED) {
 			bool ok = cJSON_IsTrue(cJSON_GetObjectItem(it->data, "ok"));
 			const char *msg = str_of(cJSON_GetObjectItem(it->data, "error"), "message");
 			if (!prompt_report_settled(&h->rep, ok, msg))

@@ -1,6 +1,7 @@
 /* prompt_report.c — the turns of a headless run and its exit code
  * (prompt_report.h). */
 #include "app/prompt_report.h"
+#include "persist/vocab.h"
 
 #include <string.h>
 
@@ -30,27 +31,30 @@ int prompt_report_exit_of(const cJSON *done, bool settled_ok)
 	if (!outcome)
 		return EXIT_UNCERTAIN;
 	if (strcmp(outcome, "not_started") == 0) {
-		static const enum cerr_class classes[] = {CERR_IO, CERR_USAGE, CERR_MISSING,
-							  CERR_CORRUPT, CERR_UNSUPPORTED,
-							  CERR_CONFLICT, CERR_LOCKED, CERR_BUSY};
-		for (size_t i = 0; cls && i < sizeof classes / sizeof *classes; i++)
-			if (strcmp(cls, cerr_class_name(classes[i])) == 0)
-				return cerr_exit_code(classes[i]);
-		return CERR_IO;
+		/* The store's class says why it did not start (io, locked, ...). */
+		enum cerr_class c;
+		return cerr_class_of(cls, &c) && c != CERR_OK ? cerr_exit_code(c) : CERR_IO;
 	}
 	if (!settled_ok)
 		return EXIT_UNCERTAIN;
-	if (strcmp(outcome, "completed") == 0)
-		return 0;
-	if (strcmp(outcome, "canceled") == 0)
-		return EXIT_CANCELED;
-	if (cls && strcmp(cls, "provider") == 0)
-		return EXIT_PROVIDER;
-	if (cls && strcmp(cls, "delivery_unknown") == 0)
-		return EXIT_DELIVERY;
-	if (cls && strcmp(cls, "step_limit") == 0)
-		return EXIT_STEP_LIMIT;
-	return EXIT_UNCERTAIN; /* capture_failed */
+	switch (vocab_outcome_of(outcome)) {
+	case VO_COMPLETED: return 0;
+	case VO_CANCELED: return EXIT_CANCELED;
+	case VO_FAILED:
+	case VO_INTERRUPTED:
+	case VO_UNKNOWN:
+		break;
+	}
+	switch (vocab_error_of(cls)) {
+	case VE_PROVIDER: return EXIT_PROVIDER;
+	case VE_DELIVERY_UNKNOWN: return EXIT_DELIVERY;
+	case VE_STEP_LIMIT: return EXIT_STEP_LIMIT;
+	case VE_CAPTURE_FAILED:
+	case VE_INTERRUPTED:
+	case VE_OTHER:
+		break;
+	}
+	return EXIT_UNCERTAIN;
 }
 
 bool prompt_report_done(struct prompt_report *r, const cJSON *done, int64_t now_ms)
@@ -71,7 +75,7 @@ bool prompt_report_done(struct prompt_report *r, const cJSON *done, int64_t now_
 	cJSON_AddItemToArray(r->turns, t);
 	buf_reset(&r->text);
 	r->turn_started = now_ms;
-	return strcmp(outcome, "completed") == 0;
+	return vocab_outcome_of(outcome) == VO_COMPLETED;
 }
 
 bool prompt_report_settled(struct prompt_report *r, bool ok, const char *message)

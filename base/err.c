@@ -69,6 +69,16 @@ const char *cerr_class_name(enum cerr_class cls)
 	return "io";
 }
 
+bool cerr_class_of(const char *name, enum cerr_class *cls)
+{
+	for (int c = CERR_OK; name && c <= CERR_BUSY; c++)
+		if (strcmp(cerr_class_name((enum cerr_class)c), name) == 0) {
+			*cls = (enum cerr_class)c;
+			return true;
+		}
+	return false;
+}
+
 int cerr_exit_code(enum cerr_class cls)
 {
 	return (int)cls;

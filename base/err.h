@@ -37,6 +37,9 @@ void cerr_clear(struct cerr *err);
 void cerr_prefix(struct cerr *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Stable lowercase name of a class ("io", "corrupt", ...); static storage. */
 const char *cerr_class_name(enum cerr_class cls);
+/* The class named name (NULL allowed) into *cls: false when no class has
+ * that name. */
+bool cerr_class_of(const char *name, enum cerr_class *cls);
 /* The CLI exit code of a class. */
 int cerr_exit_code(enum cerr_class cls);
 /* Rank for "most severe" comparisons (higher is more severe). */

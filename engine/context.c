@@ -233,7 +233,7 @@ static char *result_text(const cJSON *data, const char *whole, bool *is_error, s
 		o = out->valuestring;
 	else if (out && !cJSON_IsNull(out))
 		o = printed = json_print(out);
-	*is_error = !status || strcmp(status, "ok") != 0;
+	*is_error = vocab_status_of(status) != VS_OK;
 	struct buf b = BUF_INIT;
 	if (*is_error && !says_status(o))
 		buf_printf(&b, "[%s]%s", status ? status : "error", *o ? " " : "");

@@ -171,7 +171,7 @@ void host_defer(struct op *op, const struct cerr *err)
 	uv_idle_start(&h->idle, idle_cb);
 }
 
-void host_notice(struct hsess *s, const char *name, const struct cerr *err)
+void host_notice(struct hsess *s, enum sink_notice n, const struct cerr *err)
 {
 	cJSON *d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "session", s->id);
@@ -182,7 +182,7 @@ void host_notice(struct hsess *s, const char *name, const struct cerr *err)
 	}
 	struct sink_op op;
 	sink_op_set(&op, s->id, s->generation, 0);
-	sink_publish_notice(s->h->d.sink, &op, name, d);
+	sink_publish_notice(s->h->d.sink, &op, n, d);
 	cJSON_Delete(d);
 }
 

@@ -5,10 +5,11 @@
  * The host owns the runtime of every session it has open (created here or
  * opened through the FIFO's open item: locked, repaired, prepared), starts
  * their turns on the runner, and publishes into the sink what its
- * consumer must know besides the turns' own items: notices "queued",
- * "dequeued", "unsaved", "saved", "closed". A turn's runner adds
- * "interaction" (an approval to ask for) and "tool_call" {provider_id,
- * name} (the model began a tool call: its arguments are streaming).
+ * consumer must know besides the turns' own items: the notices
+ * SINK_NOTICE_UNSAVED, _SAVED and _HELD (sink.h lists them all). A turn's
+ * runner adds _INTERACTION (an approval to ask for) and _TOOL_CALL
+ * {provider_id, name} (the model began a tool call: its arguments are
+ * streaming).
  *
  * Every command completes through its callback on the loop, never from
  * inside the call (a command refused at once returns -1 with err and its

@@ -140,7 +140,7 @@ void host_complete(struct op *op, const struct cerr *err);
 void host_fill_head(struct op *op);
 int host_refuse(const struct host *h, const struct hsess *s, const char *id, struct cerr *err);
 void host_check_close(struct host *h);
-void host_notice(struct hsess *s, const char *name, const struct cerr *err);
+void host_notice(struct hsess *s, enum sink_notice n, const struct cerr *err);
 /* Free a released session (host_write.c calls it once the FIFO let it go). */
 void host_forget(struct hsess *s);
 void host_set_str(char **slot, const char *v);

@@ -141,7 +141,7 @@ static void dispatch(struct hsess *s)
 		host_queue_del(s, k);
 		if (host_turn_start(s, id, text, id, NULL, &err) < 0) {
 			host_queue_add(s, id, text, false, true); /* held where it was */
-			host_notice(s, "held", &err);
+			host_notice(s, SINK_NOTICE_HELD, &err);
 		}
 		free(id);
 		free(text);
@@ -203,9 +203,9 @@ void host_turn_settled(void *ud, struct runner_settlement *st)
 		st->unsaved = NULL;
 		s->unsaved_seq = s->post_seq = st->unsaved_seq;
 		s->unsaved_version = st->unsaved_version;
-		host_notice(s, "unsaved", st->err);
+		host_notice(s, SINK_NOTICE_UNSAVED, st->err);
 	}
-	s->last_ok = st->ok && strcmp(st->outcome, "completed") == 0;
+	s->last_ok = st->ok && vocab_outcome_of(st->outcome) == VO_COMPLETED;
 	if (!s->last_ok)
 		for (size_t k = 0; k < s->nq; k++)
 			s->q[k].armed = false; /* wait for an explicit send */
@@ -230,7 +230,7 @@ static void recovered(struct fifo_item *it, void *ctx, const struct fifo_receipt
 	if (err) {
 		s->save = HOST_UNSAVED;
 		s->post_seq = s->unsaved_seq;
-		host_notice(s, "unsaved", err);
+		host_notice(s, SINK_NOTICE_UNSAVED, err);
 	} else {
 		/* Durable now: the consumer and the context see the events. */
 		uint64_t seq = s->unsaved_seq;
@@ -251,7 +251,7 @@ static void recovered(struct fifo_item *it, void *ctx, const struct fifo_receipt
 		s->save = HOST_SAVED;
 		s->next_seq = r->next_seq;
 		s->version = r->content_version;
-		host_notice(s, "saved", NULL);
+		host_notice(s, SINK_NOTICE_SAVED, NULL);
 	}
 	while (s->recovery_waiters) {
 		struct op *op = s->recovery_waiters;
@@ -275,7 +275,7 @@ void host_recover(struct hsess *s, struct op *waiter)
 					      cJSON_Duplicate(s->unsaved, 1));
 	struct cerr err;
 	if (fifo_post(h->d.fifo, it, recovered, s, &err) < 0) {
-		host_notice(s, "unsaved", &err);
+		host_notice(s, SINK_NOTICE_UNSAVED, &err);
 		while (s->recovery_waiters) {
 			struct op *op = s->recovery_waiters;
 			s->recovery_waiters = op->next;
@@ -386,7 +386,7 @@ int host_respond(struct host *h, const char *id, const char *request_id, const c
 
 int host_applied(struct host *h, const struct sink_item *m, struct cerr *err)
 {
-	if (m->kind != SINK_MARKER || strcmp(m->name, "turn_done") != 0)
+	if (m->kind != SINK_MARKER || m->marker != SINK_MARKER_TURN_DONE)
 		return 0;
 	return runner_settle(h->run, &m->op, err);
 }

@@ -135,16 +135,16 @@ static void publish_done(struct turn *t)
 		cJSON_AddStringToObject(m, "text", t->text);
 	if (t->dequeued) /* ... unless it was queued input: then it stays queued */
 		cJSON_AddStringToObject(m, "input_id", t->dequeued);
-	sink_publish_marker(t->r->d.sink, &t->op, "turn_done", m);
+	sink_publish_marker(t->r->d.sink, &t->op, SINK_MARKER_TURN_DONE, m);
 	cJSON_Delete(m);
 }
 
 /* End the turn after its calls: step/end and turn/end into the capture. */
-void runner_end_turn(struct turn *t, const char *outcome)
+void runner_end_turn(struct turn *t, enum vocab_outcome outcome)
 {
-	t->outcome = outcome;
+	t->outcome = vocab_outcome_name(outcome);
 	cJSON *d = cJSON_CreateObject();
-	cJSON_AddStringToObject(d, "outcome", outcome);
+	cJSON_AddStringToObject(d, "outcome", t->outcome);
 	if (t->error)
 		cJSON_AddItemToObject(d, "error", cJSON_Duplicate(t->error, 1));
 	cJSON *u = runner_usage_json(&t->total);
@@ -220,8 +220,7 @@ static void before_done(struct fifo_item *it, void *ctx, const struct fifo_recei
 	capture_on_pressure(t->cap, cap_pressure, t);
 	runner_note_flush(t);
 	if (t->cancel) {
-		t->outcome = "canceled";
-		runner_end_turn(t, "canceled");
+		runner_end_turn(t, VO_CANCELED);
 		return;
 	}
 	runner_step_start(t);

@@ -51,7 +51,7 @@ struct turn {
 	struct approvals *grants;
 	struct toolstep *ts;          /* this step's tool calls */
 	struct toolstep *ts_old;      /* the last step's, freed once out of its own callback */
-	const char *pending_outcome;  /* the step's outcome while its calls are answered */
+	enum vocab_outcome pending_outcome; /* the step's outcome while its calls are answered */
 	struct stream_usage total;    /* the usage of every step */
 	uint64_t next_seq, version;
 	bool cancel;
@@ -87,7 +87,7 @@ cJSON *runner_usage_json(const struct stream_usage *u);
 /* The turn's error {"class","message","http_status"?}, replacing any. */
 void runner_set_error(struct turn *t, const char *cls, const char *message, long http_status);
 /* End the turn: turn/end captured, the turn_done marker published. */
-void runner_end_turn(struct turn *t, const char *outcome);
+void runner_end_turn(struct turn *t, enum vocab_outcome outcome);
 
 /* runner_step.c */
 /* Start the turn's next model call. */

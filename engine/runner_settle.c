@@ -39,7 +39,7 @@ static void settled(struct turn *t, uint64_t next_seq, uint64_t version, const s
 		cJSON_AddNumberToObject(m, "next_seq", (double)next_seq);
 		cJSON_AddNumberToObject(m, "version", (double)version);
 	}
-	sink_publish_marker(r->d.sink, &t->op, "settled", m);
+	sink_publish_marker(r->d.sink, &t->op, SINK_MARKER_SETTLED, m);
 	cJSON_Delete(m);
 	runner_unlink(r, t);
 	runner_turn_free(t);

@@ -40,7 +40,7 @@ static void commit_cb(struct capture *c, void *ctx, const struct cerr *err)
 		return;
 	if (err || t->cancel) {
 		if (err)
-			runner_set_error(t, "capture_failed", err->msg, 0);
+			runner_set_error(t, vocab_error_name(VE_CAPTURE_FAILED), err->msg, 0);
 		call_cancel(t->call); /* nothing more goes to the provider */
 		return;
 	}
@@ -119,7 +119,7 @@ static void on_event(void *ud, struct call *c, const struct stream_event *ev)
 		cJSON *d = cJSON_CreateObject();
 		cJSON_AddStringToObject(d, "provider_id", ev->id ? ev->id : "");
 		cJSON_AddStringToObject(d, "name", ev->name ? ev->name : "");
-		sink_publish_notice(s, &t->op, "tool_call", d);
+		sink_publish_notice(s, &t->op, SINK_NOTICE_TOOL_CALL, d);
 		cJSON_Delete(d);
 		break;
 	}
@@ -169,7 +169,7 @@ static int ts_commit(void *ud, toolstep_commit_fn fn, void *arg)
 static void ts_ask(void *ud, const cJSON *request)
 {
 	struct turn *t = ud;
-	sink_publish_notice(t->r->d.sink, &t->op, "interaction", request);
+	sink_publish_notice(t->r->d.sink, &t->op, SINK_NOTICE_INTERACTION, request);
 }
 
 static void next_step(struct capture *c, void *ctx, const struct cerr *err)
@@ -177,10 +177,10 @@ static void next_step(struct capture *c, void *ctx, const struct cerr *err)
 	(void)c;
 	struct turn *t = ctx;
 	if (err) {
-		runner_set_error(t, "capture_failed", err->msg, 0);
-		runner_end_turn(t, "failed");
+		runner_set_error(t, vocab_error_name(VE_CAPTURE_FAILED), err->msg, 0);
+		runner_end_turn(t, VO_FAILED);
 	} else if (t->cancel) {
-		runner_end_turn(t, "canceled");
+		runner_end_turn(t, VO_CANCELED);
 	} else {
 		runner_step_start(t); /* the results are durable, and so in the context */
 	}
@@ -194,22 +194,22 @@ static void ts_done(void *ud, enum toolstep_end end, const struct cerr *err)
 	toolstep_free(t->ts_old);
 	t->ts_old = t->ts; /* we are inside its callback */
 	t->ts = NULL;
-	const char *outcome = t->pending_outcome;
+	enum vocab_outcome outcome = t->pending_outcome;
 	if (end == TOOLSTEP_FAILED) {
-		runner_set_error(t, "capture_failed", err ? err->msg : "a save failed", 0);
-		runner_end_turn(t, "failed");
-	} else if (strcmp(outcome, "completed") != 0) {
+		runner_set_error(t, vocab_error_name(VE_CAPTURE_FAILED), err ? err->msg : "a save failed", 0);
+		runner_end_turn(t, VO_FAILED);
+	} else if (outcome != VO_COMPLETED) {
 		runner_end_turn(t, outcome);
 	} else if (end == TOOLSTEP_CANCELED || t->cancel) {
-		runner_end_turn(t, "canceled");
+		runner_end_turn(t, VO_CANCELED);
 	} else if (over) {
 		char msg[128];
 		snprintf(msg, sizeof msg, "the turn reached its step limit (%u model calls)", t->max_steps);
-		runner_set_error(t, "step_limit", msg, 0);
-		runner_end_turn(t, "failed");
+		runner_set_error(t, vocab_error_name(VE_STEP_LIMIT), msg, 0);
+		runner_end_turn(t, VO_FAILED);
 	} else if (capture_commit(t->cap, next_step, t) < 0) {
-		runner_set_error(t, "capture_failed", "the turn's capture is closing", 0);
-		runner_end_turn(t, "failed");
+		runner_set_error(t, vocab_error_name(VE_CAPTURE_FAILED), "the turn's capture is closing", 0);
+		runner_end_turn(t, VO_FAILED);
 	}
 }
 
@@ -256,32 +256,32 @@ static void on_done(void *ud, struct call *c, const struct call_result *res)
 		cJSON_AddItemToObject(d, "usage", u);
 	capture_event(t->cap, VT_STEP_END, t->id, d);
 	cJSON_Delete(d);
-	const char *outcome = "completed";
+	enum vocab_outcome outcome = VO_COMPLETED;
 	if (capture_state(t->cap) == CAPTURE_FAILED) {
 		if (!t->error)
-			runner_set_error(t, "capture_failed", capture_error(t->cap)->msg, 0);
-		outcome = "failed";
+			runner_set_error(t, vocab_error_name(VE_CAPTURE_FAILED), capture_error(t->cap)->msg, 0);
+		outcome = VO_FAILED;
 	} else {
 		switch (res->outcome) {
 		case CALL_COMPLETE:
 			break;
 		case CALL_PROVIDER_ERROR:
-			runner_set_error(t, "provider", res->message, res->http_status);
-			outcome = "failed";
+			runner_set_error(t, vocab_error_name(VE_PROVIDER), res->message, res->http_status);
+			outcome = VO_FAILED;
 			break;
 		case CALL_DELIVERY_UNKNOWN:
-			runner_set_error(t, "delivery_unknown", res->message, res->http_status);
-			outcome = "failed";
+			runner_set_error(t, vocab_error_name(VE_DELIVERY_UNKNOWN), res->message, res->http_status);
+			outcome = VO_FAILED;
 			break;
 		case CALL_CANCELED:
-			outcome = t->error ? "failed" : "canceled";
+			outcome = t->error ? VO_FAILED : VO_CANCELED;
 			break;
 		}
 	}
 	if (t->ts) {
 		/* Every call gets its result: run them, or answer them unrun. */
-		if (strcmp(outcome, "completed") != 0)
-			toolstep_cancel(t->ts, strcmp(outcome, "canceled") == 0
+		if (outcome != VO_COMPLETED)
+			toolstep_cancel(t->ts, outcome == VO_CANCELED
 						       ? NULL
 						       : "the model's reply failed before it could run");
 		t->pending_outcome = outcome;

@@ -142,12 +142,12 @@ void toolstep_add(struct toolstep *ts, const struct stream_event *ev)
 
 static void next(struct toolstep *ts);
 
-static void result(struct toolstep *ts, struct tcall *c, const char *status, const char *output,
+static void result(struct toolstep *ts, struct tcall *c, enum vocab_status status, const char *output,
 		   const struct tool_result *r)
 {
 	cJSON *d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "call_id", c->id);
-	cJSON_AddStringToObject(d, "status", status);
+	cJSON_AddStringToObject(d, "status", vocab_status_name(status));
 	cJSON_AddStringToObject(d, "output", output);
 	if (r) {
 		if (r->exit_code >= 0 && strcmp(c->name, "shell") == 0)
@@ -194,11 +194,11 @@ static void tool_done(void *ctx, struct tool_run *run, struct tool_result *r)
 	if (r->status == TOOL_CANCELED) {
 		char *t = closer_text(CLOSER_CANCELED, NULL);
 		char *out = *text ? xasprintf("%s\n%s", t, text) : xstrdup(t);
-		result(ts, c, "canceled", out, r);
+		result(ts, c, VS_CANCELED, out, r);
 		free(out);
 		free(t);
 	} else {
-		result(ts, c, r->status == TOOL_OK ? "ok" : "error", text, r);
+		result(ts, c, r->status == TOOL_OK ? VS_OK : VS_ERROR, text, r);
 	}
 	tool_result_release(r);
 }
@@ -221,7 +221,7 @@ static void started(void *arg, const struct cerr *err)
 	ts->run = tool_start(ts->o.tools, c->name, c->args, tool_done, ts, &e);
 	if (!ts->run) {
 		char *msg = xasprintf("error: %s", e.msg);
-		result(ts, c, "error", msg, NULL);
+		result(ts, c, VS_ERROR, msg, NULL);
 		free(msg);
 	}
 }
@@ -355,13 +355,13 @@ static void next(struct toolstep *ts)
 		closer(ts, c, CLOSER_NOT_EXECUTED, "its arguments were cut off by the output limit");
 	} else if (!known_tool(c->name)) {
 		char *msg = xasprintf("error: there is no tool named '%s'", c->name);
-		result(ts, c, "error", msg, NULL);
+		result(ts, c, VS_ERROR, msg, NULL);
 		free(msg);
 	} else if (c->args_error) {
 		char *msg = xasprintf("error: invalid arguments: %s; the call did not run. "
 				      "You sent: %s",
 				      c->args_error, c->args_text);
-		result(ts, c, "error", msg, NULL);
+		result(ts, c, VS_ERROR, msg, NULL);
 		free(msg);
 	} else {
 		c->st = C_DECIDING;

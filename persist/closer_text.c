@@ -4,23 +4,24 @@
 #include "base/xalloc.h"
 
 static const struct {
-	const char *status, *lead, *what, *next;
+	enum vocab_status status;
+	const char *lead, *what, *next;
 } T[] = {
-	[CLOSER_OUTCOME_UNKNOWN] = {"outcome_unknown", "outcome unknown",
+	[CLOSER_OUTCOME_UNKNOWN] = {VS_OUTCOME_UNKNOWN, "outcome unknown",
 				    "the session stopped while this tool was running, so it may "
 				    "or may not have taken effect",
 				    "Retry only read-only or idempotent operations; otherwise check "
 				    "the external state first or ask the user."},
-	[CLOSER_NOT_EXECUTED] = {"not_executed", "not executed", "this tool call did not run",
+	[CLOSER_NOT_EXECUTED] = {VS_NOT_EXECUTED, "not executed", "this tool call did not run",
 				 "It had no effect; call it again if it is still needed."},
-	[CLOSER_CANCELED] = {"canceled", "canceled",
+	[CLOSER_CANCELED] = {VS_CANCELED, "canceled",
 			     "the user canceled this tool while it ran; it may have partly "
 			     "taken effect",
 			     "Do not repeat it unless the user asks; check its effect first."},
-	[CLOSER_CANCELED_NOT_RUN] = {"canceled", "canceled",
+	[CLOSER_CANCELED_NOT_RUN] = {VS_CANCELED, "canceled",
 				     "not run: the user canceled before it started",
 				     "It had no effect; do not repeat it unless the user asks."},
-	[CLOSER_DENIED] = {"denied", "denied", "the user did not allow this call",
+	[CLOSER_DENIED] = {VS_DENIED, "denied", "the user did not allow this call",
 			   "Do not retry it as it is; take another approach or ask the user."},
 };
 
@@ -31,7 +32,7 @@ char *closer_text(enum closer_kind k, const char *why)
 	return xasprintf("%s: %s. %s", T[k].lead, T[k].what, T[k].next);
 }
 
-const char *closer_status(enum closer_kind k)
+enum vocab_status closer_status(enum closer_kind k)
 {
 	return T[k].status;
 }

@@ -6,6 +6,8 @@
 #ifndef CAIRN_CLOSER_TEXT_H
 #define CAIRN_CLOSER_TEXT_H
 
+#include "persist/vocab.h"
+
 enum closer_kind {
 	CLOSER_OUTCOME_UNKNOWN, /* it started and no result was saved (a crash) */
 	CLOSER_NOT_EXECUTED,    /* it never ran */
@@ -17,8 +19,8 @@ enum closer_kind {
 /* "<status>: <what happened>[ (<why>)]. <what to do next>" — why (may be
  * NULL) names the cause, e.g. "the step limit was reached". Caller frees. */
 char *closer_text(enum closer_kind k, const char *why);
-/* The tool/result.status of k ("outcome_unknown", "not_executed",
- * "canceled", "denied"); static storage. */
-const char *closer_status(enum closer_kind k);
+/* The tool/result.status of k (VS_OUTCOME_UNKNOWN, VS_NOT_EXECUTED,
+ * VS_CANCELED, VS_DENIED). */
+enum vocab_status closer_status(enum closer_kind k);
 
 #endif

@@ -30,7 +30,7 @@ cJSON *repair_closers(const struct scan *s)
 			cJSON_AddStringToObject(d, "call_id", c->call_id);
 			enum closer_kind k = c->started ? CLOSER_OUTCOME_UNKNOWN : CLOSER_NOT_EXECUTED;
 			char *text = closer_text(k, c->started ? NULL : "the session stopped before it ran");
-			cJSON_AddStringToObject(d, "status", closer_status(k));
+			cJSON_AddStringToObject(d, "status", vocab_status_name(closer_status(k)));
 			cJSON_AddStringToObject(d, "output", text);
 			free(text);
 			cJSON_AddBoolToObject(d, "synthetic", 1);
@@ -39,10 +39,10 @@ cJSON *repair_closers(const struct scan *s)
 			cJSON_AddItemToArray(out, event_batch_event(VT_TOOL_RESULT, turn, d));
 		}
 		cJSON *d = cJSON_CreateObject();
-		cJSON_AddStringToObject(d, "outcome", "interrupted");
+		cJSON_AddStringToObject(d, "outcome", vocab_outcome_name(VO_INTERRUPTED));
 		cJSON_AddBoolToObject(d, "synthetic", 1);
 		cJSON *e = cJSON_AddObjectToObject(d, "error");
-		cJSON_AddStringToObject(e, "class", "interrupted");
+		cJSON_AddStringToObject(e, "class", vocab_error_name(VE_INTERRUPTED));
 		cJSON_AddStringToObject(e, "message", "the session stopped before this turn ended");
 		cJSON_AddItemToArray(out, event_batch_event(VT_TURN_END, turn, d));
 	}

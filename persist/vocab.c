@@ -8,10 +8,51 @@
 
 #include <string.h>
 
-static const char *const tool_status[] = {
-	"ok", "error", "denied", "not_executed", "outcome_unknown", "canceled", NULL};
-static const char *const turn_outcome[] = {
-	"completed", "canceled", "failed", "interrupted", NULL};
+#define VOCAB_NAME(e, name) [e] = name,
+/* NULL-terminated, as VK_ENUM fields take them. */
+static const char *const turn_outcome[] = {VOCAB_OUTCOMES(VOCAB_NAME)[VO_UNKNOWN] = NULL};
+static const char *const tool_status[] = {VOCAB_STATUSES(VOCAB_NAME)[VS_UNKNOWN] = NULL};
+static const char *const error_class[] = {VOCAB_ERROR_CLASSES(VOCAB_NAME)[VE_OTHER] = NULL};
+#undef VOCAB_NAME
+
+/* The index of name in the NULL-terminated list names, or n (not found). */
+static size_t name_index(const char *const *names, size_t n, const char *name)
+{
+	for (size_t i = 0; name && i < n; i++)
+		if (strcmp(names[i], name) == 0)
+			return i;
+	return n;
+}
+
+const char *vocab_outcome_name(enum vocab_outcome o)
+{
+	return (size_t)o < VO_UNKNOWN ? turn_outcome[o] : NULL;
+}
+
+const char *vocab_status_name(enum vocab_status st)
+{
+	return (size_t)st < VS_UNKNOWN ? tool_status[st] : NULL;
+}
+
+const char *vocab_error_name(enum vocab_error e)
+{
+	return (size_t)e < VE_OTHER ? error_class[e] : NULL;
+}
+
+enum vocab_outcome vocab_outcome_of(const char *name)
+{
+	return (enum vocab_outcome)name_index(turn_outcome, VO_UNKNOWN, name);
+}
+
+enum vocab_status vocab_status_of(const char *name)
+{
+	return (enum vocab_status)name_index(tool_status, VS_UNKNOWN, name);
+}
+
+enum vocab_error vocab_error_of(const char *name)
+{
+	return (enum vocab_error)name_index(error_class, VE_OTHER, name);
+}
 
 #define END {NULL, VK_ANY, false, NULL}
 /* "blob": the whole content when it was too long to keep inline (blob.h). */

@@ -70,6 +70,50 @@ enum vocab_type {
 
 #define VOCAB_N_TYPES ((size_t)VT_UNKNOWN)
 
+/* How a turn ended: turn/end's "outcome", X(enumerator, name). A closed
+ * list of format 1: any other value is unsupported. */
+#define VOCAB_OUTCOMES(X)                 \
+	X(VO_COMPLETED, "completed")       \
+	X(VO_CANCELED, "canceled")         \
+	X(VO_FAILED, "failed")             \
+	X(VO_INTERRUPTED, "interrupted")
+
+/* What became of a tool call: tool/result's "status". Closed as well. */
+#define VOCAB_STATUSES(X)                       \
+	X(VS_OK, "ok")                           \
+	X(VS_ERROR, "error")                     \
+	X(VS_DENIED, "denied")                   \
+	X(VS_NOT_EXECUTED, "not_executed")       \
+	X(VS_OUTCOME_UNKNOWN, "outcome_unknown") \
+	X(VS_CANCELED, "canceled")
+
+/* Why a turn failed: the "class" of turn/end's "error" that cairn writes.
+ * Open: a reader meets other classes too (the store's, cerr_class_name,
+ * when a turn could not start; a newer build's), and shows them by name. */
+#define VOCAB_ERROR_CLASSES(X)                     \
+	X(VE_PROVIDER, "provider")                  \
+	X(VE_DELIVERY_UNKNOWN, "delivery_unknown")  \
+	X(VE_STEP_LIMIT, "step_limit")              \
+	X(VE_CAPTURE_FAILED, "capture_failed")      \
+	X(VE_INTERRUPTED, "interrupted")
+
+#define VOCAB_ENUM(e, name) e,
+enum vocab_outcome { VOCAB_OUTCOMES(VOCAB_ENUM) VO_UNKNOWN /* not in the list */ };
+enum vocab_status { VOCAB_STATUSES(VOCAB_ENUM) VS_UNKNOWN /* not in the list */ };
+enum vocab_error { VOCAB_ERROR_CLASSES(VOCAB_ENUM) VE_OTHER /* not in the list */ };
+#undef VOCAB_ENUM
+
+/* The name of each (static storage); NULL for the sentinel or a value out
+ * of range. */
+const char *vocab_outcome_name(enum vocab_outcome o);
+const char *vocab_status_name(enum vocab_status s);
+const char *vocab_error_name(enum vocab_error e);
+/* The enumerator named name (NULL allowed); the sentinel (VO_UNKNOWN,
+ * VS_UNKNOWN, VE_OTHER) when no entry has that name. */
+enum vocab_outcome vocab_outcome_of(const char *name);
+enum vocab_status vocab_status_of(const char *name);
+enum vocab_error vocab_error_of(const char *name);
+
 struct vocab_entry {
 	enum vocab_type id;
 	const char *type;

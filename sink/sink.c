@@ -17,8 +17,7 @@ const struct sink_limits SINK_LIMITS_DEFAULT = {256 * 1024, 64 * 1024, 16 * 1024
 
 struct node {
 	struct sink_item it;
-	char *turn;       /* owned copies behind it.turn, it.name, it.data */
-	char *name;
+	char *turn;       /* owned copies behind it.turn, it.data */
 	cJSON *data;
 	struct buf text;  /* SINK_TEXT: the (coalesced) delta */
 	size_t bytes;     /* what it counts against the limits */
@@ -58,7 +57,6 @@ static size_t json_weight(const cJSON *v)
 static void node_free(struct node *nd)
 {
 	free(nd->turn);
-	free(nd->name);
 	cJSON_Delete(nd->data);
 	buf_release(&nd->text);
 	free(nd);
@@ -174,17 +172,52 @@ static struct node *push(struct sink *s, enum sink_kind kind, const struct sink_
 	return nd;
 }
 
-static void set_payload(struct sink *s, struct node *nd, const char *name, const cJSON *data)
+static const char *const notice_names[] = {
+#define SINK_NAME(e, name) [e] = name,
+	SINK_NOTICES(SINK_NAME)
+};
+static const char *const marker_names[] = {SINK_MARKERS(SINK_NAME)
+#undef SINK_NAME
+};
+
+_Static_assert(sizeof notice_names / sizeof *notice_names == SINK_NOTICE_UNKNOWN,
+	       "one name per notice");
+_Static_assert(sizeof marker_names / sizeof *marker_names == SINK_MARKER_UNKNOWN,
+	       "one name per marker");
+
+const char *sink_notice_name(enum sink_notice n)
 {
-	if (name) {
-		nd->name = xstrdup(name);
-		nd->it.name = nd->name;
-	}
+	return (size_t)n < SINK_NOTICE_UNKNOWN ? notice_names[n] : NULL;
+}
+
+const char *sink_marker_name(enum sink_marker m)
+{
+	return (size_t)m < SINK_MARKER_UNKNOWN ? marker_names[m] : NULL;
+}
+
+enum sink_notice sink_notice_of(const char *name)
+{
+	for (size_t i = 0; name && i < SINK_NOTICE_UNKNOWN; i++)
+		if (strcmp(notice_names[i], name) == 0)
+			return (enum sink_notice)i;
+	return SINK_NOTICE_UNKNOWN;
+}
+
+enum sink_marker sink_marker_of(const char *name)
+{
+	for (size_t i = 0; name && i < SINK_MARKER_UNKNOWN; i++)
+		if (strcmp(marker_names[i], name) == 0)
+			return (enum sink_marker)i;
+	return SINK_MARKER_UNKNOWN;
+}
+
+static void set_payload(struct sink *s, struct node *nd, const cJSON *data)
+{
 	if (data) {
 		nd->data = cJSON_Duplicate(data, 1);
 		nd->it.data = nd->data;
 	}
-	account(s, nd, (name ? strlen(name) + 1 : 0) + json_weight(nd->data));
+	account(s, nd, json_weight(nd->data));
 }
 
 void sink_publish_event(struct sink *s, const struct sink_op *op, enum vocab_type vtype,
@@ -196,7 +229,7 @@ void sink_publish_event(struct sink *s, const struct sink_op *op, enum vocab_typ
 	nd->it.vtype = vtype;
 	nd->it.seq = seq;
 	nd->it.durable = durable;
-	set_payload(s, nd, NULL, data);
+	set_payload(s, nd, data);
 }
 
 static bool same_turn(const char *a, const char *b)
@@ -223,20 +256,24 @@ void sink_publish_text(struct sink *s, const struct sink_op *op, const char *tur
 	account(s, nd, len);
 }
 
-void sink_publish_notice(struct sink *s, const struct sink_op *op, const char *name,
+void sink_publish_notice(struct sink *s, const struct sink_op *op, enum sink_notice n,
 			 const cJSON *data)
 {
 	if (s->closing)
 		return;
-	set_payload(s, push(s, SINK_NOTICE, op, NULL), name, data);
+	struct node *nd = push(s, SINK_NOTICE, op, NULL);
+	nd->it.notice = n;
+	set_payload(s, nd, data);
 }
 
-void sink_publish_marker(struct sink *s, const struct sink_op *op, const char *name,
+void sink_publish_marker(struct sink *s, const struct sink_op *op, enum sink_marker m,
 			 const cJSON *data)
 {
 	if (s->closing)
 		return;
-	set_payload(s, push(s, SINK_MARKER, op, NULL), name, data);
+	struct node *nd = push(s, SINK_MARKER, op, NULL);
+	nd->it.marker = m;
+	set_payload(s, nd, data);
 }
 
 size_t sink_queued(const struct sink *s)

@@ -60,6 +60,46 @@ enum sink_kind {
 
 enum sink_stream { SINK_STREAM_TEXT, SINK_STREAM_REASONING };
 
+/* The notices a consumer is told, X(enumerator, name): the host's state
+ * of a session ("unsaved" {"error"} after a failed save, "saved" once a
+ * recovery save succeeded, "held" {"error"} when its queue stopped), and
+ * a turn's "interaction" (an approval to ask for) and "tool_call"
+ * {provider_id, name} (a tool call's arguments are streaming). Consumers
+ * switch on the enum without a default: -Wswitch names a new notice a
+ * consumer forgot. The name is for tests and traces only. */
+#define SINK_NOTICES(X)                        \
+	X(SINK_NOTICE_UNSAVED, "unsaved")         \
+	X(SINK_NOTICE_SAVED, "saved")             \
+	X(SINK_NOTICE_HELD, "held")               \
+	X(SINK_NOTICE_INTERACTION, "interaction") \
+	X(SINK_NOTICE_TOOL_CALL, "tool_call")
+
+/* The completions a marker says: a turn's "turn_done" {turn, outcome,
+ * error?, usage?, text?, input_id?} once it ended, and its "settled"
+ * {ok, error?} once its full save's outcome is known. */
+#define SINK_MARKERS(X)                        \
+	X(SINK_MARKER_TURN_DONE, "turn_done")     \
+	X(SINK_MARKER_SETTLED, "settled")
+
+enum sink_notice {
+#define SINK_ENUM(e, name) e,
+	SINK_NOTICES(SINK_ENUM)
+	SINK_NOTICE_UNKNOWN, /* not a notice of this build (sink_notice_of only) */
+};
+
+enum sink_marker {
+	SINK_MARKERS(SINK_ENUM)
+#undef SINK_ENUM
+	SINK_MARKER_UNKNOWN, /* not a marker of this build (sink_marker_of only) */
+};
+
+/* The name of a notice or marker (static storage); NULL when unknown. */
+const char *sink_notice_name(enum sink_notice n);
+const char *sink_marker_name(enum sink_marker m);
+/* The enumerator named name; _UNKNOWN when no entry has that name. */
+enum sink_notice sink_notice_of(const char *name);
+enum sink_marker sink_marker_of(const char *name);
+
 /* An item as the consumer reads it: valid during the read callback only,
  * and read-only (copy what must outlive the call). */
 struct sink_item {
@@ -72,8 +112,9 @@ struct sink_item {
 	bool durable;               /* acknowledged by the FIFO */
 	/* SINK_EVENT: its data; SINK_NOTICE, SINK_MARKER: the payload (NULL: none) */
 	const cJSON *data;
-	/* SINK_NOTICE, SINK_MARKER: what it is ("unsaved", "turn_done", ...) */
-	const char *name;
+	/* SINK_NOTICE: which notice; SINK_MARKER: which completion */
+	enum sink_notice notice;
+	enum sink_marker marker;
 	/* SINK_TEXT */
 	enum sink_stream stream;
 	const char *text;           /* valid UTF-8, NUL-terminated */
@@ -119,12 +160,12 @@ void sink_publish_event(struct sink *s, const struct sink_op *op, enum vocab_typ
  * operation, turn and stream with room under text_max. */
 void sink_publish_text(struct sink *s, const struct sink_op *op, const char *turn,
 		       enum sink_stream stream, const char *text, size_t len);
-/* Publish a notice called name with an optional payload (copied). */
-void sink_publish_notice(struct sink *s, const struct sink_op *op, const char *name,
+/* Publish notice n with an optional payload (copied). */
+void sink_publish_notice(struct sink *s, const struct sink_op *op, enum sink_notice n,
 			 const cJSON *data);
-/* Publish the completion marker of op (name says which completion; the
- * payload, copied, may carry its outcome). Never coalesced or dropped. */
-void sink_publish_marker(struct sink *s, const struct sink_op *op, const char *name,
+/* Publish the completion marker m of op (the payload, copied, may carry
+ * its outcome). Never coalesced or dropped. */
+void sink_publish_marker(struct sink *s, const struct sink_op *op, enum sink_marker m,
 			 const cJSON *data);
 
 /* Items queued and not delivered, and their accounted bytes. */

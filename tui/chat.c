@@ -150,19 +150,19 @@ static void read_cb(struct sink *s, const struct sink_item *it, void *ctx)
 	if (transcript_apply_sink(c->tr, it, clock_unix_ms()) && c->ui)
 		uiloop_dirty(c->ui);
 	if (c->phase == CHAT_CLOSING) {
-		if (it->kind == SINK_MARKER && strcmp(it->name, "turn_done") == 0) {
+		if (it->kind == SINK_MARKER && it->marker == SINK_MARKER_TURN_DONE) {
 			struct cerr err;
 			keep_last_answer(c);
 			(void)host_applied(c->d.host, it, &err); /* nobody to tell: the screen is gone */
 		}
 		return;
 	}
-	if (it->kind == SINK_NOTICE && strcmp(it->name, "interaction") == 0) {
+	if (it->kind == SINK_NOTICE && it->notice == SINK_NOTICE_INTERACTION) {
 		c->asked_at_batch = c->batch;
 		ring(c, "a tool call waits for your approval");
-	} else if (it->kind == SINK_NOTICE && strcmp(it->name, "unsaved") == 0) {
+	} else if (it->kind == SINK_NOTICE && it->notice == SINK_NOTICE_UNSAVED) {
 		chat_sayf(c, true, "a save failed: the session is unsaved (/save retries)");
-	} else if (it->kind == SINK_MARKER && strcmp(it->name, "turn_done") == 0) {
+	} else if (it->kind == SINK_MARKER && it->marker == SINK_MARKER_TURN_DONE) {
 		/* Everything before it is applied to the model: settle. */
 		struct cerr err;
 		keep_last_answer(c);

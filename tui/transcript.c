@@ -196,16 +196,13 @@ static bool text_add(struct transcript *tr, struct transcript_turn *t, enum sink
 
 static enum transcript_outcome outcome_of(const char *s)
 {
-	static const struct {
-		const char *name;
-		enum transcript_outcome o;
-	} map[] = {{"completed", TR_COMPLETED},
-		   {"canceled", TR_CANCELED},
-		   {"failed", TR_FAILED},
-		   {"interrupted", TR_INTERRUPTED}};
-	for (size_t i = 0; s && i < sizeof map / sizeof *map; i++)
-		if (strcmp(s, map[i].name) == 0)
-			return map[i].o;
+	switch (vocab_outcome_of(s)) {
+	case VO_COMPLETED: return TR_COMPLETED;
+	case VO_CANCELED: return TR_CANCELED;
+	case VO_FAILED: return TR_FAILED;
+	case VO_INTERRUPTED: return TR_INTERRUPTED;
+	case VO_UNKNOWN: return TR_OPEN;
+	}
 	return TR_OPEN;
 }
 
@@ -225,18 +222,27 @@ static void outcome_words(const struct transcript_turn *t, struct buf *b)
 		buf_adds(b, "interrupted");
 		break;
 	case TR_FAILED:
-		if (strcmp(cls, "delivery_unknown") == 0)
+		switch (vocab_error_of(cls)) {
+		case VE_DELIVERY_UNKNOWN:
 			buf_adds(b, "delivery unknown: the request was sent and its answer was lost");
-		else if (strcmp(cls, "step_limit") == 0)
+			break;
+		case VE_STEP_LIMIT:
 			buf_adds(b, "stopped at the step limit");
-		else if (strcmp(cls, "capture_failed") == 0)
+			break;
+		case VE_CAPTURE_FAILED:
 			buf_adds(b, "failed: the turn could not be saved");
-		else if (strcmp(cls, "provider") == 0)
+			break;
+		case VE_PROVIDER:
 			buf_adds(b, "failed: the provider's error");
-		else if (*cls)
-			buf_printf(b, "failed: %s", cls);
-		else
-			buf_adds(b, "failed");
+			break;
+		case VE_INTERRUPTED: /* a store class, a newer build's: by name */
+		case VE_OTHER:
+			if (*cls)
+				buf_printf(b, "failed: %s", cls);
+			else
+				buf_adds(b, "failed");
+			break;
+		}
 		break;
 	}
 	if (t->http_status)
@@ -490,29 +496,29 @@ void transcript_history(void *tr, enum vocab_type type, const char *turn, uint64
 
 static bool notice(struct transcript *tr, const struct sink_item *it, int64_t now_ms)
 {
-	const char *name = it->name ? it->name : "";
-	if (strcmp(name, "tool_call") == 0)
+	switch (it->notice) {
+	case SINK_NOTICE_TOOL_CALL:
 		return transcript_tool_notice(tr, turn_of(tr, it->turn, 0), it->data);
-	if (strcmp(name, "interaction") == 0)
+	case SINK_NOTICE_INTERACTION:
 		return transcript_tool_asked(tr, turn_of(tr, it->turn, 0), it->data, now_ms);
-	if (strcmp(name, "unsaved") == 0) {
+	case SINK_NOTICE_UNSAVED: {
 		const char *cls = NULL, *msg = NULL;
 		(void)vocab_turn_error(cJSON_GetObjectItem(it->data, "error"), &cls, &msg);
 		tr->unsaved = true;
 		transcript_set_str(&tr->unsaved_err, msg ? msg : "not saved");
 		return true;
 	}
-	if (strcmp(name, "saved") == 0) {
+	case SINK_NOTICE_SAVED: {
 		bool was = tr->unsaved;
 		tr->unsaved = false;
 		transcript_set_str(&tr->unsaved_err, NULL);
 		return was;
 	}
-	if (strcmp(name, "queued") == 0)
-		return queue_add(tr, it->data, 0);
-	if (strcmp(name, "dequeued") == 0)
-		return transcript_input_removed(tr, transcript_str(it->data, "input_id"));
-	return false; /* "held", "closed": the screen's business, nothing shown here */
+	case SINK_NOTICE_HELD:    /* the screen's business, nothing shown here */
+	case SINK_NOTICE_UNKNOWN:
+		return false;
+	}
+	return false;
 }
 
 bool transcript_apply_sink(struct transcript *tr, const struct sink_item *it, int64_t now_ms)
@@ -528,7 +534,7 @@ bool transcript_apply_sink(struct transcript *tr, const struct sink_item *it, in
 	case SINK_NOTICE:
 		return notice(tr, it, now_ms);
 	case SINK_MARKER:
-		if (!it->name || strcmp(it->name, "turn_done") != 0)
+		if (it->marker != SINK_MARKER_TURN_DONE)
 			return false;
 		/* A turn that never started (its BEFORE save failed, or it was
 		 * canceled first) is not in the log: nothing of it was shown. */

@@ -183,20 +183,18 @@ static bool answer(struct transcript *tr, struct transcript_turn *t, const cJSON
 
 static enum transcript_status status_of(const char *s)
 {
-	static const struct {
-		const char *name;
-		enum transcript_status st;
-	} map[] = {{"ok", TR_STATUS_OK},
-		   {"error", TR_STATUS_ERROR},
-		   {"denied", TR_STATUS_DENIED},
-		   {"canceled", TR_STATUS_CANCELED},
-		   {"not_executed", TR_STATUS_NOT_EXECUTED},
-		   {"outcome_unknown", TR_STATUS_OUTCOME_UNKNOWN}};
-	for (size_t i = 0; s && i < sizeof map / sizeof *map; i++)
-		if (strcmp(s, map[i].name) == 0)
-			return map[i].st;
-	/* The enum is closed in format 1 (an unknown value is unsupported):
-	 * a result whatever its name is at least an error. */
+	switch (vocab_status_of(s)) {
+	case VS_OK: return TR_STATUS_OK;
+	case VS_ERROR: return TR_STATUS_ERROR;
+	case VS_DENIED: return TR_STATUS_DENIED;
+	case VS_CANCELED: return TR_STATUS_CANCELED;
+	case VS_NOT_EXECUTED: return TR_STATUS_NOT_EXECUTED;
+	case VS_OUTCOME_UNKNOWN: return TR_STATUS_OUTCOME_UNKNOWN;
+	case VS_UNKNOWN:
+		/* The enum is closed in format 1 (an unknown value is
+		 * unsupported): a result whatever its name is at least an error. */
+		return TR_STATUS_ERROR;
+	}
 	return TR_STATUS_ERROR;
 }
 

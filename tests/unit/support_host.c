@@ -39,12 +39,12 @@ void hx_read_cb(struct sink *s, const struct sink_item *it, void *ctx)
 			buf_add(&x->text, it->text, it->len);
 		break;
 	case SINK_NOTICE:
-		buf_printf(&x->seen, "notice %s\n", it->name);
-		if (strcmp(it->name, "unsaved") == 0)
+		buf_printf(&x->seen, "notice %s\n", sink_notice_name(it->notice));
+		if (it->notice == SINK_NOTICE_UNSAVED)
 			x->unsaved++;
-		if (strcmp(it->name, "saved") == 0)
+		if (it->notice == SINK_NOTICE_SAVED)
 			x->saved++;
-		if (strcmp(it->name, "interaction") == 0) {
+		if (it->notice == SINK_NOTICE_INTERACTION) {
 			cJSON_AddItemToArray(x->requests, cJSON_Duplicate(it->data, 1));
 			struct cerr err;
 			const cJSON *rid = cJSON_GetObjectItem(it->data, "request_id");
@@ -55,12 +55,11 @@ void hx_read_cb(struct sink *s, const struct sink_item *it, void *ctx)
 		}
 		break;
 	case SINK_MARKER:
-		buf_printf(&x->seen, "marker %s\n", it->name);
-		if (strcmp(it->name, "turn_done") == 0) {
+		buf_printf(&x->seen, "marker %s\n", sink_marker_name(it->marker));
+		if (it->marker == SINK_MARKER_TURN_DONE) {
 			cJSON_AddItemToArray(x->dones, cJSON_Duplicate(it->data, 1));
 			if (x->hold) {
 				x->held = *it;
-				x->held.name = "turn_done";
 				x->held.data = NULL;
 				x->have_held = true;
 				break;
@@ -68,7 +67,7 @@ void hx_read_cb(struct sink *s, const struct sink_item *it, void *ctx)
 			struct cerr err;
 			if (host_applied(x->h, it, &err) < 0)
 				fail_msg("applied: %s", err.msg);
-		} else if (strcmp(it->name, "settled") == 0) {
+		} else if (it->marker == SINK_MARKER_SETTLED) {
 			x->settled++;
 			if (cJSON_IsTrue(cJSON_GetObjectItem(it->data, "ok")))
 				x->settled_ok++;

@@ -62,6 +62,18 @@ static void test_cerr_keeps_class_errno_message_and_context_prefix(void **state)
 		assert_string_equal(cerr_class_name((enum cerr_class)c), names[c]);
 		assert_int_equal(cerr_exit_code((enum cerr_class)c), c);
 	}
+	/* Each name reads back as its class; another name is refused. */
+	for (int c = CERR_OK; c <= CERR_BUSY; c++) {
+		enum cerr_class got = CERR_OK;
+		assert_true(cerr_class_of(cerr_class_name((enum cerr_class)c), &got));
+		assert_int_equal(got, c);
+	}
+	enum cerr_class none = CERR_IO;
+	assert_false(cerr_class_of("provider", &none));
+	assert_false(cerr_class_of("IO", &none));
+	assert_false(cerr_class_of("", &none));
+	assert_false(cerr_class_of(NULL, &none));
+	assert_int_equal(none, CERR_IO);
 	assert_int_equal(cerr_exit_code(CERR_OK), 0);
 	assert_int_equal(cerr_exit_code(CERR_IO), 1);
 	assert_int_equal(cerr_exit_code(CERR_USAGE), 2);

@@ -72,8 +72,8 @@ static void read_cb(struct sink *s, const struct sink_item *it, void *ctx)
 	case SINK_NOTICE:
 		break;
 	case SINK_MARKER:
-		buf_printf(&x->seen, "marker %s\n", it->name);
-		if (strcmp(it->name, "turn_done") == 0) {
+		buf_printf(&x->seen, "marker %s\n", sink_marker_name(it->marker));
+		if (it->marker == SINK_MARKER_TURN_DONE) {
 			x->done = cJSON_Duplicate(it->data, 1);
 			struct cerr err;
 			if (x->settle_stale) {
@@ -83,7 +83,7 @@ static void read_cb(struct sink *s, const struct sink_item *it, void *ctx)
 			}
 			if (runner_settle(x->run, &it->op, &err) < 0)
 				fail_msg("settle: %s", err.msg);
-		} else if (strcmp(it->name, "settled") == 0) {
+		} else if (it->marker == SINK_MARKER_SETTLED) {
 			x->settled = cJSON_Duplicate(it->data, 1);
 		}
 		break;

@@ -47,13 +47,13 @@ static void read_cb(struct sink *s, const struct sink_item *it, void *ctx)
 		buf_printf(&w->log, "text %d %s\n", (int)it->stream, it->turn ? it->turn : "-");
 		break;
 	case SINK_NOTICE:
-		buf_printf(&w->log, "notice %s\n", it->name);
+		buf_printf(&w->log, "notice %s\n", sink_notice_name(it->notice));
 		break;
 	case SINK_MARKER:
 		w->markers++;
 		if (sink_op_same(&it->op, &w->current))
 			w->settled++;
-		buf_printf(&w->log, "marker %s %s/%llu/%llu\n", it->name, it->op.session,
+		buf_printf(&w->log, "marker %s %s/%llu/%llu\n", sink_marker_name(it->marker), it->op.session,
 			   (unsigned long long)it->op.generation, (unsigned long long)it->op.operation);
 		break;
 	}
@@ -108,9 +108,9 @@ static void test_sink_delivers_in_publication_order_from_the_loop(void **state)
 	sink_publish_event(s, &w.current, VT_USER_MESSAGE, "t1", 4, true, d);
 	sink_publish_text(s, &w.current, "t1", SINK_STREAM_REASONING, "hmm", 3);
 	sink_publish_text(s, &w.current, "t1", SINK_STREAM_TEXT, "Hello", 5);
-	sink_publish_notice(s, &w.current, "saving", NULL);
+	sink_publish_notice(s, &w.current, SINK_NOTICE_SAVED, NULL);
 	sink_publish_text(s, &w.current, "t1", SINK_STREAM_TEXT, " world", 6);
-	sink_publish_marker(s, &w.current, "turn_done", d);
+	sink_publish_marker(s, &w.current, SINK_MARKER_TURN_DONE, d);
 	w.in_publish = false;
 	cJSON_Delete(d);
 	assert_int_equal(w.items, 0);
@@ -120,7 +120,7 @@ static void test_sink_delivers_in_publication_order_from_the_loop(void **state)
 				     "event user/message 4\n"
 				     "text 1 t1\n"
 				     "text 0 t1\n"
-				     "notice saving\n"
+				     "notice saved\n"
 				     "text 0 t1\n"
 				     "marker turn_done S1/1/7\n");
 	assert_string_equal(w.text.p, "hmmHello world");
@@ -271,10 +271,10 @@ static void test_sink_stale_marker_is_told_apart(void **state)
 	sink_op_set(&elsewhere, "S2", 2, 5);
 	sink_op_set(&before, "S1", 2, 4);
 	sink_op_set(&now, "S1", 2, 5);
-	sink_publish_marker(s, &old, "turn_done", NULL);
-	sink_publish_marker(s, &elsewhere, "turn_done", NULL);
-	sink_publish_marker(s, &before, "turn_done", NULL);
-	sink_publish_marker(s, &now, "turn_done", NULL);
+	sink_publish_marker(s, &old, SINK_MARKER_TURN_DONE, NULL);
+	sink_publish_marker(s, &elsewhere, SINK_MARKER_TURN_DONE, NULL);
+	sink_publish_marker(s, &before, SINK_MARKER_TURN_DONE, NULL);
+	sink_publish_marker(s, &now, SINK_MARKER_TURN_DONE, NULL);
 	sink_read_start(s, read_cb, &w);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	assert_int_equal(w.markers, 4);
@@ -308,6 +308,32 @@ static void test_sink_close_drops_the_queue_and_closes_the_handle(void **state)
 	assert_int_equal(w.items, 0);
 }
 
+/* Every notice and marker name reads back as its enumerator, names are
+ * distinct, and a name not in the lists is refused. */
+static void test_sink_notice_and_marker_names_round_trip(void **state)
+{
+	(void)state;
+#define NOTICE_ROW(e, name)                                                \
+	assert_string_equal(sink_notice_name(e), name);                     \
+	assert_int_equal(sink_notice_of(name), e);                          \
+	assert_int_equal(sink_marker_of(name), SINK_MARKER_UNKNOWN);
+	SINK_NOTICES(NOTICE_ROW)
+#undef NOTICE_ROW
+#define MARKER_ROW(e, name)                                                \
+	assert_string_equal(sink_marker_name(e), name);                     \
+	assert_int_equal(sink_marker_of(name), e);                          \
+	assert_int_equal(sink_notice_of(name), SINK_NOTICE_UNKNOWN);
+	SINK_MARKERS(MARKER_ROW)
+#undef MARKER_ROW
+	assert_null(sink_notice_name(SINK_NOTICE_UNKNOWN));
+	assert_null(sink_marker_name(SINK_MARKER_UNKNOWN));
+	const char *bad[] = {"", "Unsaved", "unsaved ", "turn-done", "queued", "closed", NULL};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		assert_int_equal(sink_notice_of(bad[i]), SINK_NOTICE_UNKNOWN);
+		assert_int_equal(sink_marker_of(bad[i]), SINK_MARKER_UNKNOWN);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -317,6 +343,7 @@ int main(void)
 		cmocka_unit_test(test_sink_backlog_is_spread_over_loop_iterations),
 		cmocka_unit_test(test_sink_stale_marker_is_told_apart),
 		cmocka_unit_test(test_sink_close_drops_the_queue_and_closes_the_handle),
+		cmocka_unit_test(test_sink_notice_and_marker_names_round_trip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -55,9 +55,9 @@ static void tap(const struct sink_item *it, void *ctx)
 	transcript_state(l->tr, &st);
 	l->saw_streaming |= st.activity == TR_STREAMING;
 	l->saw_waiting |= st.activity == TR_WAITING;
-	if (it->kind == SINK_NOTICE && strcmp(it->name, "interaction") == 0)
+	if (it->kind == SINK_NOTICE && it->notice == SINK_NOTICE_INTERACTION)
 		l->saw_approval = st.activity == TR_APPROVAL && strcmp(st.tool, "shell") == 0;
-	if (it->kind == SINK_NOTICE && strcmp(it->name, "tool_call") == 0) {
+	if (it->kind == SINK_NOTICE && it->notice == SINK_NOTICE_TOOL_CALL) {
 		const struct transcript_turn *t = transcript_turn(l->tr, transcript_end(l->tr) - 1);
 		const struct transcript_tool *x =
 			transcript_block_tool(transcript_turn_block(t, transcript_turn_blocks(t) - 1));
