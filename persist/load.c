@@ -475,6 +475,15 @@ const struct scan *load_scan(const struct load *l)
 	return &l->st;
 }
 
+struct scan *load_scan_copy(const struct load *l)
+{
+	struct scan *s = xcalloc(1, sizeof *s);
+	*s = l->st;
+	s->id = l->st.id ? xstrdup(l->st.id) : NULL;
+	s->cwd = l->st.cwd ? xstrdup(l->st.cwd) : NULL;
+	return s;
+}
+
 size_t load_count(const struct load *l)
 {
 	return l->n_ev;
