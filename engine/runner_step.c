@@ -21,9 +21,13 @@ static void fingerprint(const struct ctx_message *m, size_t n, char out[SHA256_H
 			const struct ctx_part *p = &m[i].parts[j];
 			const char *fields[] = {p->text, p->signature, p->call_id, p->name, p->args};
 			buf_printf(&b, "%d%d%d%d", (int)p->kind, p->redacted, p->incomplete, p->is_error);
-			for (size_t k = 0; k < 5; k++)
-				buf_printf(&b, "|%zu:%s", fields[k] ? strlen(fields[k]) : 0,
-					   fields[k] ? fields[k] : "");
+			for (size_t k = 0; k < 5; k++) {
+				/* "|LEN:TEXT", without a format for the text (a long
+				 * history is megabytes of it) */
+				size_t len = fields[k] ? strlen(fields[k]) : 0;
+				buf_printf(&b, "|%zu:", len);
+				buf_add(&b, fields[k] ? fields[k] : "", len);
+			}
 		}
 	}
 	uint8_t h[SHA256_LEN];
