@@ -10,6 +10,7 @@
 #include "persist/fifo_int.h"
 #include "base/xalloc.h"
 #include "persist/fsops.h"
+#include "persist/load.h"
 
 #include <sys/stat.h>
 
@@ -140,6 +141,8 @@ int fifo_sess_ensure_log(struct fifo *f, struct fifo_sess *w, const struct fifo_
 	struct scan_opts o = catalog_scan_opts(&wm);
 	/* A compact read: no tree per event (an open hands it on). */
 	if (log_open_load(f->st, w->id, &o, &w->lg, err) == 0) {
+		if (it->kind != FIFO_OPEN)
+			load_free(log_take_load(w->lg)); /* only an open hands the read on */
 		heal_watermark(f, w);
 		trim_handles(f, w);
 		return 0;
