@@ -23,8 +23,13 @@
  * Target (issue 12): exec -> request <= 50 ms + the syncs before the
  * request x the fdatasync median.
  *
+ * First (issue 22): sessions made by `cairn log append` of 1, 1,000 and
+ * 25,000 turns (4 events a turn), continued in turn, 5 rounds: the
+ * request of the 1,000-turn session may go out <= 30 ms later than the
+ * 1-turn one's, the 25,000-turn one's <= 300 ms later (medians).
+ *
  * Options: --turns=N, --words=N, --rounds=N (default 9), --fsync-runs=N
- * (default 3), --keep. Unknown options are ignored (bench/run.sh passes
+ * (default 3), --appended (only the sessions made by log append), --keep. Unknown options are ignored (bench/run.sh passes
  * the same to every bench). Temp dir under $BENCH_DIR, else $TMPDIR, else
  * /tmp. */
 #include "base/buf.h"
@@ -33,11 +38,14 @@
 #include "bench/support_bench.h"
 #include "bench/support_turn.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -157,6 +165,152 @@ static void run_baseline(struct run *r)
 	free(bin);
 }
 
+/* ---- sessions made with `log append` (issue 22) ---------------------------- */
+
+/* cairn --data-dir DATA log append ARGS with stdin from the file at in;
+ * dies unless it exits 0. Its stdout's first line into out (NUL ended). */
+static void log_append_run(const char *const *args, const char *in, char *out, size_t cap)
+{
+	char *outp = xasprintf("%s/append.out", tb.root);
+	const char *argv[12] = {tb.cairn_bin, "--data-dir", tb.data_dir, "log", "append"};
+	size_t n = 5;
+	for (; *args; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+	pid_t pid = fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		int i = open(in, O_RDONLY), o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (i < 0 || o < 0 || dup2(i, 0) < 0 || dup2(o, 1) < 0)
+			_exit(127);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	int st;
+	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		die("cairn log append: status %d", st);
+	struct buf b = BUF_INIT;
+	turnb_read_file(outp, &b);
+	snprintf(out, cap, "%.*s", (int)strcspn(b.p ? b.p : "", "\n"), b.p ? b.p : "");
+	buf_release(&b);
+	free(outp);
+}
+
+/* A session of `turns` completed turns of 4 events each (turn/start,
+ * user/message of 60-200 bytes of prose, assistant/text of 60-200 bytes,
+ * turn/end), written by `cairn log append --new` and then
+ * `log append ID --expect-seq N` in batches of 2,000 events. */
+static void build_appended(size_t turns, char id[32])
+{
+	uint64_t t0 = clock_mono_ns();
+	char *in = xasprintf("%s/append.jsonl", tb.root), line[64], cwd[PATH_MAX];
+	if (!getcwd(cwd, sizeof cwd))
+		die("getcwd: %s", strerror(errno));
+	struct buf p = BUF_INIT;
+	uint64_t next = 0;
+	*id = '\0';
+	rng_seed(7 + turns);
+	for (size_t done = 0; done < turns;) {
+		FILE *f = fopen(in, "w");
+		if (!f)
+			die("%s: %s", in, strerror(errno));
+		size_t n = turns - done < 500 ? turns - done : 500;
+		for (size_t k = 0; k < n; k++, done++) {
+			char turn[24];
+			snprintf(turn, sizeof turn, "a%07zu", done + 1);
+			fprintf(f, "{\"type\":\"turn/start\",\"turn\":\"%s\",\"data\":{}}\n", turn);
+			gen_prose(&p, rnd_in(60, 200), false);
+			cJSON *d = cJSON_CreateObject();
+			cJSON_AddStringToObject(d, "text", p.p);
+			char *j = cJSON_PrintUnformatted(d);
+			fprintf(f, "{\"type\":\"user/message\",\"turn\":\"%s\",\"data\":%s}\n", turn, j);
+			free(j);
+			cJSON_Delete(d);
+			gen_prose(&p, rnd_in(60, 200), false);
+			d = cJSON_CreateObject();
+			cJSON_AddStringToObject(d, "text", p.p);
+			j = cJSON_PrintUnformatted(d);
+			fprintf(f, "{\"type\":\"assistant/text\",\"turn\":\"%s\",\"data\":%s}\n", turn,
+				j);
+			free(j);
+			cJSON_Delete(d);
+			fprintf(f,
+				"{\"type\":\"turn/end\",\"turn\":\"%s\",\"data\":{\"outcome\":\"completed\"}}\n",
+				turn);
+		}
+		if (fclose(f) != 0)
+			die("%s: write failed", in);
+		char seq[32];
+		snprintf(seq, sizeof seq, "%llu", (unsigned long long)next);
+		const char *fresh[] = {"--new", "--cwd", cwd, NULL};
+		const char *more[] = {id, "--expect-seq", seq, NULL};
+		log_append_run(*id ? more : fresh, in, line, sizeof line);
+		unsigned long long ns;
+		char got[32];
+		if (sscanf(line, "%31s %llu", got, &ns) != 2)
+			die("log append printed '%s'", line);
+		snprintf(id, 32, "%s", got);
+		next = ns;
+	}
+	unlink(in);
+	free(in);
+	buf_release(&p);
+	fprintf(stderr, "built a %zu-turn session %s with log append in %.1f s\n", turns, id,
+		ms_since(t0) / 1e3);
+}
+
+/* Issue 22: the request of `cairn -p Q --session ID` is on the wire
+ * <= 30 ms later for a 1,000-turn session than for a 1-turn one, and
+ * <= 300 ms later for a 25,000-turn (100,000-event) one: sessions made by
+ * `log append`, medians of `rounds`, the three alternating round by round
+ * (after one warm-up round). */
+static void bench_appended(const struct buf *text, int rounds)
+{
+	enum { N = 3 };
+	static const size_t sizes[N] = {1, 1000, 25000};
+	char ids[N][32];
+	int min_msgs[N];
+	for (int k = 0; k < N; k++) {
+		build_appended(sizes[k], ids[k]);
+		min_msgs[k] = 2 * (int)sizes[k] + 2;
+	}
+	double *q[N];
+	for (int k = 0; k < N; k++)
+		q[k] = xcalloc((size_t)rounds, sizeof *q[k]);
+	fprintf(stderr, "[sessions made by log append: 1, 1000, 25000 turns] %d rounds\n", rounds);
+	for (int r = -1; r < rounds; r++) {
+		for (int j = 0; j < N; j++) {
+			int k = (j + (r < 0 ? 0 : r)) % N; /* rotate the order */
+			struct run o;
+			run_turn(ids[k], text, false, min_msgs[k], &o);
+			min_msgs[k] += 2;
+			fprintf(stderr, "    round %d: %zu turns: request at %.2f ms (%zu KiB, %d messages)\n",
+				r + 1, sizes[k], o.first_req_ms, o.rq.body_len / 1024, o.rq.messages);
+			if (r >= 0)
+				q[k][r] = o.first_req_ms;
+		}
+	}
+	double m[N];
+	for (int k = 0; k < N; k++)
+		m[k] = median(q[k], (size_t)rounds);
+	char o[32], b[32];
+	fmt_ms(o, sizeof o, m[0]);
+	add_row("exec -> request, a 1-turn session (log append)", o, "", 0, false, "(info)", "-");
+	static const double limit[N] = {0, 30, 300};
+	for (int k = 1; k < N; k++) {
+		char metric[96];
+		double d = m[k] - m[0];
+		snprintf(metric, sizeof metric, "  a %zu-turn session: later than the 1-turn one by",
+			 sizes[k]);
+		fmt_ms(o, sizeof o, d);
+		fmt_ms(b, sizeof b, limit[k]);
+		add_row(metric, o, b, d / limit[k], true, "<= 1.00", d <= limit[k] ? "PASS" : "MISS");
+	}
+	for (int k = 0; k < N; k++)
+		free(q[k]);
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 struct figures {
@@ -247,7 +401,7 @@ int main(int argc, char **argv)
 	bench_set_name("bench_continue");
 	int rounds = 9, fsync_runs = 3;
 	long turns = 1000, words = 150;
-	bool keep = false;
+	bool keep = false, appended_only = false;
 	for (int i = 1; i < argc; i++) {
 		if (strncmp(argv[i], "--rounds=", 9) == 0)
 			rounds = atoi(argv[i] + 9);
@@ -259,6 +413,8 @@ int main(int argc, char **argv)
 			words = atol(argv[i] + 8);
 		else if (strcmp(argv[i], "--keep") == 0)
 			keep = true;
+		else if (strcmp(argv[i], "--appended") == 0)
+			appended_only = true;
 	}
 	if (rounds < 1 || rounds > 1000 || fsync_runs < 1 || fsync_runs > 100 || turns < 1 ||
 	    turns > 100000 || words < 1 || words > 100000)
@@ -272,6 +428,14 @@ int main(int argc, char **argv)
 	rng_seed(42);
 	chatsrv_render(&body, &text, (size_t)words);
 	chatsrv_set_reply(tb.srv, &body);
+	bench_appended(&text, rounds < 5 ? rounds : 5);
+	if (appended_only) {
+		print_table("limit", 54, 8, 8);
+		buf_release(&body);
+		buf_release(&text);
+		turnb_stop(&tb, keep);
+		return 0;
+	}
 	char id[32];
 	build_session((size_t)turns, id);
 	long long log_bytes;

@@ -441,6 +441,37 @@ static int read_system(struct open_work *ow)
 	return 0;
 }
 
+/* Whether the context, the grants or the submit keys read an event of
+ * type t's data; the others are added without parsing their line (when
+ * no history callback wants every event). */
+static bool open_reads_data(enum vocab_type t)
+{
+	switch (t) {
+	case VT_TURN_START:
+	case VT_USER_MESSAGE:
+	case VT_ASSISTANT_TEXT:
+	case VT_ASSISTANT_REASONING:
+	case VT_TOOL_CALL:
+	case VT_TOOL_RESULT:
+	case VT_INTERACTION_REQUEST:
+	case VT_INTERACTION_ANSWER:
+		return true;
+	case VT_SESSION_HEADER:
+	case VT_SESSION_META:
+	case VT_SESSION_SETTINGS:
+	case VT_REQUEST_PREPARED:
+	case VT_TOOL_STARTED:
+	case VT_STEP_END:
+	case VT_TURN_END:
+	case VT_BRANCH_REWIND:
+	case VT_INPUT_QUEUED:
+	case VT_INPUT_DEQUEUED:
+	case VT_UNKNOWN:
+		return false;
+	}
+	return true;
+}
+
 static void open_work(uv_work_t *w)
 {
 	struct open_work *ow = w->data;
@@ -466,6 +497,14 @@ static void open_work(uv_work_t *w)
 		const struct load_event *ev = load_event(l, i);
 		if (ev->type == VT_UNKNOWN)
 			continue; /* unknown, ignorable */
+		if (!ow->s->open_history && !open_reads_data((enum vocab_type)ev->type)) {
+			if (context_add(ow->ctx, (enum vocab_type)ev->type, load_turn(l, i), NULL,
+					&ow->err) < 0) {
+				ow->failed = true;
+				break;
+			}
+			continue;
+		}
 		cJSON *line = load_json(l, i);
 		const cJSON *data = cJSON_GetObjectItem(line, "data");
 		approvals_replay_event(ow->grants, (enum vocab_type)ev->type, data);

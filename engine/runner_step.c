@@ -14,16 +14,30 @@
 /* A fingerprint of what the model is sent: every part of every message. */
 static void fingerprint(const struct ctx_message *m, size_t n, char out[SHA256_HEX_LEN + 1])
 {
+	/* The bytes hashed: per message "ROLE:NPARTS\n", per part
+	 * "KIND REDACTED INCOMPLETE IS_ERROR" as digits, then "|LEN:TEXT" for
+	 * each of its five fields; built without a format (a long history is
+	 * tens of thousands of messages, megabytes of text). */
 	struct buf b = BUF_INIT;
 	for (size_t i = 0; i < n; i++) {
-		buf_printf(&b, "%d:%zu\n", (int)m[i].role, m[i].nparts);
+		buf_add_int(&b, (int)m[i].role);
+		buf_addc(&b, ':');
+		buf_add_int(&b, (int64_t)m[i].nparts);
+		buf_addc(&b, '\n');
 		for (size_t j = 0; j < m[i].nparts; j++) {
 			const struct ctx_part *p = &m[i].parts[j];
 			const char *fields[] = {p->text, p->signature, p->call_id, p->name, p->args};
-			buf_printf(&b, "%d%d%d%d", (int)p->kind, p->redacted, p->incomplete, p->is_error);
-			for (size_t k = 0; k < 5; k++)
-				buf_printf(&b, "|%zu:%s", fields[k] ? strlen(fields[k]) : 0,
-					   fields[k] ? fields[k] : "");
+			buf_add_int(&b, (int)p->kind);
+			buf_add_int(&b, p->redacted);
+			buf_add_int(&b, p->incomplete);
+			buf_add_int(&b, p->is_error);
+			for (size_t k = 0; k < 5; k++) {
+				size_t len = fields[k] ? strlen(fields[k]) : 0;
+				buf_addc(&b, '|');
+				buf_add_int(&b, (int64_t)len);
+				buf_addc(&b, ':');
+				buf_add(&b, fields[k] ? fields[k] : "", len);
+			}
 		}
 	}
 	uint8_t h[SHA256_LEN];

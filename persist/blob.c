@@ -7,6 +7,7 @@
 #include "base/strmap.h"
 #include "base/xalloc.h"
 #include "persist/fsops.h"
+#include "persist/load.h"
 #include "persist/replace.h"
 #include "persist/safefs.h"
 #include "persist/scan.h"
@@ -425,6 +426,58 @@ int blob_sweep(int dirfd, const struct scan *s, size_t *removed, struct cerr *er
 	named_set(s, &w.named);
 	int rc = each_entry(dirfd, sweep_one, &w, err);
 	strmap_release(&w.named);
+	if (removed)
+		*removed = w.removed;
+	return rc;
+}
+
+static int count_one(void *ctx, int bdir, const char *name)
+{
+	(void)bdir;
+	(void)name;
+	++*(size_t *)ctx;
+	return 0;
+}
+
+int blob_sweep_load(int dirfd, const struct load *l, size_t *removed, struct cerr *err)
+{
+	if (removed)
+		*removed = 0;
+	/* Most sessions have no blobs: then no event needs looking at. */
+	size_t n = 0;
+	if (each_entry(dirfd, count_one, &n, err) < 0)
+		return -1;
+	if (n == 0)
+		return 0;
+	/* Only a line holding "blob" (or an escape that could spell it)
+	 * can name one: those are parsed, the trees kept for their keys. */
+	struct sweep w = {.removed = 0, .err = err};
+	strmap_init(&w.named);
+	cJSON **keep = NULL;
+	size_t n_keep = 0;
+	for (size_t i = 0; i < load_count(l); i++) {
+		size_t len;
+		const char *line = load_line(l, i, &len);
+		if (!memmem(line, len, "\"blob\"", 6) && !memmem(line, len, "\\u", 2))
+			continue;
+		cJSON *root = load_json(l, i);
+		const cJSON *data = cJSON_GetObjectItemCaseSensitive(root, "data");
+		struct blob_ref ref;
+		struct cerr e;
+		if (root && blob_ref_from_data(data, &ref, &e) > 0) {
+			const cJSON *b = cJSON_GetObjectItemCaseSensitive(data, "blob");
+			strmap_put(&w.named, cJSON_GetObjectItemCaseSensitive(b, "sha256")->valuestring, i);
+			keep = xreallocarray(keep, n_keep + 1, sizeof *keep);
+			keep[n_keep++] = root;
+		} else {
+			cJSON_Delete(root);
+		}
+	}
+	int rc = each_entry(dirfd, sweep_one, &w, err);
+	strmap_release(&w.named);
+	for (size_t k = 0; k < n_keep; k++)
+		cJSON_Delete(keep[k]);
+	free(keep);
 	if (removed)
 		*removed = w.removed;
 	return rc;

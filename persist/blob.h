@@ -31,6 +31,7 @@
 #include "persist/limits.h"
 
 struct scan;
+struct load;
 
 #define BLOB_DIR "blobs"
 #define BLOB_SIZE_ANY UINT64_MAX /* blob_ref.size when only the digest is known */
@@ -99,6 +100,9 @@ size_t blob_check_scan(int dirfd, const struct scan *s, size_t *named,
  * them. The caller holds the writer lock and s is the log as settled
  * (torn tail cut): a blob s names is never removed. */
 int blob_sweep(int dirfd, const struct scan *s, size_t *removed, struct cerr *err);
+/* blob_sweep for the log as a compact load l (load.h): the same blobs go,
+ * and when blobs/ holds nothing no event is looked at. */
+int blob_sweep_load(int dirfd, const struct load *l, size_t *removed, struct cerr *err);
 /* Remove blobs/ and everything in it (a purge); missing is fine. */
 int blob_remove_all(int dirfd, struct cerr *err);
 

@@ -2,13 +2,16 @@
  *
  * An open makes the writer's handle of the session the one its host runs
  * on: it takes the writer lock (on the writer's own descriptor, so it
- * stays taken while the host runs), reads the log, cuts a torn tail and
- * closes an interrupted turn (repair.c), whatever the catalog says, since
- * only the lock holder can tell that a turn marked running is over. The
- * session's row is then rebuilt from the log, and the item completes with
- * the session as read: read and parsed on a helper while the writer goes
- * on with the batch's other sessions; an item of the session, and the
- * batch's delivery, wait for it (fifo_hold_wait). While held, the handle cache (fifo_sess.c) never
+ * stays taken while the host runs), reads the log once, compactly (load.h:
+ * no JSON tree per event), cuts a torn tail, sweeps orphan blobs and
+ * closes an interrupted turn (repair.c) from that read, whatever the
+ * catalog says, since only the lock holder can tell that a turn marked
+ * running is over. The session's row is then rebuilt from the log when it
+ * is not current, and the item completes with the session prepared from
+ * the same read (prepare.h) on a helper while the writer goes on with the
+ * batch's other sessions; an item of the session, and the batch's
+ * delivery, wait for it (fifo_hold_wait). Only a repair that changed the
+ * file, or a handle that was already open, reads it again. While held, the handle cache (fifo_sess.c) never
  * closes it; a release closes it, which releases the lock. */
 #include "persist/fifo_int.h"
 #include "base/xalloc.h"
@@ -20,19 +23,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The session as the host gets it: the log read from the writer's
- * descriptor and prepared (prepare.h), owned by the caller. The one read
- * and parse of an open. */
-static int hold_read(const struct log *lg, struct prepared **out, struct cerr *err)
+/* The session as the host gets it, prepared (prepare.h), owned by the
+ * caller: from l, the compact read the writer's handle made when it
+ * opened the log and repaired from (taken over), the one read of an open;
+ * when the handle has none of the file as it is now (a repair cut a torn
+ * tail or appended closers, the handle was already open, the catalog row
+ * was rebuilt), the log read again from the writer's descriptor. */
+static int hold_read(const struct log *lg, struct load *l, struct prepared **out,
+		     struct cerr *err)
 {
+	if (l) {
+		*out = prepare_load(l);
+		return 0;
+	}
 	return prepare_fd(log_fd(lg), NULL, out, err);
 }
 
-/* The helper: read the session for the open that is out. */
+/* The helper: prepare the session for the open that is out. */
 static void hold_read_job(void *arg)
 {
 	struct fifo_sess *w = arg;
-	w->read_rc = hold_read(w->lg, &w->read_item->rcpt.prepared, &w->read_item->err);
+	struct load *l = w->read_load;
+	w->read_load = NULL;
+	w->read_rc = hold_read(w->lg, l, &w->read_item->rcpt.prepared, &w->read_item->err);
 }
 
 /* Wait for w's read and complete its open (writer thread). */
@@ -78,6 +91,9 @@ void fifo_hold_open(struct fifo *f, struct fifo_item *it)
 	if (repair_log(w->lg, &rep, &err) < 0)
 		goto fail;
 	cJSON_Delete(rep.closers);
+	/* The read repair worked from, if it is still the file: what the
+	 * host gets, prepared below. */
+	struct load *read = log_take_load(w->lg);
 	it->rcpt.cut_bytes = rep.cut_bytes;
 	it->rcpt.closers = rep.appended;
 	uint64_t v = log_next_seq(w->lg);
@@ -93,9 +109,9 @@ void fifo_hold_open(struct fifo *f, struct fifo_item *it)
 		it->rcpt.catalog_behind = true;
 		it->rcpt.catalog_err = e;
 	}
-	/* Repaired and projected: its parsed events are no longer needed
-	 * while it is held (the host gets its own read below), and for a long
-	 * log they are many times its size. */
+	/* Repaired and projected: the handle keeps no read while it is held
+	 * (the host gets the open's read, below; a row rebuilt above parsed
+	 * every event, many times the log's size). */
 	log_drop_scan(w->lg);
 	xalloc_trim();
 	w->acked = true;
@@ -105,6 +121,7 @@ void fifo_hold_open(struct fifo *f, struct fifo_item *it)
 	/* The read runs on a helper while the writer goes on with other
 	 * sessions; it completes before this batch is delivered. */
 	w->read_item = it;
+	w->read_load = read;
 	w->read_job = (struct pool_job){.fn = hold_read_job, .arg = w};
 	pool_submit(f->pool, &w->read_job);
 	f->reading = xreallocarray(f->reading, f->n_reading + 1, sizeof *f->reading);

@@ -78,6 +78,7 @@ struct fifo_sess {
 	 * the writer writes nothing to the log until it has waited for it. */
 	struct pool_job read_job;
 	struct fifo_item *read_item; /* the open it completes (NULL: none out) */
+	struct load *read_load;      /* the open's own read, to prepare (NULL: read it) */
 	int read_rc;
 };
 

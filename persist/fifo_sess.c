@@ -10,6 +10,7 @@
 #include "persist/fifo_int.h"
 #include "base/xalloc.h"
 #include "persist/fsops.h"
+#include "persist/load.h"
 
 #include <sys/stat.h>
 
@@ -138,7 +139,10 @@ int fifo_sess_ensure_log(struct fifo *f, struct fifo_sess *w, const struct fifo_
 	if (catalog_get_watermark(f->cat, w->id, &wm, err) < 0)
 		return -1;
 	struct scan_opts o = catalog_scan_opts(&wm);
-	if (log_open_opts(f->st, w->id, &o, &w->lg, err) == 0) {
+	/* A compact read: no tree per event (an open hands it on). */
+	if (log_open_load(f->st, w->id, &o, &w->lg, err) == 0) {
+		if (it->kind != FIFO_OPEN)
+			load_free(log_take_load(w->lg)); /* only an open hands the read on */
 		heal_watermark(f, w);
 		trim_handles(f, w);
 		return 0;
@@ -154,7 +158,7 @@ int fifo_sess_ensure_log(struct fifo *f, struct fifo_sess *w, const struct fifo_
 int fifo_sess_reproject(struct fifo *f, struct fifo_sess *w, struct cerr *err)
 {
 	fifo_lane_quiesce(f, w);
-	if (log_reread(w->lg, err) < 0)
+	if (log_reread_full(w->lg, err) < 0) /* the projection needs every event */
 		return -1;
 	struct session_ref ref;
 	if (store_resolve(f->st, w->id, &ref, err) < 0)

@@ -475,6 +475,15 @@ const struct scan *load_scan(const struct load *l)
 	return &l->st;
 }
 
+struct scan *load_scan_copy(const struct load *l)
+{
+	struct scan *s = xcalloc(1, sizeof *s);
+	*s = l->st;
+	s->id = l->st.id ? xstrdup(l->st.id) : NULL;
+	s->cwd = l->st.cwd ? xstrdup(l->st.cwd) : NULL;
+	return s;
+}
+
 size_t load_count(const struct load *l)
 {
 	return l->n_ev;
@@ -496,8 +505,9 @@ cJSON *load_json(const struct load *l, size_t i)
 {
 	size_t n;
 	const char *line = load_line(l, i, &n);
-	const char *why;
-	return json_parse_strict(line, n, &why);
+	/* Checked strictly when loaded (event_check): parsed without the
+	 * checks again, into the tree a strict parse gives. */
+	return cJSON_ParseWithLength(line, n);
 }
 
 const char *load_turn(const struct load *l, size_t i)

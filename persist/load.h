@@ -90,6 +90,9 @@ void load_free(struct load *l);
 /* The classification, revision and header fields, as scan_fd reports them
  * (its events, frames and summary arrays are empty). Owned by l. */
 const struct scan *load_scan(const struct load *l);
+/* A copy of load_scan that the caller owns (frees with scan_free), for a
+ * holder of the status fields that outlives the load. */
+struct scan *load_scan_copy(const struct load *l);
 /* Events held (for a tail, those of the tail only). */
 size_t load_count(const struct load *l);
 /* Event i < load_count; owned by l. */

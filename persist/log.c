@@ -53,7 +53,9 @@ struct log {
 	struct cursor sync_from; /* the cursor before the frames it took */
 	uint64_t sync_upto;     /* the length they end at */
 	struct cursor cur;
-	struct scan *scan;
+	struct scan *scan;      /* the last read (a compact one's status fields) */
+	bool compact;           /* reads are compact loads (log_open_load) */
+	struct load *load;      /* a compact handle's last read, until taken */
 	struct scan_opts wm;    /* durable watermark for every read */
 	bool head_known;        /* head: the digest of the log's frame 0 */
 	uint8_t head[SHA256_LEN];
@@ -79,6 +81,7 @@ void log_close(struct log *lg)
 	fs_close_quiet(lg->dirfd);
 	fs_close_quiet(lg->keyfd);
 	scan_free(lg->scan);
+	load_free(lg->load);
 	cJSON_Delete(lg->extra);
 	frame_codec_free(lg->fc);
 	free(lg->path);
@@ -140,6 +143,47 @@ void log_drop_scan(struct log *lg)
 {
 	scan_free(lg->scan);
 	lg->scan = NULL;
+	load_free(lg->load);
+	lg->load = NULL;
+}
+
+const struct load *log_load(const struct log *lg)
+{
+	return lg->load;
+}
+
+struct load *log_take_load(struct log *lg)
+{
+	struct load *l = lg->load;
+	lg->load = NULL;
+	if (!l)
+		return NULL;
+	const struct scan *s = load_scan(l);
+	/* Only a read of the file as it is now: nothing cut, appended or
+	 * left unsure since. */
+	if (lg->poisoned || lg->pending || lg->syncing || !lg->cur.valid ||
+	    s->status != SCAN_OK || !revision_same(&s->rev, &lg->cur.rev)) {
+		load_free(l);
+		return NULL;
+	}
+	return l;
+}
+
+/* Read the file open at lg->fd: a compact load (its status fields into
+ * *out, the load kept in lg->load) for a compact handle unless full, else
+ * a strict scan keeping every event. */
+static int read_file(struct log *lg, bool full, struct scan **out, struct cerr *err)
+{
+	load_free(lg->load);
+	lg->load = NULL;
+	if (full || !lg->compact)
+		return scan_fd_opts(lg->fd, &lg->wm, out, err);
+	struct load *l;
+	if (load_fd(lg->fd, &lg->wm, &l, err) < 0)
+		return -1;
+	*out = load_scan_copy(l);
+	lg->load = l;
+	return 0;
 }
 
 struct revision log_revision_of(const struct log *lg)
@@ -149,7 +193,7 @@ struct revision log_revision_of(const struct log *lg)
 
 /* (Re)open the file and read it in full; set the cursor from the read.
  * Fails closed on corrupt and unsupported logs and on a foreign header. */
-static int reread(struct log *lg, struct cerr *err)
+static int reread(struct log *lg, bool full, struct cerr *err)
 {
 	/* A failed sync may have left the log's directory entry not durable
 	 * (publication): sync it before building on what is read. */
@@ -165,7 +209,7 @@ static int reread(struct log *lg, struct cerr *err)
 		return -1;
 	}
 	struct scan *s;
-	if (scan_fd_opts(lg->fd, &lg->wm, &s, err) < 0)
+	if (read_file(lg, full, &s, err) < 0)
 		return -1;
 	/* After a failed sync the page cache may hold bytes the disk never
 	 * got (their pages can be marked clean anyway). They were never
@@ -178,7 +222,7 @@ static int reread(struct log *lg, struct cerr *err)
 		scan_free(s);
 		if (cut_failed)
 			return cerr_set(err, CERR_IO, e, "cannot cut unsynced bytes of '%s'", lg->path);
-		if (scan_fd_opts(lg->fd, &lg->wm, &s, err) < 0)
+		if (read_file(lg, full, &s, err) < 0)
 			return -1;
 	}
 	scan_free(lg->scan);
@@ -209,7 +253,8 @@ int log_refresh(struct log *lg, struct cerr *err)
 {
 	/* Only this handle's own staleness: a change made by anyone else is
 	 * for the caller's revision fence to report, not to absorb. */
-	if (lg->published && lg->scan && !lg->poisoned && lg->scan->rev.next_seq == lg->cur.rev.next_seq)
+	if (lg->published && lg->scan && !lg->poisoned && lg->scan->rev.next_seq == lg->cur.rev.next_seq &&
+	    (!lg->compact || lg->load))
 		return 0;
 	return log_reread(lg, err);
 }
@@ -218,7 +263,14 @@ int log_reread(struct log *lg, struct cerr *err)
 {
 	if (!lg->published)
 		return cerr_set(err, CERR_MISSING, 0, "'%s' has no log yet", lg->path);
-	return reread(lg, err);
+	return reread(lg, false, err);
+}
+
+int log_reread_full(struct log *lg, struct cerr *err)
+{
+	if (!lg->published)
+		return cerr_set(err, CERR_MISSING, 0, "'%s' has no log yet", lg->path);
+	return reread(lg, true, err);
 }
 
 int log_open(struct store *st, const char *id, struct log **out, struct cerr *err)
@@ -273,10 +325,11 @@ static int start_at_watermark(struct log *lg, bool *started, struct cerr *err)
 }
 
 static int open_session(struct store *st, const char *id, const struct scan_opts *wm,
-			bool from_end, struct log **out, struct cerr *err)
+			bool from_end, bool compact, struct log **out, struct cerr *err)
 {
 	struct log *lg = log_alloc();
 	lg->st = st;
+	lg->compact = compact;
 	if (wm)
 		lg->wm = *wm;
 	if (!pathkey_valid_id(id)) {
@@ -300,7 +353,7 @@ static int open_session(struct store *st, const char *id, const struct scan_opts
 	if (from_end && lg->wm.watermark && lg->wm.wm_len > 0 &&
 	    start_at_watermark(lg, &started, err) < 0)
 		goto fail;
-	if (!started && reread(lg, err) < 0)
+	if (!started && reread(lg, false, err) < 0)
 		goto fail;
 	*out = lg;
 	return 0;
@@ -312,13 +365,19 @@ fail:
 int log_open_opts(struct store *st, const char *id, const struct scan_opts *wm, struct log **out,
 		  struct cerr *err)
 {
-	return open_session(st, id, wm, false, out, err);
+	return open_session(st, id, wm, false, false, out, err);
+}
+
+int log_open_load(struct store *st, const char *id, const struct scan_opts *wm, struct log **out,
+		  struct cerr *err)
+{
+	return open_session(st, id, wm, false, true, out, err);
 }
 
 int log_open_end(struct store *st, const char *id, const struct scan_opts *wm, struct log **out,
 		 struct cerr *err)
 {
-	return open_session(st, id, wm, true, out, err);
+	return open_session(st, id, wm, true, false, out, err);
 }
 
 int log_settle(struct log *lg, struct cerr *err)
@@ -365,7 +424,7 @@ int log_open_path_opts(const char *path, const struct scan_opts *wm, struct log 
 		goto fail;
 	}
 	lg->lockfd = lock_take(-1, lg->fname, lg->dirfd, err);
-	if (lg->lockfd < 0 || reread(lg, err) < 0)
+	if (lg->lockfd < 0 || reread(lg, false, err) < 0)
 		goto fail;
 	*out = lg;
 	return 0;
@@ -653,7 +712,7 @@ int log_write(struct log *lg, uint64_t expected, const struct log_event *evs, si
 	/* Behind unsynced bytes of our own the cursor is the truth: a re-read
 	 * now would build on them as if they were durable. */
 	if (lg->published && !lg->pending && !lg->syncing && !cursor_matches(lg)) {
-		if (reread(lg, err) < 0)
+		if (reread(lg, false, err) < 0)
 			return -1;
 		if (lg->scan->status == SCAN_TORN) {
 			struct revision rev = log_revision_of(lg);

@@ -24,6 +24,8 @@
 #include "persist/scan.h"
 #include "persist/store.h"
 
+struct load;
+
 struct log;
 
 /* One event to append; the store assigns seq. */
@@ -65,6 +67,15 @@ int log_open_opts(struct store *st, const char *id, const struct scan_opts *wm, 
 		  struct cerr *err);
 int log_open_path_opts(const char *path, const struct scan_opts *wm, struct log **out,
 		       struct cerr *err);
+/* log_open_opts whose reads are compact (load.h: frames and a 32-byte
+ * index entry per event, no JSON tree kept): log_scan holds the status,
+ * revision and header fields only (no events, no summary), and log_load
+ * the read itself until log_take_load takes it. Checks, classification
+ * and failing closed are those of log_open_opts. The FIFO's writer opens
+ * its handles so: the open of a session repairs from this read and hands
+ * it on (fifo_hold.c), the one read of an open. */
+int log_open_load(struct store *st, const char *id, const struct scan_opts *wm, struct log **out,
+		  struct cerr *err);
 /* log_open_opts for an append that need not read the whole log: when the
  * file is exactly what the watermark says (its length, its frame 0) and
  * its last frame is intact (checksum, lines, seqs ending at the
@@ -123,6 +134,9 @@ int log_cut_torn_tail(struct log *lg, const struct revision *rev, uint64_t *cut,
  * log_scan holds every event, this handle's own appends included. A log not
  * yet published: CERR_MISSING. */
 int log_reread(struct log *lg, struct cerr *err);
+/* log_reread as a strict scan keeping every event (log_scan), also for a
+ * handle opened with log_open_load: what projecting the log needs. */
+int log_reread_full(struct log *lg, struct cerr *err);
 /* Re-read only when this handle made its last read stale: it was poisoned
  * by a failed sync, or it appended since (log_scan would miss its own
  * events). Changes by others are left for revision fences to detect. */
@@ -143,10 +157,18 @@ int log_dir(struct log *lg, struct cerr *err);
  * handle that published the log itself has none until log_refresh);
  * owned by lg and replaced by a later re-read. */
 const struct scan *log_scan(const struct log *lg);
-/* Free the last full read's result (log_scan becomes NULL, as for a
+/* Free the last read's result, and a compact one's load (log_scan becomes NULL, as for a
  * handle opened at its end): a held session's writer keeps no parsed copy
  * of its log, only its cursor. The next log_refresh reads it again. */
 void log_drop_scan(struct log *lg);
+/* A compact handle's last read (log_open_load), NULL when it has none
+ * (not read yet, taken, or the last read was a full one); owned by lg. */
+const struct load *log_load(const struct log *lg);
+/* Take the compact read, if it is of the file as it is now: complete and
+ * valid, nothing cut, appended or left unsynced since. NULL otherwise (a
+ * load that is no longer current is freed). The caller frees it with
+ * load_free; the next log_refresh reads the log again. */
+struct load *log_take_load(struct log *lg);
 /* The revision of the last full read (zero before any). */
 struct revision log_revision_of(const struct log *lg);
 /* What this handle last acknowledged as durable: the durable watermark

@@ -4,8 +4,9 @@
  * settings in effect, the durable next seq and the content version.
  *
  * prepare reads only (load.h): it never repairs, never takes the writer
- * lock and may run on any thread, so the FIFO's open item calls prepare_fd
- * on the descriptor it holds (after its repair) and a viewer calls it on a
+ * lock and may run on any thread, so the FIFO's open item prepares the
+ * load its repair worked from (prepare_load; prepare_fd on the descriptor
+ * it holds when the repair changed the file) and a viewer calls it on a
  * worker (load_async.h). One pass over the load's index; only the events
  * it needs (turn, tool, input and settings events) are parsed, one at a
  * time.

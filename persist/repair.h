@@ -6,7 +6,8 @@
  * outcome_unknown with it; source_seqs = [seq of the call]) and a turn/end
  * with outcome "interrupted". Once the tail is cut, the blobs no durable
  * event names (a crash between a blob and its event) are removed
- * (blob_sweep). A corrupt or unsupported log is never touched. */
+ * (blob_sweep; blob_sweep_load for a handle that read the log compactly,
+ * log_open_load). A corrupt or unsupported log is never touched. */
 #ifndef CAIRN_REPAIR_H
 #define CAIRN_REPAIR_H
 

@@ -4,8 +4,8 @@
  * cache of 4 under 200 sessions, reading the session on a helper while the
  * batch goes on; fifo_release lets go; the running status set with an
  * append and cleared by a full save, a stale one not blocking a delete; an
- * open rebuilding the row only for a changed log; a created session's
- * header. Each test ends with uv_loop_close() == 0. */
+ * open rebuilding the row only for a changed log; an open reading the log
+ * once, with no tree per event; a created session's header. Each test ends with uv_loop_close() == 0. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -159,6 +159,113 @@ static void test_open_rebuilds_the_row_only_for_a_changed_log(void **state)
 	free(path);
 }
 
+/* ---- one read per open ---- */
+
+/* Bytes every pread through fsops returned, on any thread. */
+static atomic_size_t read_bytes;
+static ssize_t counting_pread(int fd, void *b, size_t n, off_t off)
+{
+	ssize_t r = fsops_real.pread(fd, b, n, off);
+	if (r > 0)
+		atomic_fetch_add(&read_bytes, (size_t)r);
+	return r;
+}
+static struct fsops counting_ops;
+
+/* cJSON's allocations alive, and the most alive at once, on any thread. */
+static atomic_long json_live, json_peak;
+static void *counting_malloc(size_t n)
+{
+	long live = atomic_fetch_add(&json_live, 1) + 1;
+	long peak = atomic_load(&json_peak);
+	while (live > peak && !atomic_compare_exchange_weak(&json_peak, &peak, live))
+		;
+	return malloc(n);
+}
+static void counting_free(void *p)
+{
+	if (p)
+		atomic_fetch_sub(&json_live, 1);
+	free(p);
+}
+
+/* Session id with `turns` turns of 4 events (turn/start, user/message,
+ * assistant/text, turn/end) after its header; returns its log's size. */
+static size_t build_turns(struct lx *x, const char *id, size_t turns)
+{
+	struct lx_rec c;
+	lx_post_wait(x, lx_hist(id, 1, true), &c);
+	uint64_t seq = 2;
+	for (size_t done = 0; done < turns;) {
+		cJSON *a = cJSON_CreateArray();
+		for (size_t k = 0; k < 50 && done < turns; k++, done++) {
+			char turn[32];
+			snprintf(turn, sizeof turn, "t%zu", done);
+			static const char *const types[] = {"turn/start", "user/message", "assistant/text",
+							    "turn/end"};
+			for (int e = 0; e < 4; e++) {
+				cJSON *one = lx_one_event(types[e], turn, NULL, NULL);
+				cJSON *ev = cJSON_DetachItemFromArray(one, 0);
+				cJSON_Delete(one);
+				cJSON *d = cJSON_AddObjectToObject(ev, "data");
+				if (e == 1 || e == 2)
+					cJSON_AddStringToObject(d, "text", "some words of a turn, said once");
+				if (e == 3)
+					cJSON_AddStringToObject(d, "outcome", "completed");
+				cJSON_AddItemToArray(a, ev);
+			}
+		}
+		size_t n = (size_t)cJSON_GetArraySize(a);
+		lx_post_wait(x, fifo_history(id, seq, a), &c);
+		seq += n;
+	}
+	lx_post_wait(x, fifo_release(id), &c);
+	char *path = session_path(x->root, "sessions", NULL, id, "session.jsonl.zst");
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	free(path);
+	return (size_t)st.st_size;
+}
+
+/* An open reads the session's log once: the bytes read through fsops are
+ * about the file's size (not one read for the writer's handle and one for
+ * the session handed over), and no JSON tree is kept per event while it
+ * reads (the most cJSON allocations alive at once stays far below the
+ * number of events), whatever the size: the same at 100 and 800 turns. */
+static void test_open_reads_the_log_once(void **state)
+{
+	struct lx *x = *state;
+	static const size_t sizes[] = {100, 800};
+	for (int k = 0; k < 2; k++) {
+		char id[8];
+		snprintf(id, sizeof id, "S%d", k);
+		size_t size = build_turns(x, id, sizes[k]);
+		counting_ops = fsops_real;
+		counting_ops.pread = counting_pread;
+		atomic_store(&read_bytes, 0);
+		atomic_store(&json_live, 0);
+		atomic_store(&json_peak, 0);
+		cJSON_InitHooks(&(cJSON_Hooks){counting_malloc, counting_free});
+		fsops = &counting_ops;
+		struct lx_rec c;
+		lx_post_wait(x, fifo_open(id), &c);
+		fsops = &fsops_real;
+		cJSON_InitHooks(NULL);
+		size_t events = 1 + 1 + 4 * sizes[k];
+		assert_int_equal(load_count(prepared_load(c.prepared)), events);
+		assert_int_equal(prepared_n_turns(c.prepared), sizes[k]);
+		prepared_free(c.prepared);
+		size_t got = atomic_load(&read_bytes);
+		long peak = atomic_load(&json_peak);
+		if (got > size + size / 4 || got < size)
+			fail_msg("%zu turns: an open read %zu bytes of a %zu-byte log", sizes[k], got, size);
+		if (peak > 200)
+			fail_msg("%zu turns (%zu events): %ld cJSON allocations alive at once", sizes[k],
+				 events, peak);
+		lx_post_wait(x, fifo_release(id), &c);
+	}
+}
+
 /* A session that does not exist cannot be held. */
 static void test_open_missing_session_fails(void **state)
 {
@@ -275,6 +382,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_open_cuts_torn_tail_and_closes_open_turn, lx_setup, lx_teardown),
 		cmocka_unit_test_setup_teardown(test_open_rebuilds_the_row_only_for_a_changed_log, lx_setup, lx_teardown),
 		cmocka_unit_test_setup_teardown(test_open_missing_session_fails, lx_setup, lx_teardown),
+		cmocka_unit_test_setup_teardown(test_open_reads_the_log_once, lx_setup, lx_teardown),
 		cmocka_unit_test_setup_teardown(test_open_in_a_batch_with_other_writes, lx_setup, lx_teardown),
 		cmocka_unit_test_setup_teardown(test_held_session_survives_handle_cache, lx_setup, lx_teardown),
 		cmocka_unit_test_setup_teardown(test_running_set_with_append_cleared_by_full_save, lx_setup, lx_teardown),

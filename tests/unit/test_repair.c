@@ -395,6 +395,48 @@ static void test_every_open_turn_is_closed(void **state)
 	assert_repair_idempotent(f);
 }
 
+/* A handle that read the log compactly (log_open_load, as the FIFO's open
+ * does) repairs it as one that kept every event: the same closers (calls
+ * not started and started, a reused call id, an answered and a pending
+ * question, an ignorable unknown event, two open turns), and its read is
+ * no longer the file once they are appended. */
+static void test_a_compact_read_repairs_as_a_full_one(void **state)
+{
+	struct fx *f = *state;
+	static const char *const b[] = {
+		"[" TS("t1") "," CALL("t1", "dup") "," RESULT("t1", "dup", "ok") "," CALL("t1", "lost")
+		"," TE("t1") "]",
+		"[" TS("t2") "," CALL("t2", "dup") "," CALL("t2", "c9") "," STARTED("t2", "c9") "]",
+		"[" CALL("t2", "c1") "," ASK("t2", "r1", "c1") "," ANSWER("t2", "r1") ","
+		CALL("t2", "c2") "," ASK("t2", "r2", "c2") "]",
+		"[{\"type\":\"x/later\",\"ignorable\":true,\"turn\":\"t2\",\"data\":{}}]",
+		"[" TS("t3") "]",
+	};
+	make(f, b, 5);
+	struct log *full = open_s(f);
+	cJSON *want = repair_closers(log_scan(full));
+	log_close(full);
+	assert_int_equal(cJSON_GetArraySize(want), 7);
+	struct log *lg;
+	struct cerr err;
+	if (log_open_load(f->st, "s", NULL, &lg, &err) < 0)
+		fail_msg("log_open_load: %s", err.msg);
+	assert_non_null(log_load(lg));
+	assert_int_equal(log_scan(lg)->n_events, 0); /* no tree per event */
+	struct repair_report rep;
+	if (repair_log(lg, &rep, &err) < 0)
+		fail_msg("repair_log: %s", err.msg);
+	for (cJSON *c = rep.closers->child; c; c = c->next)
+		cJSON_DeleteItemFromObject(c, "seq");
+	assert_true(cJSON_Compare(want, rep.closers, 1));
+	assert_int_equal(rep.appended, 7);
+	assert_null(log_take_load(lg)); /* the closers are not in it */
+	cJSON_Delete(want);
+	cJSON_Delete(rep.closers);
+	log_close(lg);
+	assert_repair_idempotent(f);
+}
+
 /* The first half of a frame holding one event with seq, appended by hand. */
 static size_t tear(const char *path, uint64_t seq)
 {
@@ -698,6 +740,7 @@ int main(void)
 		T(test_pending_approval_is_answered_canceled),
 		T(test_only_open_turns_close_and_call_ids_match_their_own),
 		T(test_every_open_turn_is_closed),
+		T(test_a_compact_read_repairs_as_a_full_one),
 		T(test_torn_tail_and_open_turn),
 		T(test_torn_tail_alone_is_cut_and_the_rest_kept_as_is),
 		T(test_cut_torn_tail_is_fenced_by_the_revision_read),
