@@ -71,8 +71,8 @@ void host_fill_head(struct op *op)
 {
 	if (!op->s)
 		return;
-	op->r.next_seq = op->s->next_seq;
-	op->r.version = op->s->version;
+	op->r.next_seq = journal_next_seq(op->s->j);
+	op->r.version = journal_version(op->s->j);
 }
 
 void host_complete(struct op *op, const struct cerr *err)
@@ -134,7 +134,8 @@ void host_notice(struct hsess *s, const char *name, const struct cerr *err)
 
 /* ---- sessions ---- */
 
-static struct hsess *sess_new(struct host *h, const char *id)
+/* A session of h; cwd: the header's when it is new (NULL: it exists). */
+static struct hsess *sess_new(struct host *h, const char *id, const char *cwd)
 {
 	struct hsess *s = xcalloc(1, sizeof *s);
 	s->h = h;
@@ -142,6 +143,11 @@ static struct hsess *sess_new(struct host *h, const char *id)
 	s->generation = ++h->next_generation;
 	s->ctx = context_new();
 	context_set_result_max(s->ctx, h->d.tool_result_max);
+	struct journal_deps jd = {
+		.fifo = h->d.fifo, .sink = h->d.sink, .session = id, .generation = s->generation,
+		.cwd = cwd};
+	s->j = journal_new(&jd, s->ctx, false, 1, 0);
+	journal_on_state(s->j, host_journal_state, s);
 	static const char *const strip[] = {"*_API_KEY", NULL};
 	extern char **environ;
 	s->env = tool_env(environ, h->d.tool_env_strip ? (const char *const *)h->d.tool_env_strip
@@ -167,6 +173,7 @@ static void sess_free(struct hsess *s)
 			*p = s->next;
 			break;
 		}
+	journal_close(s->j);
 	context_free(s->ctx);
 	tool_env_free(s->env);
 	approvals_free(s->grants);
@@ -202,7 +209,6 @@ static void sess_free(struct hsess *s)
 	free(s->set_approval);
 	free(s->set_system);
 	cJSON_Delete(s->turn_settings);
-	cJSON_Delete(s->unsaved);
 	free(s);
 }
 
@@ -310,10 +316,9 @@ int host_create(struct host *h, const char *cwd, const struct host_call *call,
 		return cerr_set(err, CERR_USAGE, 0, "the host is closing");
 	char id[ULID_LEN + 1];
 	ulid_new(id);
-	struct hsess *s = sess_new(h, id);
+	struct hsess *s = sess_new(h, id, cwd);
 	s->st = HOST_IDLE;
 	s->cwd = xstrdup_opt(cwd);
-	s->next_seq = s->post_seq = 1; /* the header is seq 0 */
 	s->last_ok = true;
 	if (call)
 		host_set_call(h, id, call, err);
@@ -546,6 +551,7 @@ static void open_built(uv_work_t *w, int status)
 	if (!ow->failed) {
 		context_free(s->ctx);
 		s->ctx = ow->ctx;
+		journal_set_context(s->j, s->ctx);
 		s->blob_dir = ow->blob_dir;
 		ow->ctx = NULL;
 		for (size_t i = 0; i < ow->n; i++)
@@ -572,7 +578,6 @@ static void open_built(uv_work_t *w, int status)
 		s->grants = ow->grants;
 		ow->grants = NULL;
 		host_set_str(&s->cwd, prepared_scan(p)->cwd);
-		s->created = true;
 		s->last_ok = true;
 		s->st = HOST_IDLE;
 	} else if (ow->blob_dir >= 0) {
@@ -622,9 +627,8 @@ static void opened(struct fifo_item *it, void *ctx, const struct fifo_receipt *r
 		host_check_close(h);
 		return;
 	}
-	s->next_seq = s->post_seq = r->next_seq;
-	s->version = r->content_version;
-	s->created = true; /* held by the FIFO from now on: released, never just forgotten */
+	/* Held by the FIFO from now on: released, never just forgotten. */
+	journal_adopt(s->j, r->next_seq, r->content_version);
 	struct open_work *ow = xcalloc(1, sizeof *ow);
 	ow->w.data = ow;
 	ow->s = s;
@@ -656,7 +660,7 @@ int host_open_history(struct host *h, const char *id, host_history_fn history, v
 		return cerr_set(err, CERR_USAGE, 0, "the host is closing");
 	if (host_find(h, id))
 		return cerr_set(err, CERR_CONFLICT, 0, "session '%s' is already open", id);
-	struct hsess *s = sess_new(h, id);
+	struct hsess *s = sess_new(h, id, NULL);
 	s->st = HOST_OPENING;
 	s->open_cb = cb;
 	s->open_ctx = ctx;
@@ -720,7 +724,17 @@ enum host_state host_state(const struct host *h, const char *id)
 enum host_save host_save_state(const struct host *h, const char *id)
 {
 	const struct hsess *s = host_find(h, id);
-	return s ? s->save : HOST_SAVED;
+	if (!s)
+		return HOST_SAVED;
+	switch (journal_state(s->j)) {
+	case JOURNAL_UNSAVED:
+		return HOST_UNSAVED;
+	case JOURNAL_RECOVERING:
+		return HOST_RECOVERING;
+	case JOURNAL_SAVED:
+		break;
+	}
+	return HOST_SAVED;
 }
 
 int host_settings(struct host *h, const char *id, struct host_settings *out, struct cerr *err)
@@ -760,7 +774,8 @@ void host_check_close(struct host *h)
 		return;
 	bool busy = false;
 	for (struct hsess *s = h->sessions; s; s = s->next) {
-		if (s->st == HOST_TURN || s->st == HOST_OPENING || s->save == HOST_RECOVERING ||
+		if (s->st == HOST_TURN || s->st == HOST_OPENING ||
+		    journal_state(s->j) == JOURNAL_RECOVERING ||
 		    s->after_settle)
 			busy = true;
 	}

@@ -47,6 +47,7 @@
 #include "engine/approval.h"
 #include "engine/call.h"
 #include "engine/context.h"
+#include "engine/journal.h"
 #include "engine/tool.h"
 #include "persist/fifo.h"
 #include "sink/sink.h"
@@ -61,11 +62,8 @@ struct runner_settlement {
 	const char *outcome;        /* turn_done's outcome */
 	bool ok;                    /* the full save succeeded (or nothing was to be saved) */
 	uint64_t next_seq, version; /* ok: the session's durable head now */
-	/* !ok: the full save's events, still to be saved by a recovery save
-	 * at unsaved_seq (expecting unsaved_version); taken over by the hook
-	 * (set it to NULL) or freed after it. err says why it failed. */
-	cJSON *unsaved;
-	uint64_t unsaved_seq, unsaved_version;
+	/* !ok: why; the session's journal keeps the full save's events for
+	 * its recovery save (journal.h). */
 	const struct cerr *err;
 };
 typedef void (*runner_settled_fn)(void *ud, struct runner_settlement *s);
@@ -81,12 +79,12 @@ struct runner_deps {
 
 struct runner_turn {
 	const char *session;          /* the session's id */
-	bool create;                  /* the BEFORE save creates the session... */
-	const char *cwd;              /* ... with this cwd (NULL: none) */
+	struct journal *journal;      /* the session's (borrowed for the turn): every
+				       * write of the turn goes through it, the BEFORE
+				       * save creating the log when it does not exist */
 	uint64_t generation;          /* of the session's runtime */
-	uint64_t next_seq, version;   /* its durable head */
 	struct context *ctx;          /* its events so far (borrowed for the turn; the
-				       * runner adds the turn's own) */
+				       * journal adds the turn's own once durable) */
 	const char *turn;             /* the new turn's id */
 	const char *parent_turn;      /* NULL: the previous turn */
 	const char *client_submit_id; /* NULL: none */
