@@ -150,7 +150,7 @@ static void released(struct fifo_item *it, void *ctx, const struct fifo_receipt 
 	if (op->kind == OP_DELETE && !err) {
 		/* Released: now it can move to the trash. */
 		op->kind = OP_RELEASE;
-		if (fifo_post(h->d.fifo, fifo_delete(s->id), released, op, &e) == 0)
+		if (journal_post_item(s->j, fifo_delete(s->id), released, op, &e) == 0)
 			return;
 		err = &e;
 	}
@@ -166,7 +166,6 @@ static void released(struct fifo_item *it, void *ctx, const struct fifo_receipt 
 
 static void release(struct hsess *s, struct op *op)
 {
-	struct host *h = s->h;
 	struct cerr err;
 	if (!journal_created(s->j)) {
 		/* Nothing on disk: nothing to let go. */
@@ -175,7 +174,8 @@ static void release(struct hsess *s, struct op *op)
 		host_defer(op, op->failed ? &op->err : NULL);
 		return;
 	}
-	if (fifo_post(h->d.fifo, fifo_release(s->id), released, op, &err) < 0) {
+	/* Behind every write of the journal (a recovery save in flight). */
+	if (journal_post_item(s->j, fifo_release(s->id), released, op, &err) < 0) {
 		op->s = NULL;
 		host_forget(s);
 		host_defer(op, &err);

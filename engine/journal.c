@@ -39,7 +39,7 @@ static const unsigned journal_next[] = {
 	[JOURNAL_RECOVERING] = 1u << JOURNAL_SAVED | 1u << JOURNAL_UNSAVED,
 };
 
-enum wkind { W_HISTORY, W_FULL, W_RECOVERY };
+enum wkind { W_HISTORY, W_FULL, W_RECOVERY, W_ITEM };
 
 struct jwrite {
 	struct journal *j;
@@ -51,6 +51,8 @@ struct jwrite {
 	uint64_t first_seq;
 	journal_done_fn cb;
 	void *ctx;
+	struct fifo_item *item; /* W_ITEM: posted as it is ... */
+	fifo_done_cb item_cb;   /* ... and completed through this */
 	struct jwrite *next;
 };
 
@@ -75,6 +77,7 @@ struct journal {
 	struct jwrite *waiting, *waiting_tail;
 	struct jwrite *posted, *posted_tail;
 	size_t inflight;
+	unsigned in_cb;             /* completions running: close frees after them */
 	struct waiter *recovery;    /* journal_recover callers waiting */
 	struct cerr refusal;        /* why the FIFO last refused a write */
 	journal_state_fn st_fn;
@@ -149,7 +152,7 @@ static void write_free(struct jwrite *w)
 
 static void maybe_free(struct journal *j)
 {
-	if (!j->closing || j->inflight)
+	if (!j->closing || j->inflight || j->in_cb)
 		return;
 	while (j->recovery) {
 		struct waiter *r = j->recovery;
@@ -207,10 +210,16 @@ static void call_recovery_waiters(struct journal *j, const struct journal_receip
 }
 
 /* w is done (err NULL: durable with receipt rc). */
-static void finish(struct journal *j, struct jwrite *w, const struct fifo_receipt *rc,
-		   const struct cerr *err)
+static void finish(struct journal *j, struct jwrite *w, struct fifo_item *it,
+		   const struct fifo_receipt *rc, const struct cerr *err)
 {
 	struct journal_receipt r = {w->first_seq, j->next_seq, j->version};
+	if (w->kind == W_ITEM) { /* not a write of the log: the head stays */
+		if (w->item_cb && !j->closing)
+			w->item_cb(it, w->ctx, rc, err);
+		write_free(w);
+		return;
+	}
 	if (!err) {
 		j->next_seq = r.next_seq = rc->next_seq;
 		j->version = r.version = rc->content_version;
@@ -238,7 +247,6 @@ static void finish(struct journal *j, struct jwrite *w, const struct fifo_receip
 static void item_done(struct fifo_item *it, void *ctx, const struct fifo_receipt *rc,
 		      const struct cerr *err)
 {
-	(void)it;
 	struct jwrite *w = ctx;
 	struct journal *j = w->j;
 	assert(j->posted == w);
@@ -246,8 +254,10 @@ static void item_done(struct fifo_item *it, void *ctx, const struct fifo_receipt
 	if (!j->posted)
 		j->posted_tail = NULL;
 	j->inflight--;
-	finish(j, w, rc, err);
+	j->in_cb++; /* a callback may close the journal */
+	finish(j, w, it, rc, err);
 	pump(j);
+	j->in_cb--;
 	maybe_free(j);
 }
 
@@ -256,6 +266,20 @@ static void item_done(struct fifo_item *it, void *ctx, const struct fifo_receipt
 static int post(struct journal *j, struct jwrite *w, struct cerr *err)
 {
 	struct fifo_item *it;
+	if (w->kind == W_ITEM) {
+		it = w->item;
+		w->item = NULL; /* the FIFO's from now on, posted or not */
+		w->first_seq = j->cursor;
+		if (fifo_post(j->f, it, item_done, w, err) < 0)
+			return -1;
+		j->inflight++;
+		if (j->posted_tail)
+			j->posted_tail->next = w;
+		else
+			j->posted = w;
+		j->posted_tail = w;
+		return 0;
+	}
 	if (w->kind == W_HISTORY) {
 		w->first_seq = j->cursor;
 		it = fifo_history(j->session, w->first_seq, cJSON_Duplicate(w->events, 1));
@@ -299,6 +323,12 @@ static void refused(struct journal *j, struct jwrite *w, const struct cerr *err)
 {
 	struct journal_receipt r = {j->cursor, j->next_seq, j->version};
 	j->refusal = *err;
+	if (w->kind == W_ITEM) {
+		if (w->item_cb && !j->closing)
+			w->item_cb(NULL, w->ctx, NULL, err);
+		write_free(w);
+		return;
+	}
 	if (w->kind != W_HISTORY)
 		journal_to(j, JOURNAL_UNSAVED, err);
 	if (w->kind == W_RECOVERY) {
@@ -315,7 +345,7 @@ static void pump(struct journal *j)
 {
 	struct jwrite *w;
 	while ((w = j->waiting) != NULL && !j->closing) {
-		if (w->kind != W_HISTORY && j->inflight > 0)
+		if ((w->kind == W_FULL || w->kind == W_RECOVERY) && j->inflight > 0)
 			return;
 		j->waiting = w->next;
 		if (!j->waiting)
@@ -361,17 +391,19 @@ static void queue_recovery(struct journal *j)
 static int submit(struct journal *j, struct jwrite *w, struct cerr *err)
 {
 	if (j->closing) {
+		if (w->item)
+			(void)fifo_post(j->f, w->item, NULL, NULL, err);
 		write_free(w);
 		return cerr_set(err, CERR_USAGE, 0, "the journal of session '%s' is closed",
 				j->session);
 	}
-	if (j->st == JOURNAL_UNSAVED)
+	if (j->st == JOURNAL_UNSAVED && w->kind != W_ITEM)
 		queue_recovery(j);
 	/* Posted now when nothing waits before it and it may go. */
 	pump(j);
-	if (!j->waiting && (w->kind == W_HISTORY || j->inflight == 0)) {
+	if (!j->waiting && (w->kind == W_HISTORY || w->kind == W_ITEM || j->inflight == 0)) {
 		if (post(j, w, err) < 0) {
-			if (w->kind != W_HISTORY) /* its events kept */
+			if (w->kind == W_FULL) /* its events kept */
 				journal_to(j, JOURNAL_UNSAVED, err);
 			write_free(w);
 			return -1;
@@ -399,6 +431,15 @@ int journal_full_save(struct journal *j, cJSON *events, const struct sink_op *op
 		      journal_done_fn cb, void *ctx, struct cerr *err)
 {
 	return submit(j, new_write(j, W_FULL, events, op, cb, ctx), err);
+}
+
+int journal_post_item(struct journal *j, struct fifo_item *it, fifo_done_cb cb, void *ctx,
+		      struct cerr *err)
+{
+	struct jwrite *w = new_write(j, W_ITEM, NULL, NULL, NULL, ctx);
+	w->item = it; /* every path posts it: the FIFO frees it even when refused */
+	w->item_cb = cb;
+	return submit(j, w, err);
 }
 
 int journal_recover(struct journal *j, journal_done_fn cb, void *ctx, struct cerr *err)
@@ -472,6 +513,9 @@ void journal_close(struct journal *j)
 	while (j->waiting) {
 		struct jwrite *w = j->waiting;
 		j->waiting = w->next;
+		struct cerr err;
+		if (w->item) /* a release still lets the session go; refused: freed */
+			(void)fifo_post(j->f, w->item, NULL, NULL, &err);
 		write_free(w);
 	}
 	j->waiting_tail = NULL;

@@ -132,6 +132,13 @@ int journal_full_save(struct journal *j, cJSON *events, const struct sink_op *op
  * recover; -1 with err when the FIFO refuses the save. */
 int journal_recover(struct journal *j, journal_done_fn cb, void *ctx, struct cerr *err);
 
+/* Post it (a release or delete of the session; owned from then on) in
+ * order behind every write asked for before it; cb as fifo_post's. Never
+ * preceded by a recovery save (an unsaved session is released as it is).
+ * -1 with err (it freed, cb never runs) when the FIFO refuses it. */
+int journal_post_item(struct journal *j, struct fifo_item *it, fifo_done_cb cb, void *ctx,
+		      struct cerr *err);
+
 enum journal_state journal_state(const struct journal *j);
 /* Does the session's log exist (or will its first write, posted, create it)? */
 bool journal_created(const struct journal *j);

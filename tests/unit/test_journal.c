@@ -347,6 +347,41 @@ static void test_journal_full_save_waits_for_the_items_before_it(void **state)
 	scan_free(s);
 }
 
+static void item_cb(struct fifo_item *it, void *ctx, const struct fifo_receipt *r,
+		    const struct cerr *err)
+{
+	(void)it;
+	(void)r;
+	struct wr *w = ctx;
+	buf_printf(&w->x->order, "%s:%s ", w->name, err ? "err" : "ok");
+	w->x->calls++;
+}
+
+/* An item of the session posted through the journal (a release, a
+ * delete) goes behind every write asked for before it, a full save still
+ * waiting included, and leaves the durable head alone. */
+static void test_journal_item_goes_behind_a_waiting_full_save(void **state)
+{
+	struct jx *x = *state;
+	before(x);
+	struct wr a = {x, "a"}, f = {x, "full"}, m = {x, "item"};
+	struct cerr err;
+	int calls = x->calls;
+	assert_int_equal(journal_append(x->j, text_events("t1", "x"), NULL, done_cb, &a, &err), 0);
+	assert_int_equal(journal_full_save(x->j, events("[{\"type\":\"turn/end\",\"turn\":\"t1\","
+							"\"data\":{\"outcome\":\"completed\"}}]"),
+					   NULL, done_cb, &f, &err),
+			 0);
+	assert_int_equal(journal_post_item(x->j, fifo_release("S"), item_cb, &m, &err), 0);
+	run_until(x, &x->calls, calls + 3);
+	assert_string_equal(x->order.p, "before:1:ok a:3:ok full:4:ok item:ok ");
+	assert_int_equal(journal_next_seq(x->j), 5);
+	struct scan *s = read_log(x);
+	assert_int_equal(s->n_events, 5);
+	assert_int_equal(s->n_open_turns, 0);
+	scan_free(s);
+}
+
 static int recovered;
 
 static void recovered_cb(void *ctx, const struct journal_receipt *r, const struct cerr *err)
@@ -427,6 +462,7 @@ int main(void)
 		T(test_journal_failed_batch_is_kept_and_written_again),
 		T(test_journal_full_save_waits_for_the_items_before_it),
 		T(test_journal_failed_full_save_is_recovered_ahead_of_the_next_write),
+		T(test_journal_item_goes_behind_a_waiting_full_save),
 		cmocka_unit_test(test_journal_transition_table_refuses_the_rest),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
