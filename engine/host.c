@@ -232,7 +232,7 @@ struct host *host_new(const struct host_deps *deps)
 	h->root = xstrdup(deps->root);
 	h->d.root = h->root;
 	struct runner_deps rd = {
-		.loop = deps->loop, .fifo = deps->fifo, .http = deps->http, .sink = deps->sink,
+		.loop = deps->loop, .http = deps->http, .sink = deps->sink,
 		.settled = host_turn_settled, .ud = h,
 	};
 	h->run = runner_new(&rd);

@@ -28,10 +28,11 @@
  *    its receipt is adopted, the durable events are published, the session
  *    is released, and a marker "settled" follows: {"ok": true, "next_seq",
  *    "version"} or {"ok": false, "error"} (the session is then unsaved).
- * Every event of the turn reaches the sink as a durable event (with its
- * seq) once the FIFO acknowledged it; streamed text reaches it at once.
- * The turn's context (runner_turn.ctx) gets every event of the turn once
- * it is durable, so the next call or turn sees what the log holds.
+ * Every write of the turn goes through the session's journal
+ * (engine/journal.h), which publishes each event to the sink as a durable
+ * event (with its seq) once the FIFO acknowledged it, and adds it to the
+ * session's context, so the next call or turn sees what the log holds;
+ * streamed text reaches the sink at once.
  * Sink items carry the turn's identity (session, generation, operation).
  * While the sink asks the producer to pause, every running call stops
  * reading its reply (backpressure). Everything runs on the loop thread. */
@@ -49,7 +50,6 @@
 #include "engine/context.h"
 #include "engine/journal.h"
 #include "engine/tool.h"
-#include "persist/fifo.h"
 #include "sink/sink.h"
 
 struct runner;
@@ -70,7 +70,6 @@ typedef void (*runner_settled_fn)(void *ud, struct runner_settlement *s);
 
 struct runner_deps {
 	uv_loop_t *loop;
-	struct fifo *fifo;
 	struct http *http; /* NULL: only the offline provider can run */
 	struct sink *sink; /* its pressure callback becomes the runner's */
 	runner_settled_fn settled; /* NULL: none */

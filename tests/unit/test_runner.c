@@ -102,7 +102,7 @@ static int setup(void **state)
 	x->sink = sink_new(&x->loop, NULL);
 	if (!(x->http = http_new(&x->loop, &err)))
 		fail_msg("http_new: %s", err.msg);
-	struct runner_deps d = {.loop = &x->loop, .fifo = x->f, .http = x->http, .sink = x->sink};
+	struct runner_deps d = {.loop = &x->loop, .http = x->http, .sink = x->sink};
 	x->run = runner_new(&d);
 	x->ctx = context_new();
 	struct journal_deps jd = {
