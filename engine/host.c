@@ -666,7 +666,7 @@ int host_open_history(struct host *h, const char *id, host_history_fn history, v
 	s->open_ctx = ctx;
 	s->open_history = history;
 	s->open_history_ctx = hctx;
-	if (fifo_post(h->d.fifo, fifo_open(id), opened, s, err) < 0) {
+	if (journal_post_item(s->j, fifo_open(id), opened, s, err) < 0) {
 		sess_free(s);
 		return -1;
 	}

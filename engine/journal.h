@@ -132,7 +132,7 @@ int journal_full_save(struct journal *j, cJSON *events, const struct sink_op *op
  * recover; -1 with err when the FIFO refuses the save. */
 int journal_recover(struct journal *j, journal_done_fn cb, void *ctx, struct cerr *err);
 
-/* Post it (a release or delete of the session; owned from then on) in
+/* Post it (an open, release or delete of the session; owned from then on) in
  * order behind every write asked for before it; cb as fifo_post's. Never
  * preceded by a recovery save (an unsaved session is released as it is).
  * -1 with err (it freed, cb never runs) when the FIFO refuses it. */
