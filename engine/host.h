@@ -14,12 +14,12 @@
  * inside the call (a command refused at once returns -1 with err and its
  * callback never runs). Everything runs on the loop thread.
  *
- * A session has two state machines (host.c has their tables). Its runtime:
+ * A session has two state machines. Its runtime (host.c):
  *   OPENING   --open item done, context built--> IDLE  (failed: forgotten)
  *   IDLE      --send: turn admitted------------> TURN
  *   TURN      --settled (saved or not)---------> IDLE  (an armed input may follow)
  *   IDLE      --release------------------------> RELEASING --released--> forgotten
- * and its durability:
+ * and its durability, its journal's (engine/journal.h has the table):
  *   SAVED      --a turn's full save failed-------------> UNSAVED
  *   UNSAVED    --recovery save posted (save, or ahead
  *                of any next write)-------------------> RECOVERING
