@@ -27,23 +27,19 @@ struct waiter {
 	struct waiter *next;
 };
 
-/* A posted batch kept for the durable callback. */
+/* A posted batch: the text it holds, for the pressure marks. */
 struct sent {
-	uint64_t first_seq;
 	size_t text; /* bytes of text it holds */
-	cJSON *events;
 	struct sent *next;
 };
 
 struct capture {
 	uv_timer_t timer;
-	struct fifo *f;
-	char session[SESSION_ID_MAX + 1];
+	struct journal *j;
+	struct sink_op op;
 	struct capture_opts o;
 	enum capture_state st;
 	struct cerr err;
-	uint64_t next_seq; /* the seq after every posted item */
-	uint64_t version;  /* the content version of the last acknowledged item */
 
 	cJSON *pending;    /* events not posted yet */
 	size_t pending_text;
@@ -57,10 +53,6 @@ struct capture {
 	uint64_t posted, acked;
 	struct waiter *wait_head, *wait_tail;
 	struct sent *sent_head, *sent_tail;
-	cJSON *lost;       /* events of the items that failed, in order */
-	uint64_t lost_seq; /* ... the seq the first of them expected */
-	capture_durable_cb durable_cb;
-	void *durable_ctx;
 	size_t inflight;   /* text posted, not acknowledged */
 	bool pressed;      /* the producer was told to stop */
 	capture_pressure_cb pressure_cb;
@@ -70,31 +62,22 @@ struct capture {
 
 static void timer_cb(uv_timer_t *t);
 
-struct capture *capture_new(uv_loop_t *loop, struct fifo *f, const char *session,
-			    uint64_t next_seq, uint64_t version, const struct capture_opts *opts)
+struct capture *capture_new(uv_loop_t *loop, struct journal *j, const struct sink_op *op,
+			    const struct capture_opts *opts)
 {
 	struct capture *c = xcalloc(1, sizeof *c);
-	c->f = f;
-	snprintf(c->session, sizeof c->session, "%s", session);
+	c->j = j;
+	c->op = *op;
 	c->o = opts ? *opts : DEFAULTS;
 	if (c->o.batch_max < 64)
 		c->o.batch_max = 64; /* room for any character, and then some */
 	if (!c->o.bytes_max)
 		c->o.bytes_max = CAPTURE_BYTES_MAX;
-	c->next_seq = next_seq;
-	c->version = version;
 	c->pending = cJSON_CreateArray();
-	c->lost = cJSON_CreateArray();
 	buf_init(&c->text);
 	uv_timer_init(loop, &c->timer);
 	c->timer.data = c;
 	return c;
-}
-
-void capture_on_durable(struct capture *c, capture_durable_cb cb, void *ctx)
-{
-	c->durable_cb = cb;
-	c->durable_ctx = ctx;
 }
 
 void capture_on_pressure(struct capture *c, capture_pressure_cb cb, void *ctx)
@@ -170,16 +153,14 @@ static void maybe_free(struct capture *c)
 		return;
 	resolve(c, true);
 	cJSON_Delete(c->pending);
-	cJSON_Delete(c->lost);
 	buf_release(&c->text);
 	free(c->text_turn);
 	free(c);
 }
 
-static void item_done(struct fifo_item *it, void *ctx, const struct fifo_receipt *r,
-		      const struct cerr *err)
+static void item_done(void *ctx, const struct journal_receipt *r, const struct cerr *err)
 {
-	(void)it;
+	(void)r;
 	struct capture *c = ctx;
 	c->acked++;
 	struct sent *s = c->sent_head;
@@ -189,22 +170,9 @@ static void item_done(struct fifo_item *it, void *ctx, const struct fifo_receipt
 			c->sent_tail = NULL;
 		c->inflight -= s->text;
 	}
-	if (!err)
-		c->version = r->content_version;
-	if (err) {
+	if (err) /* the journal keeps its events for the full save */
 		fail(c, err);
-		/* Kept for the full save that recovers the session. */
-		if (s && cJSON_GetArraySize(c->lost) == 0)
-			c->lost_seq = s->first_seq;
-		for (cJSON *e; s && (e = cJSON_DetachItemFromArray(s->events, 0));)
-			cJSON_AddItemToArray(c->lost, e);
-	} else if (s && c->durable_cb && c->st != CAPTURE_CLOSING) {
-		c->durable_cb(c, c->durable_ctx, s->events, s->first_seq);
-	}
-	if (s) {
-		cJSON_Delete(s->events);
-		free(s);
-	}
+	free(s);
 	pressure(c);
 	resolve(c, false);
 	maybe_free(c);
@@ -215,8 +183,7 @@ static void flush(struct capture *c)
 {
 	close_text(c);
 	uv_timer_stop(&c->timer);
-	int n = cJSON_GetArraySize(c->pending);
-	if (n == 0 || c->st != CAPTURE_OPEN) {
+	if (cJSON_GetArraySize(c->pending) == 0 || c->st != CAPTURE_OPEN) {
 		c->pending_text = 0;
 		return;
 	}
@@ -224,13 +191,11 @@ static void flush(struct capture *c)
 	c->pending = cJSON_CreateArray();
 	c->pending_json = 0;
 	struct sent *s = xcalloc(1, sizeof *s);
-	s->first_seq = c->next_seq;
 	s->text = c->pending_text;
 	c->pending_text = 0;
-	s->events = cJSON_Duplicate(batch, 1);
+	struct journal_write w = {.op = &c->op, .keep = true};
 	struct cerr err;
-	if (fifo_post(c->f, fifo_history(c->session, c->next_seq, batch), item_done, c, &err) < 0) {
-		cJSON_Delete(s->events);
+	if (journal_append(c->j, batch, &w, item_done, c, &err) < 0) {
 		free(s);
 		fail(c, &err);
 		return;
@@ -240,7 +205,6 @@ static void flush(struct capture *c)
 	else
 		c->sent_head = s;
 	c->sent_tail = s;
-	c->next_seq += (uint64_t)n;
 	c->posted++;
 	c->inflight += s->text;
 	pressure(c);
@@ -392,7 +356,7 @@ int capture_commit(struct capture *c, capture_commit_cb cb, void *ctx)
 	return 0;
 }
 
-enum capture_state capture_take(struct capture *c, cJSON **events, uint64_t *next_seq)
+enum capture_state capture_take(struct capture *c, cJSON **events)
 {
 	enum capture_state was = c->st;
 	close_text(c);
@@ -400,21 +364,12 @@ enum capture_state capture_take(struct capture *c, cJSON **events, uint64_t *nex
 	c->pending = cJSON_CreateArray();
 	c->pending_text = 0;
 	c->pending_json = 0;
-	*next_seq = c->next_seq;
 	if (c->st == CAPTURE_OPEN || c->st == CAPTURE_FAILED)
 		c->st = CAPTURE_TAKEN;
 	/* The deadline no longer matters; a commit answer may still be due. */
 	if (!c->wait_head)
 		uv_timer_stop(&c->timer);
 	return was;
-}
-
-cJSON *capture_take_lost(struct capture *c, uint64_t *first_seq)
-{
-	cJSON *lost = c->lost;
-	*first_seq = cJSON_GetArraySize(lost) ? c->lost_seq : c->next_seq;
-	c->lost = cJSON_CreateArray();
-	return lost;
 }
 
 enum capture_state capture_state(const struct capture *c)
@@ -425,11 +380,6 @@ enum capture_state capture_state(const struct capture *c)
 const struct cerr *capture_error(const struct capture *c)
 {
 	return &c->err;
-}
-
-uint64_t capture_version(const struct capture *c)
-{
-	return c->version;
 }
 
 size_t capture_outstanding(const struct capture *c)

@@ -3,9 +3,9 @@
  *
  * The runner hands its capture every observation of a turn: structural
  * events (request/prepared, tool/call, tool/started, tool/result,
- * step/end, ...) and streamed text. The capture builds batches and posts
- * them to the persistence FIFO as history items, each expecting the next
- * seq the one before it leaves:
+ * step/end, ...) and streamed text. The capture builds batches and appends
+ * them to the session's journal (engine/journal.h), which posts them as
+ * history items in order and publishes each once durable:
  * - consecutive text of one stream (answer or reasoning) becomes one
  *   assistant/text or assistant/reasoning event, split at batch_max bytes
  *   (on a character boundary) so no event nears the log's line limit;
@@ -19,11 +19,11 @@
  * A failed item poisons the capture: it posts nothing more, and every
  * commit, waiting or later, fails with class capture_failed, so the runner
  * makes no further request (effects already performed stay). It still
- * keeps what it observes, and the events of the items that failed: what
- * is pending when the turn ends is taken for the full save (capture_take),
- * never posted as a history item, and with the failed items' events
- * (capture_take_lost) that full save writes the turn whole from the last
- * durable seq, which recovers the session when the disk lets it.
+ * keeps what it observes: what is pending when the turn ends is taken for
+ * the full save (capture_take), never posted as a history item; the
+ * journal keeps the failed items' events and writes them first in that
+ * full save, from the last durable seq, which recovers the session when
+ * the disk lets it.
  *
  * Everything runs on the loop thread. States, with their transitions:
  *   OPEN   --item failed-->   FAILED
@@ -42,7 +42,7 @@
 #include <uv.h>
 
 #include "base/err.h"
-#include "persist/fifo.h"
+#include "engine/journal.h"
 #include "persist/vocab.h"
 
 struct capture;
@@ -66,19 +66,11 @@ struct capture_opts {
  * before the commit is durable; else CERR_IO with class capture_failed in
  * its message's subject (the item's own error said after it). */
 typedef void (*capture_commit_cb)(struct capture *c, void *ctx, const struct cerr *err);
-/* Called once per acknowledged batch, in order: events (borrowed for the
- * call) with the seqs the log gave them, first at first_seq. */
-typedef void (*capture_durable_cb)(struct capture *c, void *ctx, const cJSON *events,
-				   uint64_t first_seq);
-
-/* A capture for session at next_seq (what the log expects next, from the
- * BEFORE save's receipt, with its content version) posting to f; opts
- * NULL: the defaults. The caller
- * ends it with capture_close. */
-struct capture *capture_new(uv_loop_t *loop, struct fifo *f, const char *session,
-			    uint64_t next_seq, uint64_t version, const struct capture_opts *opts);
-/* Be told of each durable batch (NULL: no). */
-void capture_on_durable(struct capture *c, capture_durable_cb cb, void *ctx);
+/* A capture appending to journal j (borrowed; it outlives the capture),
+ * its batches published with identity op (copied); opts NULL: the
+ * defaults. The caller ends it with capture_close. */
+struct capture *capture_new(uv_loop_t *loop, struct journal *j, const struct sink_op *op,
+			    const struct capture_opts *opts);
 
 /* Text posted and not acknowledged yet at which a capture asks its
  * producer to stop (paused true), and down to which it lets it go on: what
@@ -101,30 +93,19 @@ void capture_text(struct capture *c, enum capture_stream s, const char *turn, co
 /* Post what is pending, then call cb once every item posted so far has
  * completed. A FAILED capture calls cb with the error from the loop (never
  * from inside this call). Once taken it posts nothing and only waits (what
- * a full save needs: capture_version after every item). Returns -1 (cb
- * never runs) once closing. */
+ * a full save needs: every item completed). Returns -1 (cb never runs)
+ * once closing. */
 int capture_commit(struct capture *c, capture_commit_cb cb, void *ctx);
 
 /* End capturing: the events still pending as a new JSON array the caller
- * owns (for the full save), and the seq it must expect (*next_seq: after
- * every posted item). Returns the state before the call: OPEN, or FAILED
- * (then the turn's history has a gap: nothing may be appended after it
- * until a full save recovers the session). */
-enum capture_state capture_take(struct capture *c, cJSON **events, uint64_t *next_seq);
-
-/* The events of the items that failed, in post order (a new array the
- * caller owns; empty when none), and *first_seq the seq the first of them
- * expected: the log's durable head (with none failed: the seq after every
- * posted item). Call it once nothing is in flight (after a commit's
- * callback), before a full save: those events go first in it. */
-cJSON *capture_take_lost(struct capture *c, uint64_t *first_seq);
+ * owns (for the full save, journal_full_save). Returns the state before
+ * the call: OPEN, or FAILED (then the turn's history has a gap: nothing
+ * may be appended after it until a full save recovers the session). */
+enum capture_state capture_take(struct capture *c, cJSON **events);
 
 enum capture_state capture_state(const struct capture *c);
 /* The failure that poisoned the capture (class CERR_OK when none). */
 const struct cerr *capture_error(const struct capture *c);
-/* The catalog's content version after the last acknowledged item (what a
- * full save after them expects), or the one given to capture_new. */
-uint64_t capture_version(const struct capture *c);
 /* Items posted and not completed yet. */
 size_t capture_outstanding(const struct capture *c);
 

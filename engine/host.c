@@ -125,8 +125,8 @@ void host_fill_head(struct op *op)
 {
 	if (!op->s)
 		return;
-	op->r.next_seq = op->s->next_seq;
-	op->r.version = op->s->version;
+	op->r.next_seq = journal_next_seq(op->s->j);
+	op->r.version = journal_version(op->s->j);
 }
 
 void host_complete(struct op *op, const struct cerr *err)
@@ -188,7 +188,8 @@ void host_notice(struct hsess *s, enum sink_notice n, const struct cerr *err)
 
 /* ---- sessions ---- */
 
-static struct hsess *sess_new(struct host *h, const char *id)
+/* A session of h; cwd: the header's when it is new (NULL: it exists). */
+static struct hsess *sess_new(struct host *h, const char *id, const char *cwd)
 {
 	struct hsess *s = xcalloc(1, sizeof *s);
 	s->h = h;
@@ -196,6 +197,11 @@ static struct hsess *sess_new(struct host *h, const char *id)
 	s->generation = ++h->next_generation;
 	s->ctx = context_new();
 	context_set_result_max(s->ctx, h->d.tool_result_max);
+	struct journal_deps jd = {
+		.fifo = h->d.fifo, .sink = h->d.sink, .session = id, .generation = s->generation,
+		.cwd = cwd};
+	s->j = journal_new(&jd, s->ctx, false, 1, 0);
+	journal_on_state(s->j, host_journal_state, s);
 	static const char *const strip[] = {"*_API_KEY", NULL};
 	extern char **environ;
 	s->env = tool_env(environ, h->d.tool_env_strip ? (const char *const *)h->d.tool_env_strip
@@ -221,6 +227,7 @@ static void sess_free(struct hsess *s)
 			*p = s->next;
 			break;
 		}
+	journal_close(s->j);
 	context_free(s->ctx);
 	tool_env_free(s->env);
 	approvals_free(s->grants);
@@ -256,7 +263,6 @@ static void sess_free(struct hsess *s)
 	free(s->set_approval);
 	free(s->set_system);
 	cJSON_Delete(s->turn_settings);
-	cJSON_Delete(s->unsaved);
 	free(s);
 }
 
@@ -280,7 +286,7 @@ struct host *host_new(const struct host_deps *deps)
 	h->root = xstrdup(deps->root);
 	h->d.root = h->root;
 	struct runner_deps rd = {
-		.loop = deps->loop, .fifo = deps->fifo, .http = deps->http, .sink = deps->sink,
+		.loop = deps->loop, .http = deps->http, .sink = deps->sink,
 		.settled = host_turn_settled, .ud = h,
 	};
 	h->run = runner_new(&rd);
@@ -364,13 +370,12 @@ int host_create(struct host *h, const char *cwd, const struct host_call *call,
 		return cerr_set(err, CERR_USAGE, 0, "the host is closing");
 	char id[ULID_LEN + 1];
 	ulid_new(id);
-	struct hsess *s = sess_new(h, id);
+	struct hsess *s = sess_new(h, id, cwd);
 	if (host_to(s, HOST_IDLE, err) < 0) {
 		sess_free(s);
 		return -1;
 	}
 	s->cwd = xstrdup_opt(cwd);
-	s->next_seq = s->post_seq = 1; /* the header is seq 0 */
 	s->last_ok = true;
 	if (call)
 		host_set_call(h, id, call, err);
@@ -582,6 +587,7 @@ static void open_built(uv_work_t *w, int status)
 	if (!ow->failed) {
 		context_free(s->ctx);
 		s->ctx = ow->ctx;
+		journal_set_context(s->j, s->ctx);
 		s->blob_dir = ow->blob_dir;
 		ow->ctx = NULL;
 		for (size_t i = 0; i < ow->n; i++)
@@ -608,7 +614,6 @@ static void open_built(uv_work_t *w, int status)
 		s->grants = approvals_replay_end(ow->grants);
 		ow->grants = NULL;
 		host_set_str(&s->cwd, prepared_scan(p)->cwd);
-		s->created = true;
 		s->last_ok = true;
 		host_to(s, HOST_IDLE, NULL);
 	} else if (ow->blob_dir >= 0) {
@@ -658,9 +663,8 @@ static void opened(struct fifo_item *it, void *ctx, const struct fifo_receipt *r
 		host_check_close(h);
 		return;
 	}
-	s->next_seq = s->post_seq = r->next_seq;
-	s->version = r->content_version;
-	s->created = true; /* held by the FIFO from now on: released, never just forgotten */
+	/* Held by the FIFO from now on: released, never just forgotten. */
+	journal_adopt(s->j, r->next_seq, r->content_version);
 	struct open_work *ow = xcalloc(1, sizeof *ow);
 	ow->w.data = ow;
 	ow->s = s;
@@ -692,12 +696,12 @@ int host_open_history(struct host *h, const char *id, host_history_fn history, v
 		return cerr_set(err, CERR_USAGE, 0, "the host is closing");
 	if (host_find(h, id))
 		return cerr_set(err, CERR_CONFLICT, 0, "session '%s' is already open", id);
-	struct hsess *s = sess_new(h, id); /* OPENING */
+	struct hsess *s = sess_new(h, id, NULL); /* OPENING */
 	s->open_cb = cb;
 	s->open_ctx = ctx;
 	s->open_history = history;
 	s->open_history_ctx = hctx;
-	if (fifo_post(h->d.fifo, fifo_open(id), opened, s, err) < 0) {
+	if (journal_post_item(s->j, fifo_open(id), opened, s, err) < 0) {
 		sess_free(s);
 		return -1;
 	}
@@ -756,7 +760,17 @@ enum host_state host_state(const struct host *h, const char *id)
 enum host_save host_save_state(const struct host *h, const char *id)
 {
 	const struct hsess *s = host_find(h, id);
-	return s ? s->save : HOST_SAVED;
+	if (!s)
+		return HOST_SAVED;
+	switch (journal_state(s->j)) {
+	case JOURNAL_UNSAVED:
+		return HOST_UNSAVED;
+	case JOURNAL_RECOVERING:
+		return HOST_RECOVERING;
+	case JOURNAL_SAVED:
+		break;
+	}
+	return HOST_SAVED;
 }
 
 int host_settings(struct host *h, const char *id, struct host_settings *out, struct cerr *err)
@@ -796,7 +810,8 @@ void host_check_close(struct host *h)
 		return;
 	bool busy = false;
 	for (struct hsess *s = h->sessions; s; s = s->next) {
-		if (s->st == HOST_TURN || s->st == HOST_OPENING || s->save == HOST_RECOVERING ||
+		if (s->st == HOST_TURN || s->st == HOST_OPENING ||
+		    journal_state(s->j) == JOURNAL_RECOVERING ||
 		    s->after_settle)
 			busy = true;
 	}

@@ -15,14 +15,13 @@
  * inside the call (a command refused at once returns -1 with err and its
  * callback never runs). Everything runs on the loop thread.
  *
- * A session has two state machines (host.c and host_turn.c have their
- * tables). Its runtime:
+ * A session has two state machines. Its runtime (host.c has the table):
  *   OPENING   --open item done, context built--> IDLE  (a new session: at once)
  *   OPENING   --failed, or a release asked for--> RELEASING (never held: forgotten)
  *   IDLE      --send: turn admitted------------> TURN
  *   TURN      --settled (saved or not)---------> IDLE  (an armed input may follow)
  *   IDLE      --release------------------------> RELEASING --released--> forgotten
- * and its durability:
+ * and its durability, its journal's (engine/journal.h has the table):
  *   SAVED      --a turn's full save failed-------------> UNSAVED
  *   UNSAVED    --recovery save posted (save, or ahead
  *                of any next write)-------------------> RECOVERING

@@ -6,6 +6,7 @@
 #include "base/strmap.h"
 #include "engine/context.h"
 #include "engine/host.h"
+#include "engine/journal.h"
 #include "engine/runner.h"
 
 /* A queued input, as the log holds it. */
@@ -49,12 +50,10 @@ struct hsess {
 	struct hsess *next;
 	char id[SESSION_ID_MAX + 1];
 	enum host_state st;
-	enum host_save save;
-	bool created; /* its log exists (else its first write creates it) */
 	char *cwd;
 	uint64_t generation;
-	uint64_t next_seq, version; /* the durable head: the last receipt's */
-	uint64_t post_seq;          /* the seq after every item posted so far */
+	struct journal *j;          /* the only writer of its log: cursor, durable
+				     * head, durability (journal.h) */
 	struct context *ctx;
 	int blob_dir;               /* the session's folder for the context; -1: none */
 
@@ -94,11 +93,6 @@ struct hsess {
 	/* the settings in effect (set_system whole, even when its event
 	 * keeps only a head and tail inline: read from its blob) */
 	char *set_provider, *set_model, *set_approval, *set_system;
-
-	/* unsaved: the events a failed full save still has to write */
-	cJSON *unsaved;
-	uint64_t unsaved_seq, unsaved_version;
-	struct op *recovery_waiters; /* explicit saves waiting for the recovery */
 
 	struct op *after_settle;     /* writes waiting for the turn to settle */
 	host_cb open_cb;
@@ -149,14 +143,15 @@ void host_set_str(char **slot, const char *v);
 int host_turn_start(struct hsess *s, const char *submit_id, const char *text,
 		    const char *dequeued, struct op *op, struct cerr *err);
 void host_turn_settled(void *ud, struct runner_settlement *st);
-void host_recover(struct hsess *s, struct op *waiter);
+/* The journal's durability changed: the notices "unsaved" and "saved". */
+void host_journal_state(void *ud, enum journal_state st, const struct cerr *err);
 void host_dispatch_later(struct hsess *s);
 void host_submit_add(struct hsess *s, const char *submit_id, const char *turn);
 const char *host_submit_find(const struct hsess *s, const char *submit_id);
 
 /* host_write.c */
 /* Write op->events into s's history: through the running turn, after its
- * settlement, or directly (after a recovery save when unsaved). */
+ * settlement, or directly into the session's journal. */
 void host_write(struct hsess *s, struct op *op);
 void host_write_after_settle(struct hsess *s);
 /* The fields a durable session/settings names are in effect from now on

@@ -1,13 +1,7 @@
 /* host_turn.c — sending, turns and their settlement, queued input's
- * dispatch, cancel, and durability (host.h).
- *
- * Durability, with its transitions:
- *   SAVED      --settled with a failed full save (host_turn_settled)--> UNSAVED
- *   UNSAVED    --host_recover (host_save, or ahead of a write)-------> RECOVERING
- *   RECOVERING --recovery save ok (recovered)-----------------------> SAVED
- *   RECOVERING --recovery save failed (recovered)-------------------> UNSAVED
- * Items the host posts after a recovery save expect the seq after it; the
- * FIFO fails them fast when it failed, so nothing lands after a gap. */
+ * dispatch, cancel, and durability (host.h). The durability state and its
+ * transitions are the session journal's (journal.h): the host says them
+ * as notices and asks for a recovery save (host_save). */
 #include "engine/host_int.h"
 
 #include <stdio.h>
@@ -68,17 +62,12 @@ int host_turn_start(struct hsess *s, const char *submit_id, const char *text,
 		return cerr_set(err, CERR_USAGE, 0, "no provider is set for session '%s'", s->id);
 	if (host_may(s, HOST_TURN, err) < 0)
 		return -1;
-	if (s->save == HOST_UNSAVED)
-		host_recover(s, NULL); /* ahead of the BEFORE save, which fails fast after it */
 	char turn[32];
 	snprintf(turn, sizeof turn, "t%zu", s->n_turns + 1);
 	struct runner_turn t = {
 		.session = s->id,
-		.create = !s->created,
-		.cwd = s->cwd,
+		.journal = s->j, /* a recovery save goes ahead of the BEFORE save */
 		.generation = s->generation,
-		.next_seq = s->post_seq,
-		.version = s->version,
 		.ctx = s->ctx,
 		.turn = turn,
 		.parent_turn = s->leaf,
@@ -110,7 +99,6 @@ int host_turn_start(struct hsess *s, const char *submit_id, const char *text,
 	s->turn_settings = settings;
 	s->n_turns++;
 	host_to(s, HOST_TURN, NULL); /* allowed: host_may above */
-	s->created = true;
 	host_set_str(&s->turn, turn);
 	host_set_str(&s->turn_input, dequeued);
 	host_set_str(&s->turn_text, text);
@@ -131,7 +119,7 @@ int host_turn_start(struct hsess *s, const char *submit_id, const char *text,
 static void dispatch(struct hsess *s)
 {
 	struct host *h = s->h;
-	if (h->closing || s->st != HOST_IDLE || s->save != HOST_SAVED || !s->last_ok)
+	if (h->closing || s->st != HOST_IDLE || journal_state(s->j) != JOURNAL_SAVED || !s->last_ok)
 		return;
 	for (size_t k = 0; k < s->nq; k++) {
 		if (!s->q[k].armed)
@@ -194,17 +182,8 @@ void host_turn_settled(void *ud, struct runner_settlement *st)
 		if (s->turn_input) /* a queued input that did not start: held where it was */
 			host_queue_add(s, s->turn_input, s->turn_text, false, true);
 	}
-	if (st->ok) {
-		s->next_seq = s->post_seq = st->next_seq;
-		s->version = st->version;
-	} else {
-		s->save = HOST_UNSAVED;
-		s->unsaved = st->unsaved;
-		st->unsaved = NULL;
-		s->unsaved_seq = s->post_seq = st->unsaved_seq;
-		s->unsaved_version = st->unsaved_version;
-		host_notice(s, SINK_NOTICE_UNSAVED, st->err);
-	}
+	/* A failed full save: the journal is UNSAVED (and said so), keeping
+	 * the turn's events for its recovery save. */
 	s->last_ok = st->ok && vocab_outcome_of(st->outcome) == VO_COMPLETED;
 	if (!s->last_ok)
 		for (size_t k = 0; k < s->nq; k++)
@@ -220,71 +199,25 @@ void host_turn_settled(void *ud, struct runner_settlement *st)
 	host_dispatch_later(s);
 }
 
-/* ---- recovery ---- */
+/* ---- durability ---- */
 
-static void recovered(struct fifo_item *it, void *ctx, const struct fifo_receipt *r,
-		      const struct cerr *err)
+void host_journal_state(void *ud, enum journal_state st, const struct cerr *err)
 {
-	(void)it;
-	struct hsess *s = ctx;
-	if (err) {
-		s->save = HOST_UNSAVED;
-		s->post_seq = s->unsaved_seq;
+	struct hsess *s = ud;
+	if (st == JOURNAL_UNSAVED)
 		host_notice(s, SINK_NOTICE_UNSAVED, err);
-	} else {
-		/* Durable now: the consumer and the context see the events. */
-		uint64_t seq = s->unsaved_seq;
-		struct sink_op op;
-		sink_op_set(&op, s->id, s->generation, 0);
-		for (const cJSON *e = s->unsaved->child; e; e = e->next, seq++) {
-			const cJSON *type = cJSON_GetObjectItem(e, "type");
-			const cJSON *turn = cJSON_GetObjectItem(e, "turn");
-			enum vocab_type vt = vocab_type_of(type->valuestring);
-			const char *tn = cJSON_IsString(turn) ? turn->valuestring : NULL;
-			struct cerr e2;
-			sink_publish_event(s->h->d.sink, &op, vt, tn, seq, true,
-					   cJSON_GetObjectItem(e, "data"));
-			(void)context_add(s->ctx, vt, tn, cJSON_GetObjectItem(e, "data"), &e2);
-		}
-		cJSON_Delete(s->unsaved);
-		s->unsaved = NULL;
-		s->save = HOST_SAVED;
-		s->next_seq = r->next_seq;
-		s->version = r->content_version;
+	else if (st == JOURNAL_SAVED)
 		host_notice(s, SINK_NOTICE_SAVED, NULL);
-	}
-	while (s->recovery_waiters) {
-		struct op *op = s->recovery_waiters;
-		s->recovery_waiters = op->next;
-		host_fill_head(op);
-		host_complete(op, err);
-	}
-	host_check_close(s->h);
 }
 
-void host_recover(struct hsess *s, struct op *waiter)
+static void recovered(void *ctx, const struct journal_receipt *r, const struct cerr *err)
 {
-	if (waiter) {
-		waiter->next = s->recovery_waiters;
-		s->recovery_waiters = waiter;
-	}
-	if (s->save != HOST_UNSAVED)
-		return;
-	struct host *h = s->h;
-	struct fifo_item *it = fifo_full_save(s->id, s->unsaved_seq, s->unsaved_version,
-					      cJSON_Duplicate(s->unsaved, 1));
-	struct cerr err;
-	if (fifo_post(h->d.fifo, it, recovered, s, &err) < 0) {
-		host_notice(s, SINK_NOTICE_UNSAVED, &err);
-		while (s->recovery_waiters) {
-			struct op *op = s->recovery_waiters;
-			s->recovery_waiters = op->next;
-			host_defer(op, &err);
-		}
-		return;
-	}
-	s->save = HOST_RECOVERING;
-	s->post_seq = s->unsaved_seq + (uint64_t)cJSON_GetArraySize(s->unsaved);
+	(void)r;
+	struct op *op = ctx;
+	struct host *h = op->h;
+	host_fill_head(op);
+	host_complete(op, err);
+	host_check_close(h);
 }
 
 int host_save(struct host *h, const char *id, host_cb cb, void *ctx, struct cerr *err)
@@ -293,12 +226,14 @@ int host_save(struct host *h, const char *id, host_cb cb, void *ctx, struct cerr
 	if (host_refuse(h, s, id, err) < 0)
 		return -1;
 	struct op *op = host_op(h, s, OP_SAVE, cb, ctx);
-	if (s->save == HOST_SAVED) {
+	int rc = journal_recover(s->j, recovered, op, err);
+	if (rc == 1) { /* saved: nothing to recover */
 		host_fill_head(op);
 		host_defer(op, NULL);
 		return 0;
 	}
-	host_recover(s, op);
+	if (rc < 0) /* refused: the journal said "unsaved" again */
+		host_defer(op, err);
 	return 0;
 }
 

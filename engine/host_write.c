@@ -3,9 +3,9 @@
  *
  * A session's history has one writer order: while a turn runs, the host's
  * events go through the runner into the turn's capture (runner_note); while
- * it settles, they wait for the settlement; otherwise they are posted as
- * history items expecting the seq after every item posted before them
- * (post_seq), after a recovery save when the session is unsaved. An op's
+ * it settles, they wait for the settlement; otherwise they are appended to
+ * the session's journal (which posts a recovery save ahead of them when
+ * the session is unsaved). An op's
  * effect on the host's view (an input added or removed, settings changed)
  * is applied once its events are durable. */
 #include "engine/host_int.h"
@@ -129,17 +129,11 @@ static void noted(void *ctx, const struct cerr *err)
 	written(op->s, op, err);
 }
 
-static void item_done(struct fifo_item *it, void *ctx, const struct fifo_receipt *r,
-		      const struct cerr *err)
+static void item_done(void *ctx, const struct journal_receipt *r, const struct cerr *err)
 {
-	(void)it;
+	(void)r;
 	struct op *op = ctx;
-	struct hsess *s = op->s;
-	if (!err) {
-		s->next_seq = r->next_seq;
-		s->version = r->content_version;
-	}
-	written(s, op, err);
+	written(op->s, op, err);
 }
 
 /* ---- releases ---- */
@@ -156,7 +150,7 @@ static void released(struct fifo_item *it, void *ctx, const struct fifo_receipt 
 	if (op->kind == OP_DELETE && !err) {
 		/* Released: now it can move to the trash. */
 		op->kind = OP_RELEASE;
-		if (fifo_post(h->d.fifo, fifo_delete(s->id), released, op, &e) == 0)
+		if (journal_post_item(s->j, fifo_delete(s->id), released, op, &e) == 0)
 			return;
 		err = &e;
 	}
@@ -172,16 +166,16 @@ static void released(struct fifo_item *it, void *ctx, const struct fifo_receipt 
 
 static void release(struct hsess *s, struct op *op)
 {
-	struct host *h = s->h;
 	struct cerr err;
-	if (!s->created) {
+	if (!journal_created(s->j)) {
 		/* Nothing on disk: nothing to let go. */
 		op->s = NULL;
 		host_forget(s);
 		host_defer(op, op->failed ? &op->err : NULL);
 		return;
 	}
-	if (fifo_post(h->d.fifo, fifo_release(s->id), released, op, &err) < 0) {
+	/* Behind every write of the journal (a recovery save in flight). */
+	if (journal_post_item(s->j, fifo_release(s->id), released, op, &err) < 0) {
 		op->s = NULL;
 		host_forget(s);
 		host_defer(op, &err);
@@ -192,22 +186,12 @@ static void release(struct hsess *s, struct op *op)
 
 static void post(struct hsess *s, struct op *op)
 {
-	struct host *h = s->h;
-	if (s->save == HOST_UNSAVED)
-		host_recover(s, NULL); /* ahead of this write, which fails fast after it */
-	size_t n = (size_t)cJSON_GetArraySize(op->events);
-	struct fifo_item *it = fifo_history(s->id, s->post_seq, op->events);
+	struct journal_write w = {.provider = s->call.provider, .model = s->c_model};
+	cJSON *evs = op->events;
 	op->events = NULL;
-	if (!s->created) {
-		fifo_item_create_header(it, s->cwd, s->call.provider, s->c_model, NULL);
-		s->created = true;
-	}
 	struct cerr err;
-	if (fifo_post(h->d.fifo, it, item_done, op, &err) < 0) {
+	if (journal_append(s->j, evs, &w, item_done, op, &err) < 0)
 		host_defer(op, &err);
-		return;
-	}
-	s->post_seq += n;
 }
 
 void host_write(struct hsess *s, struct op *op)

@@ -40,7 +40,6 @@ void runner_turn_free(struct turn *t)
 	free(t->id);
 	free(t->text);
 	free(t->provider);
-	free(t->cwd);
 	free(t->parent);
 	free(t->submit_id);
 	free(t->dequeued);
@@ -51,43 +50,8 @@ void runner_turn_free(struct turn *t)
 	free(t->system);
 	cJSON_Delete(t->tools);
 	cJSON_Delete(t->error);
-	cJSON_Delete(t->saving);
 	buf_release(&t->answer);
 	free(t);
-}
-
-/* Publish events (a batch made durable at first_seq) into the sink. */
-void runner_publish_durable(struct turn *t, const cJSON *events, uint64_t first_seq)
-{
-	uint64_t seq = first_seq;
-	for (const cJSON *e = events ? events->child : NULL; e; e = e->next, seq++) {
-		const cJSON *type = cJSON_GetObjectItem(e, "type");
-		const cJSON *turn = cJSON_GetObjectItem(e, "turn");
-		sink_publish_event(t->r->d.sink, &t->op,
-				   cJSON_IsString(type) ? vocab_type_of(type->valuestring) : VT_UNKNOWN,
-				   cJSON_IsString(turn) ? turn->valuestring : NULL, seq, true,
-				   cJSON_GetObjectItem(e, "data"));
-	}
-}
-
-/* Add events to the turn's context, as the log now holds them. */
-void runner_add_to_context(struct turn *t, const cJSON *events)
-{
-	struct cerr err;
-	for (const cJSON *e = events ? events->child : NULL; e; e = e->next) {
-		const cJSON *type = cJSON_GetObjectItem(e, "type");
-		const cJSON *turn = cJSON_GetObjectItem(e, "turn");
-		(void)context_add(t->ctx, vocab_type_of(type->valuestring),
-				  cJSON_IsString(turn) ? turn->valuestring : NULL,
-				  cJSON_GetObjectItem(e, "data"), &err);
-	}
-}
-
-static void captured(struct capture *c, void *ctx, const cJSON *events, uint64_t first_seq)
-{
-	(void)c;
-	runner_publish_durable(ctx, events, first_seq);
-	runner_add_to_context(ctx, events); /* a request is built at its call's start: safe */
 }
 
 cJSON *runner_usage_json(const struct stream_usage *u)
@@ -195,10 +159,11 @@ static void cap_pressure(struct capture *c, void *ctx, bool paused)
 	pause_or_resume(t);
 }
 
-static void before_done(struct fifo_item *it, void *ctx, const struct fifo_receipt *rc,
-			const struct cerr *err)
+/* The BEFORE save is durable (the journal published it and added it to
+ * the context) or failed. */
+static void before_done(void *ctx, const struct journal_receipt *rc, const struct cerr *err)
 {
-	(void)it;
+	(void)rc;
 	struct turn *t = ctx;
 	if (err) {
 		/* The persistence class says why (io, locked, conflict, ...). */
@@ -208,15 +173,7 @@ static void before_done(struct fifo_item *it, void *ctx, const struct fifo_recei
 		publish_done(t);
 		return;
 	}
-	uint64_t first = t->next_seq;
-	t->next_seq = rc->next_seq;
-	t->version = rc->content_version;
-	cJSON *evs = before_events(t);
-	runner_publish_durable(t, evs, first);
-	runner_add_to_context(t, evs);
-	cJSON_Delete(evs);
-	t->cap = capture_new(t->r->d.loop, t->r->d.fifo, t->session, t->next_seq, t->version, NULL);
-	capture_on_durable(t->cap, captured, t);
+	t->cap = capture_new(t->r->d.loop, t->j, &t->op, NULL);
 	capture_on_pressure(t->cap, cap_pressure, t);
 	runner_note_flush(t);
 	if (t->cancel) {
@@ -302,15 +259,12 @@ int runner_start(struct runner *r, const struct runner_turn *rt, struct sink_op 
 	t->id = xstrdup(rt->turn);
 	t->text = xstrdup(rt->text);
 	t->provider = xstrdup(rt->provider ? rt->provider : "offline");
-	t->cwd = xstrdup_opt(rt->cwd);
 	t->parent = xstrdup_opt(rt->parent_turn);
 	t->submit_id = xstrdup_opt(rt->client_submit_id);
 	t->dequeued = xstrdup_opt(rt->dequeued_input);
 	t->settings = rt->settings ? cJSON_Duplicate(rt->settings, 1) : NULL;
-	t->create = rt->create;
+	t->j = rt->journal;
 	t->ctx = rt->ctx;
-	t->next_seq = rt->next_seq;
-	t->version = rt->version;
 	t->spec = rt->call;
 	t->model = xstrdup_opt(rt->call.params.model);
 	t->base_url = xstrdup_opt(rt->call.params.base_url);
@@ -334,12 +288,9 @@ int runner_start(struct runner *r, const struct runner_turn *rt, struct sink_op 
 	if (op)
 		*op = t->op;
 
-	cJSON *evs = before_events(t);
-	struct fifo_item *it = fifo_history(t->session, t->next_seq, evs);
-	if (t->create)
-		fifo_item_create_header(it, t->cwd, t->provider, t->model, NULL);
-	fifo_item_set_running(it);
-	if (fifo_post(r->d.fifo, it, before_done, t, err) < 0) {
+	struct journal_write w = {
+		.op = &t->op, .running = true, .provider = t->provider, .model = t->model};
+	if (journal_append(t->j, before_events(t), &w, before_done, t, err) < 0) {
 		runner_unlink(r, t);
 		runner_turn_free(t);
 		return -1;

@@ -28,10 +28,11 @@
  *    its receipt is adopted, the durable events are published, the session
  *    is released, and a marker "settled" follows: {"ok": true, "next_seq",
  *    "version"} or {"ok": false, "error"} (the session is then unsaved).
- * Every event of the turn reaches the sink as a durable event (with its
- * seq) once the FIFO acknowledged it; streamed text reaches it at once.
- * The turn's context (runner_turn.ctx) gets every event of the turn once
- * it is durable, so the next call or turn sees what the log holds.
+ * Every write of the turn goes through the session's journal
+ * (engine/journal.h), which publishes each event to the sink as a durable
+ * event (with its seq) once the FIFO acknowledged it, and adds it to the
+ * session's context, so the next call or turn sees what the log holds;
+ * streamed text reaches the sink at once.
  * Sink items carry the turn's identity (session, generation, operation).
  * While the sink asks the producer to pause, every running call stops
  * reading its reply (backpressure). Everything runs on the loop thread. */
@@ -47,8 +48,8 @@
 #include "engine/approval.h"
 #include "engine/call.h"
 #include "engine/context.h"
+#include "engine/journal.h"
 #include "engine/tool.h"
-#include "persist/fifo.h"
 #include "sink/sink.h"
 
 struct runner;
@@ -61,18 +62,14 @@ struct runner_settlement {
 	const char *outcome;        /* turn_done's outcome */
 	bool ok;                    /* the full save succeeded (or nothing was to be saved) */
 	uint64_t next_seq, version; /* ok: the session's durable head now */
-	/* !ok: the full save's events, still to be saved by a recovery save
-	 * at unsaved_seq (expecting unsaved_version); taken over by the hook
-	 * (set it to NULL) or freed after it. err says why it failed. */
-	cJSON *unsaved;
-	uint64_t unsaved_seq, unsaved_version;
+	/* !ok: why; the session's journal keeps the full save's events for
+	 * its recovery save (journal.h). */
 	const struct cerr *err;
 };
 typedef void (*runner_settled_fn)(void *ud, struct runner_settlement *s);
 
 struct runner_deps {
 	uv_loop_t *loop;
-	struct fifo *fifo;
 	struct http *http; /* NULL: only the offline provider can run */
 	struct sink *sink; /* its pressure callback becomes the runner's */
 	runner_settled_fn settled; /* NULL: none */
@@ -81,12 +78,12 @@ struct runner_deps {
 
 struct runner_turn {
 	const char *session;          /* the session's id */
-	bool create;                  /* the BEFORE save creates the session... */
-	const char *cwd;              /* ... with this cwd (NULL: none) */
+	struct journal *journal;      /* the session's (borrowed for the turn): every
+				       * write of the turn goes through it, the BEFORE
+				       * save creating the log when it does not exist */
 	uint64_t generation;          /* of the session's runtime */
-	uint64_t next_seq, version;   /* its durable head */
 	struct context *ctx;          /* its events so far (borrowed for the turn; the
-				       * runner adds the turn's own) */
+				       * journal adds the turn's own once durable) */
 	const char *turn;             /* the new turn's id */
 	const char *parent_turn;      /* the active leaf it continues; NULL: a root */
 	const char *client_submit_id; /* NULL: none */

@@ -8,6 +8,7 @@
 
 #include "base/buf.h"
 #include "engine/capture.h"
+#include "engine/journal.h"
 #include "engine/runner.h"
 #include "engine/toolstep.h"
 
@@ -33,10 +34,10 @@ struct turn {
 	struct turn *next;
 	enum turn_state st;
 	struct sink_op op;
-	char *session, *id, *text, *provider, *cwd;
+	char *session, *id, *text, *provider;
 	char *parent, *submit_id, *dequeued;
 	cJSON *settings;          /* recorded by the BEFORE save, or NULL */
-	bool create;
+	struct journal *j;        /* the session's: every write of the turn */
 	struct context *ctx;
 	/* the call's spec, with its strings owned here */
 	struct call_spec spec;
@@ -53,16 +54,13 @@ struct turn {
 	struct toolstep *ts_old;      /* the last step's, freed once out of its own callback */
 	enum vocab_outcome pending_outcome; /* the step's outcome while its calls are answered */
 	struct stream_usage total;    /* the usage of every step */
-	uint64_t next_seq, version;
 	bool cancel;
 	struct buf answer;        /* the answer's text, for the marker */
 	struct call_result res;   /* the last call's */
 	/* the outcome, once ended */
 	const char *outcome;
 	cJSON *error;             /* {"class","message","http_status"?} or NULL */
-	cJSON *saving;            /* the full save's events, published once durable */
 	struct note *notes;       /* waiting for the BEFORE save */
-	uint64_t saving_seq;      /* ... from this seq */
 };
 
 struct runner {
@@ -78,10 +76,6 @@ struct turn *runner_find(const struct runner *r, const char *session);
 /* Take t out of the runner's list (runner_turn_free frees it). */
 void runner_unlink(struct runner *r, struct turn *t);
 void runner_turn_free(struct turn *t);
-/* Publish events made durable at first_seq into the sink. */
-void runner_publish_durable(struct turn *t, const cJSON *events, uint64_t first_seq);
-/* Add events to the turn's context, as the log now holds them. */
-void runner_add_to_context(struct turn *t, const cJSON *events);
 /* A usage object (a new one) or NULL when nothing was reported. */
 cJSON *runner_usage_json(const struct stream_usage *u);
 /* The turn's error {"class","message","http_status"?}, replacing any. */

@@ -399,7 +399,6 @@ void chat_free(struct chat *c)
 	free(c->last_answer);
 	free(c->noting_request);
 	free(c->draft_saved);
-	free(c->renaming);
 	free(c->cwd);
 	free(c);
 }

@@ -21,25 +21,15 @@ static void done_cb(void *ctx, const struct host_result *r, const struct cerr *e
 		chat_say(c, true, err->msg);
 }
 
-/* The rename is durable: the screen shows the title it asked for. */
+/* The rename is durable: its session/meta event reaches the screen
+ * through the sink, like every durable event of the session. */
 static void renamed_cb(void *ctx, const struct host_result *r, const struct cerr *err)
 {
 	struct chat *c = ctx;
 	if (err || !r) {
 		chat_say(c, true, err ? err->msg : "not renamed");
-		free(c->renaming);
-		c->renaming = NULL;
 		return;
 	}
-	cJSON *d = cJSON_CreateObject();
-	if (c->renaming)
-		cJSON_AddStringToObject(d, "title", c->renaming);
-	else
-		cJSON_AddNullToObject(d, "title");
-	transcript_apply_event(c->tr, VT_SESSION_META, NULL, 0, 0, d);
-	cJSON_Delete(d);
-	free(c->renaming);
-	c->renaming = NULL;
 	chat_say(c, false, "renamed");
 }
 
@@ -76,8 +66,6 @@ static int cmd_save(struct chat *c, const char *name, const char *arg, struct ce
 static int cmd_title(struct chat *c, const char *name, const char *arg, struct cerr *err)
 {
 	(void)name;
-	free(c->renaming);
-	c->renaming = arg ? xstrdup(arg) : NULL;
 	return host_rename(c->d.host, c->id, arg, renamed_cb, c, err);
 }
 

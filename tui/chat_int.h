@@ -91,7 +91,6 @@ struct chat {
 	struct buf typed;
 	char paste_carry[4];    /* an unfinished character between two paste reads */
 	size_t paste_carry_len;
-	char *renaming;         /* /title's title until it is durable */
 	uint64_t batch;         /* input batches read so far */
 	uint64_t asked_at_batch; /* the batch during which the approval came */
 	enum tty_bell ringer;

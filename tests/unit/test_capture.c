@@ -32,6 +32,8 @@ struct cx {
 	char dir[64], root[128];
 	uv_loop_t loop;
 	struct fifo *f;
+	struct journal *j;         /* the session's, after the BEFORE save */
+	struct sink_op op;
 	uint64_t next_seq, version; /* after the BEFORE save */
 	int done;                  /* item callbacks */
 	struct cerr last;
@@ -66,6 +68,14 @@ static void item_cb(struct fifo_item *it, void *ctx, const struct fifo_receipt *
 	}
 }
 
+static void saved_cb(void *ctx, const struct journal_receipt *r, const struct cerr *err)
+{
+	(void)r;
+	struct cx *x = ctx;
+	x->done++;
+	x->last = err ? *err : (struct cerr){0};
+}
+
 static cJSON *batch(const char *json)
 {
 	cJSON *a = cJSON_Parse(json);
@@ -90,6 +100,9 @@ static int setup(void **state)
 	run_until(x, &x->done, 1);
 	assert_int_equal(x->last.cls, CERR_OK);
 	assert_int_equal(x->next_seq, 3);
+	struct journal_deps jd = {.fifo = x->f, .session = "S", .generation = 1, .cwd = "/w"};
+	x->j = journal_new(&jd, NULL, true, x->next_seq, x->version);
+	sink_op_set(&x->op, "S", 1, 1);
 	*state = x;
 	return 0;
 }
@@ -106,6 +119,7 @@ static int teardown(void **state)
 {
 	struct cx *x = *state;
 	int closed = 0;
+	journal_close(x->j);
 	assert_int_equal(fifo_close(x->f, now_ms() + 10000, closed_cb, &closed), 0);
 	run_until(x, &closed, 1);
 	assert_int_equal(uv_run(&x->loop, UV_RUN_DEFAULT), 0);
@@ -147,9 +161,8 @@ static void commit_cb(struct capture *c, void *ctx, const struct cerr *err)
 	k->outstanding_then = capture_outstanding(c);
 }
 
-static void durable_cb(struct capture *c, void *ctx, const cJSON *events, uint64_t first_seq)
+static void durable_cb(void *ctx, const cJSON *events, uint64_t first_seq)
 {
-	(void)c;
 	struct commits *k = ctx;
 	buf_printf(&k->durable, "%llu:%d ", (unsigned long long)first_seq,
 		   cJSON_GetArraySize(events));
@@ -161,9 +174,9 @@ static void durable_cb(struct capture *c, void *ctx, const cJSON *events, uint64
 static void test_capture_coalesces_deltas_and_commit_waits_for_durability(void **state)
 {
 	struct cx *x = *state;
-	struct capture *c = capture_new(&x->loop, x->f, "S", x->next_seq, x->version, NULL);
+	struct capture *c = capture_new(&x->loop, x->j, &x->op, NULL);
 	struct commits k = {.durable = BUF_INIT};
-	capture_on_durable(c, durable_cb, &k);
+	journal_on_durable(x->j, durable_cb, &k);
 	capture_text(c, CAPTURE_REASONING, "t1", "think", 5);
 	capture_text(c, CAPTURE_REASONING, "t1", "ing", 3);
 	capture_text(c, CAPTURE_TEXT, "t1", "Hel", 3);
@@ -207,9 +220,9 @@ static void test_capture_batch_goes_at_its_deadline(void **state)
 {
 	struct cx *x = *state;
 	struct capture_opts o = {40, 16 * 1024, 0};
-	struct capture *c = capture_new(&x->loop, x->f, "S", x->next_seq, x->version, &o);
+	struct capture *c = capture_new(&x->loop, x->j, &x->op, &o);
 	struct commits k = {.durable = BUF_INIT};
-	capture_on_durable(c, durable_cb, &k);
+	journal_on_durable(x->j, durable_cb, &k);
 	uint64_t t0 = uv_now(&x->loop);
 	uv_update_time(&x->loop);
 	t0 = uv_now(&x->loop);
@@ -236,7 +249,7 @@ static void test_capture_long_text_is_cut_on_character_boundaries(void **state)
 {
 	struct cx *x = *state;
 	struct capture_opts o = {10000, 64, 0};
-	struct capture *c = capture_new(&x->loop, x->f, "S", x->next_seq, x->version, &o);
+	struct capture *c = capture_new(&x->loop, x->j, &x->op, &o);
 	struct buf want = BUF_INIT;
 	for (int i = 0; i < 200; i++)
 		buf_adds(&want, i % 3 ? "\xe4\xb8\xad" : "x\xf0\x9f\x98\x80"); /* 中, x😀 */
@@ -290,7 +303,7 @@ static void press_cb(struct capture *c, void *ctx, bool paused)
 static void test_capture_text_in_flight_is_bounded(void **state)
 {
 	struct cx *x = *state;
-	struct capture *c = capture_new(&x->loop, x->f, "S", x->next_seq, x->version, NULL);
+	struct capture *c = capture_new(&x->loop, x->j, &x->op, NULL);
 	struct presses p = {.seen = BUF_INIT};
 	capture_on_pressure(c, press_cb, &p);
 	char piece[4096];
@@ -325,7 +338,7 @@ static void test_capture_bytes_not_utf8_fail_the_capture_without_hanging(void **
 {
 	struct cx *x = *state;
 	struct capture_opts o = {10000, 64, 0};
-	struct capture *c = capture_new(&x->loop, x->f, "S", x->next_seq, x->version, &o);
+	struct capture *c = capture_new(&x->loop, x->j, &x->op, &o);
 	char junk[300];
 	for (size_t i = 0; i < sizeof junk; i++)
 		junk[i] = (char)(i % 5 == 0 ? 0xF0 : 0x80);
@@ -356,7 +369,11 @@ static void test_capture_failed_item_stops_everything_after_it(void **state)
 							    "{\"title\":\"moved on\"}}]")),
 				   item_cb, x, &err), 0);
 	run_until(x, &x->done, 2);
-	struct capture *c = capture_new(&x->loop, x->f, "S", 3, x->version, NULL); /* stale: log is at 4 */
+	/* A journal gone stale: the log is at 4. */
+	journal_close(x->j);
+	struct journal_deps jd = {.fifo = x->f, .session = "S", .generation = 1, .cwd = "/w"};
+	x->j = journal_new(&jd, NULL, true, 3, x->version);
+	struct capture *c = capture_new(&x->loop, x->j, &x->op, NULL);
 	struct commits k = {.durable = BUF_INIT};
 	capture_text(c, CAPTURE_TEXT, "t1", "lost", 4);
 	assert_int_equal(capture_commit(c, commit_cb, &k), 0);
@@ -373,8 +390,7 @@ static void test_capture_failed_item_stops_everything_after_it(void **state)
 	assert_int_equal(k.err.cls, CERR_CONFLICT);
 	assert_int_equal(capture_outstanding(c), 0);
 	cJSON *rest;
-	uint64_t next;
-	assert_int_equal(capture_take(c, &rest, &next), CAPTURE_FAILED);
+	assert_int_equal(capture_take(c, &rest), CAPTURE_FAILED);
 	/* Observed after the failure: kept for the full save, never posted. */
 	assert_int_equal(cJSON_GetArraySize(rest), 2);
 	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(rest, 0), "type")->valuestring,
@@ -382,15 +398,10 @@ static void test_capture_failed_item_stops_everything_after_it(void **state)
 	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(rest, 1), "type")->valuestring,
 			    "request/prepared");
 	cJSON_Delete(rest);
-	/* The failed item's events too, with the seq it expected. */
-	uint64_t lost_seq;
-	cJSON *lost = capture_take_lost(c, &lost_seq);
-	assert_int_equal(lost_seq, 3);
-	assert_int_equal(cJSON_GetArraySize(lost), 1);
-	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(lost, 0), "data"),
-						"text")->valuestring,
-			    "lost");
-	cJSON_Delete(lost);
+	/* The failed item's events are the journal's, for the full save from
+	 * the durable head (test_journal.c). */
+	assert_int_equal(journal_kept(x->j), 1);
+	assert_int_equal(journal_next_seq(x->j), 3);
 	struct scan *s = read_log(x);
 	assert_int_equal(s->n_events, 4); /* header, the BEFORE save, the meta: nothing else */
 	scan_free(s);
@@ -398,12 +409,12 @@ static void test_capture_failed_item_stops_everything_after_it(void **state)
 	uv_run(&x->loop, UV_RUN_NOWAIT);
 }
 
-/* What is pending when the turn ends is taken, with the seq to expect, for
- * the full save; nothing is posted after. */
+/* What is pending when the turn ends is taken for the journal's full
+ * save; nothing is posted after. */
 static void test_capture_take_hands_the_rest_to_the_full_save(void **state)
 {
 	struct cx *x = *state;
-	struct capture *c = capture_new(&x->loop, x->f, "S", x->next_seq, x->version, NULL);
+	struct capture *c = capture_new(&x->loop, x->j, &x->op, NULL);
 	capture_text(c, CAPTURE_TEXT, "t1", "first", 5);
 	struct commits k = {.durable = BUF_INIT};
 	assert_int_equal(capture_commit(c, commit_cb, &k), 0);
@@ -412,10 +423,9 @@ static void test_capture_take_hands_the_rest_to_the_full_save(void **state)
 	capture_event(c, VT_TURN_END, "t1", end);
 	cJSON_Delete(end);
 	cJSON *rest;
-	uint64_t next;
-	assert_int_equal(capture_take(c, &rest, &next), CAPTURE_OPEN);
+	assert_int_equal(capture_take(c, &rest), CAPTURE_OPEN);
 	assert_int_equal(capture_state(c), CAPTURE_TAKEN);
-	assert_int_equal(next, 4);
+	assert_int_equal(journal_cursor(x->j), 4);
 	assert_int_equal(cJSON_GetArraySize(rest), 2);
 	capture_text(c, CAPTURE_TEXT, "t1", "ignored", 7);
 	/* Taken, a commit posts nothing and waits for what is in flight. */
@@ -425,9 +435,8 @@ static void test_capture_take_hands_the_rest_to_the_full_save(void **state)
 	assert_int_equal(capture_outstanding(c), 0);
 	struct cerr err;
 	int before = x->done;
-	assert_int_equal(capture_version(c), x->version + 1); /* the one item acknowledged */
-	assert_int_equal(fifo_post(x->f, fifo_full_save("S", next, capture_version(c), rest), item_cb, x,
-				   &err), 0);
+	assert_int_equal(journal_version(x->j), x->version + 1); /* the one item acknowledged */
+	assert_int_equal(journal_full_save(x->j, rest, NULL, saved_cb, x, &err), 0);
 	run_until(x, &x->done, before + 1);
 	if (x->last.cls != CERR_OK)
 		fail_msg("full save: %s", x->last.msg);
@@ -448,7 +457,7 @@ static void test_capture_close_with_items_in_flight(void **state)
 {
 	struct cx *x = *state;
 	struct capture_opts o = {10000, 64, 0};
-	struct capture *c = capture_new(&x->loop, x->f, "S", x->next_seq, x->version, &o);
+	struct capture *c = capture_new(&x->loop, x->j, &x->op, &o);
 	char chunk[200];
 	memset(chunk, 'z', sizeof chunk);
 	capture_text(c, CAPTURE_TEXT, "t1", chunk, sizeof chunk);
@@ -472,9 +481,9 @@ static void test_capture_close_with_items_in_flight(void **state)
 static void test_capture_many_large_events_go_in_several_items(void **state)
 {
 	struct cx *x = *state;
-	struct capture *c = capture_new(&x->loop, x->f, "S", x->next_seq, x->version, NULL);
+	struct capture *c = capture_new(&x->loop, x->j, &x->op, NULL);
 	struct commits k = {.durable = BUF_INIT};
-	capture_on_durable(c, durable_cb, &k);
+	journal_on_durable(x->j, durable_cb, &k);
 	size_t n = 220000;
 	char *content = malloc(n + 1);
 	memset(content, 'y', n);

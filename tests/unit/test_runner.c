@@ -42,6 +42,7 @@ struct rx {
 	struct http *http;
 	struct runner *run;
 	struct context *ctx;
+	struct journal *j;        /* session S's */
 	struct fake fake;
 	bool have_fake;
 	/* the consumer */
@@ -101,9 +102,12 @@ static int setup(void **state)
 	x->sink = sink_new(&x->loop, NULL);
 	if (!(x->http = http_new(&x->loop, &err)))
 		fail_msg("http_new: %s", err.msg);
-	struct runner_deps d = {.loop = &x->loop, .fifo = x->f, .http = x->http, .sink = x->sink};
+	struct runner_deps d = {.loop = &x->loop, .http = x->http, .sink = x->sink};
 	x->run = runner_new(&d);
 	x->ctx = context_new();
+	struct journal_deps jd = {
+		.fifo = x->f, .sink = x->sink, .session = "S", .generation = 1, .cwd = "/w"};
+	x->j = journal_new(&jd, x->ctx, false, 1, 0);
 	buf_init(&x->seen);
 	buf_init(&x->text);
 	sink_read_start(x->sink, read_cb, x);
@@ -128,6 +132,7 @@ static int teardown(void **state)
 {
 	struct rx *x = *state;
 	runner_free(x->run);
+	journal_close(x->j);
 	context_free(x->ctx);
 	int closed = 0;
 	assert_int_equal(fifo_close(x->f, clock_mono_ns() / 1000000 + 10000, fifo_closed, &closed), 0);
@@ -152,10 +157,8 @@ static struct runner_turn offline_turn(struct rx *x, const char *text)
 {
 	struct runner_turn t = {
 		.session = "S",
-		.create = true,
-		.cwd = "/w",
+		.journal = x->j,
 		.generation = 1,
-		.next_seq = 1,
 		.ctx = x->ctx,
 		.turn = "t1",
 		.client_submit_id = "submit-1",
@@ -284,6 +287,8 @@ static void test_runner_before_batch_holds_the_settings_given(void **state)
 	assert_non_null(strstr(x->seen.p, "session/settings 1\nturn/start 2\nuser/message 3\n"));
 	uint64_t next = (uint64_t)cJSON_GetObjectItem(x->settled, "next_seq")->valuedouble;
 	uint64_t version = (uint64_t)cJSON_GetObjectItem(x->settled, "version")->valuedouble;
+	assert_int_equal(journal_next_seq(x->j), next); /* the journal holds the head */
+	assert_int_equal(journal_version(x->j), version);
 	struct scan *s = read_log(x);
 	assert_string_equal(s->events[1].type, "session/settings");
 	assert_null(s->events[1].turn);
@@ -305,11 +310,8 @@ static void test_runner_before_batch_holds_the_settings_given(void **state)
 	cJSON_Delete(x->settled);
 	x->done = x->settled = NULL;
 	t = offline_turn(x, "second");
-	t.create = false;
 	t.turn = "t2";
 	t.client_submit_id = NULL;
-	t.next_seq = next;
-	t.version = version;
 	assert_int_equal(runner_start(x->run, &t, NULL, &err), 0);
 	run_until_settled(x);
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(x->settled, "ok")));
