@@ -147,7 +147,7 @@ static int render_event(struct md *m, const struct event *ev, enum vocab_type *p
 		} else if (cJSON_IsString(args)) {
 			add_fenced(m, "", args->valuestring, strlen(args->valuestring));
 		} else {
-			char *a = cJSON_Print(args);
+			char *a = json_print(args);
 			add_fenced(m, "json", a ? a : "", a ? strlen(a) : 0);
 			free(a);
 		}
@@ -188,7 +188,7 @@ static int render_event(struct md *m, const struct event *ev, enum vocab_type *p
 		} else if (cJSON_IsString(out)) {
 			add_fenced(m, "", out->valuestring, strlen(out->valuestring));
 		} else if (out && !cJSON_IsNull(out)) {
-			char *a = cJSON_Print(out);
+			char *a = json_print(out);
 			add_fenced(m, "json", a ? a : "", a ? strlen(a) : 0);
 			free(a);
 		}
@@ -326,6 +326,9 @@ int export_md(const struct scan *s, int dirfd, const struct export_md_opts *o, s
 		evs[count[p] + fill[p]++] = i;
 	}
 
+	struct buf doc = BUF_INIT;
+	struct buf *final = out;
+	out = &doc;
 	struct md m = {.s = s, .dirfd = dirfd, .o = o, .out = out, .blob = BUF_INIT};
 	buf_adds(out, "# ");
 	if (title) {
@@ -373,6 +376,10 @@ int export_md(const struct scan *s, int dirfd, const struct export_md_opts *o, s
 		m.fence = m.longest + 1 > 4 ? m.longest + 1 : 4;
 		rc = render_turn(&m, p + 1, &s->events[start[p]], evs + count[p], fill[p], ended[p], err);
 	}
+	/* Every block ends with a blank line; the document with one LF. */
+	if (rc == 0)
+		buf_add(final, doc.p, doc.len > 1 ? doc.len - 1 : doc.len);
+	buf_release(&doc);
 	buf_release(&m.blob);
 	free(ended);
 	free(start);
