@@ -172,8 +172,16 @@ check "... equals tests/golden/export_reasoning.md" diff -u "$GOLDEN/export_reas
 check "... no notice" test -z "$ERR"
 
 # --- to a terminal ------------------------------------------------------------
+E="$T/esc"
+mkdir -p -m 700 "$E"
+frame "$E/session.jsonl.zst" -- '{"seq":0,"t":1,"type":"session/header","data":{"format":1,"id":"01J0B8Z2T4K7M9Q3W5X6Y8Z0AC","created_at":1,"cwd":null}}'
+frame "$E/session.jsonl.zst" -- '{"seq":1,"t":2,"type":"turn/start","turn":"t1","data":{"parent_turn":null}}' \
+	'{"seq":2,"t":2,"type":"user/message","turn":"t1","data":{"text":"clear \u001b[2J the screen"}}'
+expect_code 0 "an answer with an escape sequence, into a pipe" "$CAIRN" export "$E/session.jsonl.zst"
+check "... the exact text" grep -qF $'clear \e[2J the screen' <<<"$OUT"
 if command -v script >/dev/null; then
-	script -qec "$CAIRN export $G/session.jsonl.zst" /dev/null >"$T/tty.out" 2>&1
-	check "on a terminal: no escape byte reaches it" test "$(grep -c $'\e' "$T/tty.out")" = 0
+	script -qec "$CAIRN export $E/session.jsonl.zst" /dev/null >"$T/tty.out" 2>&1
+	check "on a terminal: shown inert, no escape byte reaches it" \
+		test "$(grep -c $'\e' "$T/tty.out")" = 0 -a "$(grep -c 'clear ^\[\[2J the screen' "$T/tty.out")" = 1
 fi
 finish
