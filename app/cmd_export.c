@@ -1,10 +1,11 @@
 /* cmd_export.c — `cairn export ID|PATH [--format md|json] [--reasoning]
  * [--no-tool-output] [-o FILE]`: a session written out, as JSON Lines
- * that carry it whole or as Markdown of its active path (export.h). The
+ * that carry it whole or as Markdown of its active path (export_json.h, export_md.h). The
  * log is read without the lock; a torn log exports its valid prefix. */
 #include "app/cli.h"
 #include "app/cmds.h"
-#include "app/export.h"
+#include "app/export_json.h"
+#include "app/export_md.h"
 #include "base/clock.h"
 #include "base/termsafe.h"
 #include "base/xalloc.h"

@@ -1,9 +1,12 @@
-/* export_json.c — the JSON Lines export (export.h, docs/format.md §14). */
-#include "app/export.h"
+/* export_json.c — the JSON Lines export (export_json.h). */
+#include "app/export_json.h"
+#include "app/export_blob.h"
 #include "base/strmap.h"
 #include "base/termsafe.h"
 #include "base/xalloc.h"
 #include "persist/blob.h"
+
+#include <cjson/cJSON.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -23,22 +26,6 @@ static void add_base64(struct buf *out, const unsigned char *p, size_t n)
 		char q[4] = {tab[v >> 18], tab[v >> 12 & 63], i + 1 < n ? tab[v >> 6 & 63] : '=', '='};
 		buf_add(out, q, 4);
 	}
-}
-
-int export_blob(int dirfd, const cJSON *data, uint64_t seq, struct buf *out, struct cerr *err)
-{
-	struct blob_ref ref;
-	buf_reset(out);
-	int r = data ? blob_ref_from_data(data, &ref, err) : 0;
-	if (r <= 0)
-		return r;
-	if (blob_read(dirfd, &ref, out, err) < 0) {
-		/* Content a durable event names is lost: corrupt (format.md §12). */
-		err->cls = CERR_CORRUPT;
-		cerr_prefix(err, "event %llu", (unsigned long long)seq);
-		return -1;
-	}
-	return 1;
 }
 
 int export_json(const struct scan *s, int dirfd, struct buf *out, struct cerr *err)
@@ -75,7 +62,7 @@ int export_json(const struct scan *s, int dirfd, struct buf *out, struct cerr *e
 		}
 		size_t off = 0;
 		do {
-			size_t n = b.len - off < EXPORT_CHUNK ? b.len - off : EXPORT_CHUNK;
+			size_t n = b.len - off < EXPORT_JSON_CHUNK ? b.len - off : EXPORT_JSON_CHUNK;
 			buf_printf(out, "{\"blob\":\"%s\",\"size\":%zu,\"offset\":%zu,\"base64\":\"",
 				   ref.sha256, b.len, off);
 			add_base64(out, (const unsigned char *)b.p + off, n);

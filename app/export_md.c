@@ -1,10 +1,11 @@
-/* export_md.c — the Markdown export of a session's active path (export.h,
- * docs/format.md §14.2). The turn tree is persist/tree.h's: an event
+/* export_md.c — the Markdown export of a session's active path
+ * (export_md.h). The turn tree is persist/tree.h's: an event
  * belongs to the latest turn started with its envelope "turn". A turn is
  * rendered twice: once to find the longest backtick run of its texts,
  * then with fences one backtick longer (four at least), so that nothing
  * an answer or a tool wrote can open or close them. */
-#include "app/export.h"
+#include "app/export_md.h"
+#include "app/export_blob.h"
 #include "base/json.h"
 #include "base/termsafe.h"
 #include "base/xalloc.h"
