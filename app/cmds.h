@@ -21,6 +21,7 @@ int cmd_restore(struct cli *c, int argc, char **argv);
 int cmd_purge(struct cli *c, int argc, char **argv);
 int cmd_doctor(struct cli *c, int argc, char **argv);
 int cmd_config(struct cli *c, int argc, char **argv);
+int cmd_export(struct cli *c, int argc, char **argv);
 
 struct catalog;
 struct cat_session;

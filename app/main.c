@@ -30,6 +30,8 @@ const struct command cli_commands[] = {
 	{"rm", cmd_rm, "rm ID...", "move sessions to the trash (restorable)"},
 	{"restore", cmd_restore, "restore ID...", "bring sessions back from the trash"},
 	{"purge", cmd_purge, "purge [--yes] (ID... | --all)", "remove trashed sessions for good"},
+	{"export", cmd_export, "export [--format md|json] [--reasoning] [--no-tool-output] [-o FILE] ID|PATH",
+	 "write a session out: Markdown of its active path to read, or JSON Lines that carry it whole"},
 	{"doctor", cmd_doctor, "doctor [--reindex] [--fix] [--json]",
 	 "verify every log and the catalog; --reindex rebuilds the catalog from the logs"},
 	{"config", cmd_config, "config [--json] [--provider P] [--model M] [--system FILE]",
