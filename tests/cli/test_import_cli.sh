@@ -176,6 +176,22 @@ expect_code 0 "... doctor is clean" "$CAIRN" --data-dir "$DST" doctor
 expect_code 0 "... it continues" "$CAIRN" --data-dir "$DST" -p "on the copy" --session "$N" --provider openai --model m
 stop_fake
 check "... no spooled file left in the data root" test -z "$(find "$DST" -maxdepth 1 -name '.import*')"
+
+# --- re-batched into frames of at most 16 MiB --------------------------------
+# 24 events of 900 KB in three appends (source: header + 3 frames, 21.6 MB);
+# imported: the header alone, then frames filled up to FRAME_MAX_CONTENT.
+for b in 1 2 3; do
+	python3 -c 'import json; [print(json.dumps({"type":"user/message","data":{"text":"m%d " % i + "x" * 900000}})) for i in range(8)]' >"$T/b$b.jsonl"
+done
+B=$("$CAIRN" log append --new --no-cwd <"$T/b1.jsonl" | cut -d" " -f1)
+"$CAIRN" log append "$B" --expect-seq 9 <"$T/b2.jsonl" >/dev/null
+"$CAIRN" log append "$B" --expect-seq 17 <"$T/b3.jsonl" >/dev/null
+export_file "$SRC" "$B" >"$T/big.jsonl"
+frames() { zstd -lv "$(ls "$1"/sessions/*/"$2"/session.jsonl.zst)" 2>/dev/null | sed -n 's/^# Zstandard Frames: //p'; }
+check "... the source has 4 frames" test "$(frames "$SRC" "$B")" = 4
+expect_code 0 "a 21.6 MB session is imported" imp "$T/big.jsonl"
+check "... as a header frame and two of at most 16 MiB" test "$(frames "$DST" "$B")" = 3
+check "... its events the same" cmp -s <("$CAIRN" log cat "$B") <("$CAIRN" --data-dir "$DST" log cat "$B")
 expect_code 2 "no FILE: usage" imp
 expect_code 3 "a FILE that does not exist: 3" imp "$T/nope.jsonl"
 finish
