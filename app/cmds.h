@@ -9,6 +9,7 @@
 #include "persist/log.h"
 
 int cmd_log(struct cli *c, int argc, char **argv);
+int cmd_import(struct cli *c, int argc, char **argv);
 int cmd_inspect(struct cli *c, int argc, char **argv);
 int cmd_repair(struct cli *c, int argc, char **argv);
 int cmd_sessions(struct cli *c, int argc, char **argv);

@@ -17,6 +17,8 @@ const struct command cli_commands[] = {
 			 "       cairn log cat ID|PATH\n"
 			 "       cairn log blob ID|PATH HASH",
 	 "append a batch of events from stdin; print a log's events; print a blob"},
+	{"import", cmd_import, "import [--new-id] [--json] FILE|-",
+	 "import a session exported as JSON Lines, its id kept (--new-id: a fresh one)"},
 	{"inspect", cmd_inspect, "inspect [--json] ID|PATH", "diagnose a log without changing it"},
 	{"repair", cmd_repair, "repair [--json] [--salvage] ID|PATH",
 	 "cut a torn tail and close an interrupted turn; --salvage copies a corrupt log's valid prefix"},

@@ -643,6 +643,17 @@ static int publish(struct log *lg, const struct buf *frames, size_t head_len, ui
 	return 0;
 }
 
+int log_publish_frames(struct log *lg, const struct buf *frames, size_t head_len,
+		       uint64_t next_seq, struct cerr *err)
+{
+	if (lg->published)
+		return cerr_set(err, CERR_CONFLICT, 0, "session '%s' already exists", lg->id);
+	if (publish(lg, frames, head_len, next_seq, err) < 0)
+		return -1;
+	lg->batch_t = clock_unix_ms();
+	return 0;
+}
+
 static bool cursor_matches(struct log *lg)
 {
 	struct stat a, b;

@@ -19,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/buf.h"
 #include "base/err.h"
 #include "persist/revision.h"
 #include "persist/scan.h"
@@ -111,6 +112,13 @@ int log_append(struct log *lg, uint64_t expected_next_seq, const struct log_even
 int log_write(struct log *lg, uint64_t expected_next_seq, const struct log_event *evs, size_t n,
 	      uint64_t *next_seq, struct cerr *err);
 int log_sync(struct log *lg, struct cerr *err);
+/* First publication of frames built elsewhere (an import): frames[0..
+ * head_len) is the header frame, the rest hold seqs 1..next_seq-1, every
+ * one already checked by the reader's rules. Written to a staging file,
+ * synced and renamed into place without overwriting, as log_write's first
+ * publication; lg comes from log_create and has published nothing. */
+int log_publish_frames(struct log *lg, const struct buf *frames, size_t head_len,
+		       uint64_t next_seq, struct cerr *err);
 /* Does lg hold frames written but not yet synced? */
 bool log_pending(const struct log *lg);
 /* log_sync in three steps, so the owner can write the next frames while

@@ -67,6 +67,7 @@ static const struct vocab_field f_header[] = {
 	{"model", VK_STR_OR_NULL, false, NULL},
 	{"forked_from", VK_OBJ, false, NULL},
 	{"salvaged_from", VK_OBJ, false, NULL},
+	{"imported_from", VK_OBJ, false, NULL},
 	END};
 static const struct vocab_field f_meta[] = {
 	{"title", VK_STR_OR_NULL, false, NULL},
