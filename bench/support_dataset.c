@@ -176,10 +176,9 @@ static void gen_turn(struct turn_batch *tb, size_t sess, unsigned k, int64_t t, 
 }
 
 /* Generate session `idx` in the private staging store `stage`, then move
- * its directory into the data root. Each log_create resolves the new id
- * against the whole store (a walk of every session directory), so
- * creating 10,000 sessions in one store would be quadratic; the staging
- * store holds one session at a time. */
+ * its directory into the data root: the staging store holds one session
+ * at a time, so what log_create checks (that the id is new: one probe per
+ * project folder) costs the same whatever the data set already holds. */
 static void gen_session(struct store *stage, const char *stage_path, size_t idx, int64_t now,
 			struct gen_stats *gs)
 {

@@ -161,7 +161,7 @@ int fifo_sess_reproject(struct fifo *f, struct fifo_sess *w, struct cerr *err)
 	if (log_reread_full(w->lg, err) < 0) /* the projection needs every event */
 		return -1;
 	struct session_ref ref;
-	if (store_resolve(f->st, w->id, &ref, err) < 0)
+	if (store_find_in(f->st, STORE_SESSIONS, w->id, &ref, err) < 0)
 		return -1;
 	struct cat_watermark wm = catalog_watermark_of(log_durable(w->lg));
 	return catalog_project_scan(f->cat, &ref, log_scan(w->lg), 0, &wm, err);

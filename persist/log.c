@@ -336,7 +336,7 @@ static int open_session(struct store *st, const char *id, const struct scan_opts
 		log_close(lg);
 		return cerr_set(err, CERR_USAGE, 0, "'%s' is not a session id", id);
 	}
-	if (store_resolve(st, id, &lg->ref, err) < 0)
+	if (store_find_in(st, STORE_SESSIONS, id, &lg->ref, err) < 0)
 		goto fail;
 	if (strcmp(lg->ref.id, id) != 0) {
 		cerr_set(err, CERR_MISSING, 0, "no session '%s'", id);
@@ -455,7 +455,7 @@ int log_create(struct store *st, const char *id, const char *cwd, const cJSON *e
 	}
 	struct session_ref existing = {0};
 	struct cerr e;
-	int found = store_resolve(st, id, &existing, &e);
+	int found = store_find_in(st, STORE_SESSIONS, id, &existing, &e);
 	if ((found == 0 || e.cls == CERR_CORRUPT) && strcmp(existing.id, id) == 0)
 		return cerr_set(err, CERR_CONFLICT, 0, "session '%s' already exists", id);
 	struct log *lg = log_alloc();

@@ -213,6 +213,9 @@ int store_resolve(struct store *st, const char *q, struct session_ref *ref, stru
 	return store_resolve_in(st, STORE_SESSIONS, q, ref, err);
 }
 
+static int resolve_in(struct store *st, const char *area, const char *q, bool exact_only,
+		      struct session_ref *ref, struct cerr *err);
+
 static int cmp_ref(const void *pa, const void *pb)
 {
 	const struct session_ref *a = pa, *b = pb;
@@ -220,13 +223,70 @@ static int cmp_ref(const void *pa, const void *pb)
 	return c ? c : strcmp(a->key, b->key);
 }
 
+/* Every project folder of area holding <id>/ with a log for this exact id:
+ * one probe per project folder, never a listing of the sessions, so that
+ * a command resolving each of n sessions stays linear in n. Project
+ * folders are taken as each_session takes them (a symlink is not one). */
+static int find_exact(struct store *st, const char *area, const char *id, struct list_ctx *c,
+		      struct cerr *err)
+{
+	int areafd = safefs_opendir(st->rootfd, area, false, NULL, err);
+	if (areafd < 0)
+		return err->cls == CERR_MISSING ? (cerr_clear(err), 0) : -1;
+	DIR *d = fdopendir(areafd);
+	if (!d) {
+		fs_close_quiet(areafd);
+		return cerr_set(err, CERR_IO, errno, "cannot list '%s'", area);
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || !pathkey_valid_key(de->d_name))
+			continue;
+		if (de->d_type == DT_DIR) {
+			char path[512];
+			struct stat sb;
+			snprintf(path, sizeof path, "%s/%s/%s", de->d_name, id, LOG_FILE);
+			if (fsops->fstatat(dirfd(d), path, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+				collect(c, -1, de->d_name, id);
+			continue;
+		}
+		if (de->d_type != DT_UNKNOWN)
+			continue; /* a file or a symlink: not a project */
+		int keyfd = fsops->openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+		if (keyfd < 0)
+			continue;
+		if (has_log(keyfd, id))
+			collect(c, keyfd, de->d_name, id);
+		fs_close_quiet(keyfd);
+	}
+	closedir(d);
+	return 0;
+}
+
+int store_find_in(struct store *st, const char *area, const char *id, struct session_ref *ref,
+		  struct cerr *err)
+{
+	if (!*id || strlen(id) > SESSION_ID_MAX || !pathkey_valid_id(id))
+		return cerr_set(err, CERR_USAGE, 0, "'%s' is not a session id", id);
+	return resolve_in(st, area, id, true, ref, err);
+}
+
 int store_resolve_in(struct store *st, const char *area, const char *q, struct session_ref *ref,
 		     struct cerr *err)
 {
 	if (!*q || strlen(q) > SESSION_ID_MAX || !pathkey_valid_id(q))
 		return cerr_set(err, CERR_USAGE, 0, "'%s' is not a session id", q);
+	return resolve_in(st, area, q, false, ref, err);
+}
+
+static int resolve_in(struct store *st, const char *area, const char *q, bool exact_only,
+		      struct session_ref *ref, struct cerr *err)
+{
+	/* An exact id wins over every id it is a prefix of, so when it is
+	 * there no listing is needed. */
 	struct list_ctx c = {.prefix = q};
-	if (each_session(st, area, true, collect, &c, err) < 0) {
+	if (find_exact(st, area, q, &c, err) < 0 ||
+	    (c.n == 0 && !exact_only && each_session(st, area, true, collect, &c, err) < 0)) {
 		free(c.refs);
 		return -1;
 	}

@@ -53,6 +53,11 @@ int store_resolve(struct store *st, const char *id_or_prefix, struct session_ref
 /* The same among the sessions of one area (STORE_SESSIONS or STORE_TRASH). */
 int store_resolve_in(struct store *st, const char *area, const char *id_or_prefix,
 		     struct session_ref *ref, struct cerr *err);
+/* store_resolve_in for a whole id only (no prefix): a few probes per
+ * project folder, never a listing of the sessions; not there: CERR_MISSING.
+ * For callers that hold an id, not a user's query. */
+int store_find_in(struct store *st, const char *area, const char *id, struct session_ref *ref,
+		  struct cerr *err);
 /* Every session with a log file in area STORE_SESSIONS or STORE_TRASH.
  * *refs is a new array the caller frees (may be NULL when *n is 0). */
 int store_list(struct store *st, const char *area, struct session_ref **refs, size_t *n,
