@@ -20,11 +20,14 @@ DST="$T/dst"    # where they are imported
 last_session() { "$CAIRN" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])'; }
 pyl() { python3 -c "import json,sys; L=[json.loads(l) for l in sys.stdin if l.strip()]; sys.exit(0 if ($1) else 1)"; }
 
-# export_file ROOT ID: the export file of session ID under ROOT on stdout,
-# exactly per the format: the `log cat` lines, then each blob they name
-# (once, in the order first named) in base64 chunks of at most 512 KiB,
-# then the trailer. One function, so that `cairn export` can replace it.
+# export_file ROOT ID: the export file of session ID under ROOT on stdout.
 export_file() {
+	"$CAIRN" --data-dir "$1" export "$2" --format json
+}
+# spec_export ROOT ID: the same file written from the format's text alone
+# (log cat's lines, the named blobs in 512 KiB base64 chunks, the trailer),
+# so that cairn export and cairn import are held to the spec, not to each other.
+spec_export() {
 	python3 - "$CAIRN" "$1" "$2" <<'PY'
 import base64, glob, json, subprocess, sys
 cairn, root, sid = sys.argv[1:4]
@@ -81,6 +84,7 @@ expect_code 0 "a rewind to the first turn, a branch from it and an interrupted t
 EOF
 check "... the source log has every kind wanted" pyl '{"tool/call","tool/result","interaction/request","interaction/answer","branch/rewind"} <= {e["type"] for e in L}' < <("$CAIRN" log cat "$S")
 export_file "$SRC" "$S" >"$T/s.jsonl"
+check "cairn export writes the file the format describes, byte for byte" cmp -s "$T/s.jsonl" <(spec_export "$SRC" "$S")
 check "... exported" test -s "$T/s.jsonl"
 
 # --- the round trip ------------------------------------------------------------
